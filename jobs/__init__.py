@@ -1,0 +1,1 @@
+"""The thin shell: Spark session, Delta storage engines, the jobs (ingest, replay, validate) and the CLI."""

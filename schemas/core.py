@@ -1,0 +1,149 @@
+"""The neutral schema language: columns with a small type grammar, convertible to Spark and Arrow.
+
+Type grammar (a subset of Spark DDL): ``string``, ``boolean``, ``int``, ``bigint``, ``double``,
+``binary``, ``date``, ``timestamp``, ``array<T>``, ``struct<name:T,...>``, ``map<string,T>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import pyarrow as pa
+    from pyspark.sql.types import DataType, StructType
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    nullable: bool = True
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class TableDef:
+    """A table: its name (also its folder under the warehouse), columns, partitioning and purpose."""
+
+    name: str
+    columns: tuple[Column, ...]
+    partition_by: tuple[str, ...] = ()
+    doc: str = ""
+    properties: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def column(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(f"table {self.name} has no column {name!r}")
+
+    def spark_schema(self) -> StructType:
+        from pyspark.sql.types import StructField, StructType
+
+        return StructType(
+            [StructField(c.name, spark_type(c.type), c.nullable, {"comment": c.doc}) for c in self.columns]
+        )
+
+    def arrow_schema(self) -> pa.Schema:
+        import pyarrow as pa
+
+        return pa.schema([pa.field(c.name, arrow_type(c.type), c.nullable) for c in self.columns])
+
+    def markdown(self) -> str:
+        """The table as a Markdown section (used to generate docs/tables.md)."""
+        lines = [f"### `{self.name}`", "", self.doc, ""]
+        if self.partition_by:
+            lines += [f"Partitioned by: {', '.join(f'`{p}`' for p in self.partition_by)}", ""]
+        lines += ["| column | type | nullable | meaning |", "|---|---|---|---|"]
+        for c in self.columns:
+            lines.append(f"| `{c.name}` | `{c.type}` | {'yes' if c.nullable else 'no'} | {c.doc} |")
+        return "\n".join(lines) + "\n"
+
+
+def split_top_level(s: str, sep: str = ",") -> list[str]:
+    """Split ``s`` on ``sep`` outside ``<...>``."""
+    parts: list[str] = []
+    depth = 0
+    cur: list[str] = []
+    for ch in s:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        if ch == sep and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if cur:
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def _inner(t: str, prefix: str) -> str:
+    return t[len(prefix) : -1].strip()
+
+
+def _struct_fields(t: str) -> list[tuple[str, str]]:
+    out = []
+    for part in split_top_level(_inner(t, "struct<")):
+        name, _, typ = part.partition(":")
+        out.append((name.strip(), typ.strip()))
+    return out
+
+
+def spark_type(t: str) -> DataType:
+    from pyspark.sql import types as T
+
+    t = t.strip()
+    simple: dict[str, Any] = {
+        "string": T.StringType,
+        "boolean": T.BooleanType,
+        "int": T.IntegerType,
+        "bigint": T.LongType,
+        "double": T.DoubleType,
+        "binary": T.BinaryType,
+        "date": T.DateType,
+        "timestamp": T.TimestampType,
+    }
+    if t in simple:
+        return simple[t]()  # type: ignore[no-any-return]
+    if t.startswith("array<"):
+        return T.ArrayType(spark_type(_inner(t, "array<")), True)
+    if t.startswith("map<"):
+        k, v = split_top_level(_inner(t, "map<"))
+        return T.MapType(spark_type(k), spark_type(v), True)
+    if t.startswith("struct<"):
+        return T.StructType([T.StructField(n, spark_type(ft), True) for n, ft in _struct_fields(t)])
+    raise ValueError(f"unknown column type {t!r}")
+
+
+def arrow_type(t: str) -> pa.DataType:
+    import pyarrow as pa
+
+    t = t.strip()
+    simple = {
+        "string": pa.string(),
+        "boolean": pa.bool_(),
+        "int": pa.int32(),
+        "bigint": pa.int64(),
+        "double": pa.float64(),
+        "binary": pa.binary(),
+        "date": pa.date32(),
+        "timestamp": pa.timestamp("us", tz="UTC"),
+    }
+    if t in simple:
+        return simple[t]
+    if t.startswith("array<"):
+        return pa.list_(arrow_type(_inner(t, "array<")))
+    if t.startswith("map<"):
+        k, v = split_top_level(_inner(t, "map<"))
+        return pa.map_(arrow_type(k), arrow_type(v))
+    if t.startswith("struct<"):
+        return pa.struct([pa.field(n, arrow_type(ft)) for n, ft in _struct_fields(t)])
+    raise ValueError(f"unknown column type {t!r}")

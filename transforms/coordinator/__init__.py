@@ -1,0 +1,1 @@
+"""A faithful, version-aware model of Kafka's classic group coordinator, driven by recorded requests."""

@@ -1,0 +1,177 @@
+"""The coordinator model's contract: what goes in (a group's requests, in arrival order) and what comes
+out (a predicted response per request, and the internal events a person needs to follow a rebalance).
+
+Pure data, no logic: the engine (``transforms.coordinator.engine``), rebalance reconstruction
+(``transforms.rebalances``) and the Spark adapter (``jobs.replay``) all speak these types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from transforms.kafka_protocol import ApiKey
+
+
+class GroupState(str, Enum):
+    """Kafka's classic group states, with their wire names."""
+
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass(frozen=True, slots=True)
+class Protocol:
+    """One entry of a JoinGroup ``protocols`` list. ``metadata`` is None in the text era (not dumped)."""
+
+    name: str
+    metadata: bytes | None = None
+    metadata_length: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveMember:
+    member_id: str
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedResponse:
+    """The response the broker logged for a request (all optional: absent fields are None)."""
+
+    error: str | None = None  # Errors name, e.g. "NONE"
+    generation_id: int | None = None  # JoinGroup
+    leader: str | None = None  # JoinGroup
+    member_id: str | None = None  # JoinGroup
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    skip_assignment: bool | None = None
+    members: tuple[str, ...] | None = None  # JoinGroup member ids (leader's response), in logged order
+    member_errors: tuple[tuple[str, str], ...] | None = None  # LeaveGroup (member_id, error) in order
+    partition_errors: tuple[tuple[str, int, str], ...] | None = None  # OffsetCommit (topic, part, error)
+    assignment: bytes | None = None  # SyncGroup (JSON era)
+    completion_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRequest:
+    """One classic-group request, as the coordinator received it.
+
+    ``ref`` is opaque to the model (the adapter passes ``(source_file, line_no)``) and is echoed in
+    every output that the request causes.
+    """
+
+    api: ApiKey
+    api_version: int
+    group_id: str
+    arrival_ms: int
+    member_id: str | None = None
+    group_instance_id: str | None = None
+    client_id: str | None = None
+    client_host: str | None = None
+    generation_id: int | None = None
+    session_timeout_ms: int | None = None
+    rebalance_timeout_ms: int | None = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None  # SyncGroup v5+
+    protocols: tuple[Protocol, ...] = ()
+    reason: str | None = None
+    assignments: tuple[tuple[str, bytes | None], ...] = ()  # SyncGroup leader: (member_id, bytes)
+    leave_members: tuple[LeaveMember, ...] = ()  # LeaveGroup (v0-2: one element)
+    commit_partitions: tuple[tuple[str, int], ...] = ()  # OffsetCommit (topic, partition)
+    observed: ObservedResponse | None = None
+    ref: tuple[str, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PredictedResponse:
+    """What the model says the coordinator answered, and when."""
+
+    error: str
+    completion_ms: int | None  # model time the response is sent (None: never answered)
+    generation_id: int | None = None
+    leader: str | None = None
+    member_id: str | None = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    skip_assignment: bool | None = None
+    members: tuple[str, ...] | None = None
+    member_errors: tuple[tuple[str, str], ...] | None = None
+    partition_errors: tuple[tuple[str, int, str], ...] | None = None
+    assignment: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """A request and the model's answer to it. Emitted when the model answers (parked JoinGroup and
+    SyncGroup requests are answered later than they arrive), or when the request is superseded."""
+
+    seq: int  # position of the request in the group's replay order
+    request: GroupRequest
+    response: PredictedResponse
+    state_before: GroupState
+    generation_before: int
+    state_after: GroupState
+    generation_after: int
+    scored: bool = True
+    unscored_reason: str | None = None
+    reconciled: bool = False
+
+
+class EventKind(str, Enum):
+    TRANSITION = "transition"  # state change: from_state → to_state
+    MEMBER_ADDED = "member_added"
+    MEMBER_REMOVED = "member_removed"  # removal_reason says why
+    PENDING_MEMBER_ADDED = "pending_member_added"  # MEMBER_ID_REQUIRED handed out
+    PENDING_MEMBER_REMOVED = "pending_member_removed"
+    STATIC_MEMBER_REPLACED = "static_member_replaced"  # member_id = new id, detail = old id
+    LEADER_CHANGED = "leader_changed"
+    MEMBER_UPDATED = "member_updated"  # rejoin with changed protocols/metadata
+    TIMER_EXPIRED = "timer_expired"  # detail = timer key, e.g. heartbeat-<group>-<member>
+    JOIN_COMPLETED = "join_completed"  # generation bumped, protocol selected
+    SYNC_COMPLETED = "sync_completed"  # leader assignment stored, group Stable
+    HEARTBEAT = "heartbeat"  # accepted heartbeat (session refreshed)
+    OFFSET_COMMIT = "offset_commit"  # accepted commit
+    RECONCILED = "reconciled"  # track mode: model adjusted to an observed response
+    EXTERNAL_ERROR = "external_error"  # NOT_COORDINATOR & co. observed
+    WARM_START = "warm_start"  # model state inferred from observed responses
+
+
+class RemovalReason(str, Enum):
+    LEFT = "left"  # LeaveGroup
+    SESSION_EXPIRY = "session_expiry"
+    NEW_MEMBER_JOIN_TIMEOUT = "new_member_join_timeout"  # 5-minute timeout of a new member
+    REBALANCE_TIMEOUT_EVICTION = "rebalance_timeout_eviction"  # did not rejoin before join completed
+    PENDING_SYNC_EXPIRY = "pending_sync_expiry"
+    FENCED = "fenced"  # static member replaced
+    MAX_SIZE = "max_size"  # GROUP_MAX_SIZE_REACHED
+    PENDING_EXPIRY = "pending_expiry"  # pending (MEMBER_ID_REQUIRED) id expired
+    RECONCILED = "reconciled"  # track mode removed it to agree with the broker
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEvent:
+    """Something that happened inside the coordinator, on the recorded clock."""
+
+    seq: int  # seq of the request being handled, or of the next request for timer-driven events
+    time_ms: int
+    kind: EventKind
+    generation_id: int
+    state: GroupState  # state after the event
+    from_state: GroupState | None = None  # TRANSITION only
+    member_id: str | None = None
+    group_instance_id: str | None = None
+    cause: str | None = None  # Kafka's reason string, e.g. "Adding new member ... with group instance id None"
+    removal_reason: RemovalReason | None = None
+    client_reason: str | None = None  # JoinGroup v8+/LeaveGroup v5+ reason given by the client
+    detail: str | None = None
+    ref: tuple[str, int] | None = None  # request that caused it (None for timers)
+    members: tuple[str, ...] = field(default=())  # JOIN_COMPLETED/SYNC_COMPLETED: members of the generation
+    leader: str | None = None  # JOIN_COMPLETED: leader; LEADER_CHANGED: new leader
+    protocol_name: str | None = None  # JOIN_COMPLETED: selected protocol
+    protocol_type: str | None = None
+    assignments: tuple[tuple[str, bytes | None], ...] = ()  # SYNC_COMPLETED: stored assignment per member
