@@ -134,6 +134,8 @@ INGEST_FILES = TableDef(
         C("source_file", "string", False, "path read in this batch"),
         C("broker_id", "string", False, "broker"),
         C("compressed", "boolean", False, "read through gzip"),
+        C("file_size", "bigint", False, "size on disk when read"),
+        C("file_mtime_ms", "bigint", False, "modification time when read (epoch ms)"),
         C("start_line", "bigint", False, "first physical line read in this batch (1-based)"),
         C("end_line", "bigint", False, "last complete physical line read (inclusive)"),
         C("start_offset", "bigint", False, "uncompressed byte offset the batch started at"),

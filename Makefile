@@ -1,0 +1,44 @@
+# The README's two commands: `make demo` (set up + run the pipeline on the bundled sample) and
+# `make test` (set up + run the whole test suite). Both create .venv on first use.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+WAREHOUSE ?= warehouse
+
+.PHONY: demo test test-fast lint install check-java bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' \
+	  || { echo "rebalance-replay needs Python 3.11 (found: $$($(PYTHON) --version 2>&1)); set PYTHON=/path/to/python3.11"; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+check-java:
+	@command -v java >/dev/null 2>&1 || test -x "$$JAVA_HOME/bin/java" \
+	  || { echo "Java 17 is required to run Spark: install a JDK 17 and put java on PATH (or set JAVA_HOME)"; exit 1; }
+
+demo: install check-java
+	$(BIN)/rebalance-replay run --input samples/logs --warehouse $(WAREHOUSE)
+
+test: install check-java
+	$(BIN)/python -m pytest
+
+test-fast: install
+	$(BIN)/python -m pytest -m "not spark and not slow"
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+bench: install
+	$(BIN)/python benchmarks/bench_model.py
+	$(BIN)/python benchmarks/bench_parse.py
+
+clean:
+	rm -rf $(WAREHOUSE) .pytest_cache .mypy_cache .ruff_cache

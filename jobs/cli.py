@@ -1,0 +1,174 @@
+"""``rebalance-replay`` — the command line.
+
+    rebalance-replay ingest   --input PATH... --warehouse DIR   land request logs into Delta
+    rebalance-replay replay   --warehouse DIR                   replay every group through the model
+    rebalance-replay validate --warehouse DIR                   predicted vs observed, GX checkpoints
+    rebalance-replay audit    --warehouse DIR                   misconfigurations and anomalies
+    rebalance-replay report   --warehouse DIR                   HTML forensics report
+    rebalance-replay run      --input PATH... --warehouse DIR   all of the above in order
+
+Common options: ``--conf FILE`` (repeatable), ``--set key=value`` (repeatable), ``--debug``.
+Exit codes: 0 the pipeline ran (even with mismatches), 1 a runtime error, 2 bad usage or input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from jobs.config import Config, ConfigError, load_config
+from jobs.log_files import InputError
+
+PROG = "rebalance-replay"
+
+
+class UsageError(Exception):
+    """Bad usage: exit 2 with a one-line message."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _common(p: argparse.ArgumentParser, *, needs_input: bool) -> None:
+    if needs_input:
+        p.add_argument("--input", "-i", nargs="+", required=True, metavar="PATH",
+                       help="request-log files or directories (recursive), from any number of brokers")
+    p.add_argument("--warehouse", "-w", metavar="DIR", help="warehouse directory (default: storage.warehouse)")
+    p.add_argument("--conf", action="append", default=[], metavar="FILE", help="YAML config overrides")
+    p.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY=VALUE",
+                   help="override one setting, e.g. --set broker.group.initial.rebalance.delay.ms=0")
+    p.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Spark-native batch analytics over Kafka group-coordinator "
+                                            "request logs.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    descriptions = {
+        "ingest": "land broker request logs (text ≤2.7 and JSON 2.8+, rotated, gzipped) into Delta tables",
+        "replay": "replay each group's requests through the coordinator model",
+        "validate": "compare predicted and observed responses; Great Expectations checkpoints",
+        "audit": "flag misconfigurations and anomalies",
+        "report": "write the HTML forensics report",
+        "run": "ingest, replay, validate (and audit, report once available) in order",
+    }
+    for name, help_text in descriptions.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        _common(p, needs_input=name in ("ingest", "run"))
+    return parser
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def write_summary(warehouse: str, updates: dict[str, Any]) -> Path:
+    """Merge ``updates`` into ``<warehouse>/summary.json`` (other stages' keys are kept)."""
+    path = Path(warehouse) / "summary.json"
+    current: dict[str, Any] = {}
+    if path.exists():
+        try:
+            current = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            current = {}
+    current.update(updates)
+    current.setdefault("findings", {})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(current, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def _session(config: Config) -> Any:
+    from jobs.spark_session import get_spark
+
+    conf = {"spark.master": config.spark.master, "spark.driver.memory": config.spark.driver_memory,
+            "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions), **config.spark.extra}
+    return get_spark(conf=conf)
+
+
+def _store(spark: Any, config: Config) -> Any:
+    from jobs.delta_store import open_store
+
+    return open_store(spark, config.storage.warehouse, config.storage.engine)
+
+
+def cmd_ingest(args: argparse.Namespace, config: Config) -> int:
+    from jobs.ingest import format_counts_table, ingest, ingest_summary
+
+    spark = _session(config)
+    result = ingest(spark, _store(spark, config), config, args.input, log=_say)
+    path = write_summary(config.storage.warehouse, ingest_summary(result))
+    print(f"ingest: batch {result.batch_id or '-'} in {result.seconds:.1f}s "
+          f"({result.files_seen} file(s), {result.slices} read, {result.duplicate_files} duplicate copies)")
+    print(format_counts_table(result))
+    print(f"summary: {path}")
+    for err in result.errors:
+        _say(f"{PROG}: error: {err}")
+    return 1 if result.errors else 0
+
+
+def cmd_not_implemented(args: argparse.Namespace, config: Config) -> int:
+    _say(f"{PROG}: {args.command}: not implemented yet")
+    return 2
+
+
+def cmd_run(args: argparse.Namespace, config: Config) -> int:
+    status = cmd_ingest(args, config)
+    for stage in ("replay", "validate"):
+        handler = COMMANDS[stage]
+        if handler is cmd_not_implemented:
+            _say(f"{PROG}: run: {stage} is not implemented yet; stopping after the stages before it")
+            break
+        status = max(status, handler(args, config))
+    return status
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Config], int]] = {
+    "ingest": cmd_ingest,
+    "replay": cmd_not_implemented,
+    "validate": cmd_not_implemented,
+    "audit": cmd_not_implemented,
+    "report": cmd_not_implemented,
+    "run": cmd_run,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    parser = build_parser()
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        args = parser.parse_args(argv)
+        config = load_config(args.conf, args.overrides, args.warehouse)
+        return COMMANDS[args.command](args, config)
+    except UsageError as e:
+        _say(f"{PROG}: error: {e} (see '{PROG} --help')")
+        return 2
+    except (ConfigError, InputError) as e:
+        _say(f"{PROG}: error: {e}")
+        return 2
+    except KeyboardInterrupt:
+        _say(f"{PROG}: interrupted")
+        return 130
+    except Exception as e:  # a one-line message, never a stack trace, unless --debug
+        from jobs.errors import user_message
+
+        msg = user_message(e)
+        if debug:
+            traceback.print_exc()
+        _say(f"{PROG}: error: {msg}" + ("" if debug else " (rerun with --debug for details)"))
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,20 @@
+"""Turning runtime failures into one-line messages a person can act on."""
+
+from __future__ import annotations
+
+
+def user_message(e: BaseException) -> str:
+    """One line for an exception: our own errors as they are, Spark/JVM errors reduced to their gist."""
+    name = type(e).__name__
+    text = str(e).strip()
+    if name in ("JavaMissingError", "TableFeatureError", "ConfigError", "InputError"):
+        return text.splitlines()[0] if text else name
+    first = ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("at ", "JVM stacktrace", "Traceback", "File ")):
+            first = line
+            break
+    if len(first) > 300:
+        first = first[:297] + "..."
+    return f"{name}: {first}" if first else name
