@@ -155,10 +155,12 @@ def read_slice(s: FileSlice, stats: SliceStats) -> Iterator[tuple[int, str]]:
                     _skip(f, offset)
                 else:
                     f.seek(offset)
+            # read1: on a gzip stream that breaks off, the data before the break comes back first
+            read = f.read1 if s.compressed else f.read
             pending = b""
             while True:
                 want = READ_BLOCK if limit is None else min(READ_BLOCK, limit - offset - len(pending))
-                block = f.read(want) if want > 0 else b""
+                block = read(want) if want > 0 else b""
                 if not block:
                     break
                 data = pending + block

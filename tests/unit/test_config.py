@@ -1,0 +1,89 @@
+"""Config: defaults load and validate; --conf/--set override; unknown keys and bad values are one-liners."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobs.config import ConfigError, load_config
+
+
+def test_defaults_load() -> None:
+    c = load_config()
+    assert c.storage.engine == "auto"
+    assert c.input.timezone == "UTC"
+    assert c.kafka.version == "3.7"
+    assert c.broker.group_initial_rebalance_delay_ms == 3000
+    assert c.broker.group_max_session_timeout_ms is None
+    assert c.replay.mode == "track"
+
+
+def test_set_overrides_broker_property_with_dots() -> None:
+    c = load_config(overrides=["broker.group.initial.rebalance.delay.ms=0", "broker.group.max.size=5",
+                               "kafka.version=2.7", "input.timezone=Europe/Berlin"])
+    assert c.broker.group_initial_rebalance_delay_ms == 0
+    assert c.broker.group_max_size == 5
+    assert c.kafka.version == "2.7"
+    assert c.input.tz.key == "Europe/Berlin"
+    cc = c.coordinator_config()
+    assert cc.group_initial_rebalance_delay_ms == 0
+    assert cc.kafka_version == "2.7"
+
+
+def test_conf_file_merges_subset(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("broker:\n  group.max.size: 3\nreplay:\n  mode: predict\nspark:\n  extra:\n    spark.x: '1'\n")
+    c = load_config([f])
+    assert c.broker.group_max_size == 3
+    assert c.broker.group_initial_rebalance_delay_ms == 3000  # untouched keys keep defaults
+    assert c.replay.mode == "predict"
+    assert c.spark.extra == {"spark.x": "1"}
+
+
+def test_warehouse_flag_wins() -> None:
+    assert load_config(overrides=["storage.warehouse=/a"], warehouse="/b").storage.warehouse == "/b"
+
+
+@pytest.mark.parametrize(
+    ("override", "fragment"),
+    [
+        ("replay.nope=1", "unknown key 'replay.nope'"),
+        ("nosection.x=1", "unknown key 'nosection.x'"),
+        ("broker.group.max.sizes=1", "unknown key 'broker.group.max.sizes'"),
+        ("replay.mode=tracking", "replay.mode must be one of track, predict"),
+        ("broker.group.max.size=abc", "broker.group.max.size must be an integer"),
+        ("broker.group.max.size=0", "broker.group.max.size must be ≥ 1"),
+        ("input.timezone=Mars/Olympus", "input.timezone 'Mars/Olympus' is not a known time zone"),
+        ("kafka.version=1.1", "kafka.version must be one of"),
+        ("storage.engine=parquet", "storage.engine must be one of auto, delta-spark, delta-rs"),
+        ("validation.min_agreement=2", "validation.min_agreement must be a number in [0, 1]"),
+        ("replay.warm_start=maybe", "replay.warm_start must be true or false"),
+        ("input.broker_id_pattern=([a-z]+)", "needs a named group"),
+        ("justakey", "--set expects key=value"),
+        ("replay=1", "names a whole section"),
+    ],
+)
+def test_bad_overrides_are_one_line_errors(override: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        load_config(overrides=[override])
+    msg = str(e.value)
+    assert fragment in msg
+    assert "\n" not in msg
+
+
+def test_missing_and_bad_conf_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config([tmp_path / "nope.yaml"])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("replay: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config([bad])
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("replay:\n  speed: 3\n")
+    with pytest.raises(ConfigError, match="unknown key 'replay.speed'"):
+        load_config([unknown])
+
+
+def test_kafka_patch_version_accepted() -> None:
+    assert load_config(overrides=["kafka.version=2.8.1"]).kafka.version == "2.8.1"
