@@ -74,6 +74,7 @@ class ReplayConfig:
     warm_start: bool
     path: str
     late_tolerance_ms: int
+    bucket_ms: int
     fast_path_min_groups: int
     cooperative_protocols: tuple[str, ...]
     follow_up_window_ms: int
@@ -279,6 +280,7 @@ def build_config(data: dict[str, Any]) -> Config:
             warm_start=_bool(data, "replay.warm_start"),
             path=_choice(data, "replay.path", ("auto", "stateful", "fast")),
             late_tolerance_ms=_int(data, "replay.late_tolerance_ms", minimum=0),
+            bucket_ms=_int(data, "replay.bucket_ms", minimum=1000),
             fast_path_min_groups=_int(data, "replay.fast_path_min_groups", minimum=0),
             cooperative_protocols=_str_list(data, "replay.cooperative_protocols"),
             follow_up_window_ms=_int(data, "replay.follow_up_window_ms", minimum=0),

@@ -1,0 +1,280 @@
+"""Replaying one group: bronze request rows in, output-table rows out. Pure; shared by every Spark path.
+
+A :class:`GroupReplayer` owns a group's coordinator model, its rebalance tracker and a buffer of rows that
+have landed but may not be replayed yet. ``process(until_ms)`` replays, in arrival order, every buffered
+request that arrived before ``until_ms`` (the *horizon*), lets the coordinator's timers run up to it, and
+returns the rows of ``predictions``, ``transitions``, ``rebalances`` and ``member_sessions`` that became
+final. Everything a later call needs (model, tracker, buffer) round-trips through ``to_bytes``.
+
+Because the output depends only on the rows and the horizon — not on how the rows were split into calls —
+the streaming path (``applyInPandasWithState``, state in the state store between scheduled runs) and the
+sorted-partition fast path (``mapInArrow``) produce the same rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from transforms.coordinator.config import CoordinatorConfig
+from transforms.coordinator.engine import GroupCoordinatorModel
+from transforms.coordinator.types import (
+    GroupRequest,
+    LeaveMember,
+    ObservedResponse,
+    Prediction,
+    Protocol,
+)
+from transforms.kafka_protocol import STATE_CHANGING_APIS, ApiKey
+from transforms.rebalances import RebalanceTracker
+from transforms.validation import prediction_row
+
+STATE_VERSION = 1
+
+#: Row kinds a replayer emits: one per output table.
+OUTPUT_KINDS = ("predictions", "transitions", "rebalances", "member_sessions")
+
+#: The replay order inside a group: arrival, then a deterministic tie-break.
+SORT_COLUMNS = ("arrival_ms", "broker_id", "connection", "correlation_id", "source_file", "line_no")
+
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    coordinator: CoordinatorConfig
+    completion_tolerance_ms: int = 5
+    cooperative_protocols: frozenset[str] = frozenset({"cooperative-sticky"})
+    follow_up_window_ms: int = 10_000
+
+
+@dataclass
+class ReplayOutput:
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {k: [] for k in OUTPUT_KINDS})
+    replayed: int = 0
+    late: int = 0
+
+    def extend(self, kind: str, rows: Iterable[dict[str, Any]]) -> None:
+        self.rows[kind].extend(rows)
+
+    def count(self) -> int:
+        return sum(len(v) for v in self.rows.values())
+
+
+def sort_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple("" if row.get(c) is None else row.get(c) for c in SORT_COLUMNS)
+
+
+def _host(address: str | None) -> str | None:
+    if not address:
+        return None
+    host, sep, _port = address.rpartition(":")
+    return host if sep else address
+
+
+def _errors_pairs(items: Sequence[Mapping[str, Any]] | None, key: str) -> tuple[tuple[str, str], ...] | None:
+    if items is None:
+        return None
+    return tuple((str(i.get(key) or ""), str(i.get("error_name") or "NONE")) for i in items)
+
+
+def request_from_row(row: Mapping[str, Any]) -> GroupRequest:
+    """A bronze ``requests`` row (as a mapping) → the model's :class:`GroupRequest`."""
+    api = ApiKey(int(row["api_key"]))
+    protocols = tuple(
+        Protocol(p["name"], p.get("metadata"), p.get("metadata_length")) for p in (row.get("protocols") or ())
+    )
+    leave = tuple(
+        LeaveMember(m.get("member_id") or "", m.get("group_instance_id"), m.get("reason"))
+        for m in (row.get("leave_members") or ())
+    )
+    members = row.get("response_members")
+    partitions = row.get("response_commit_partitions")
+    observed = ObservedResponse(
+        error=row.get("error_name"),
+        generation_id=row.get("response_generation_id"),
+        leader=row.get("response_leader"),
+        member_id=row.get("response_member_id"),
+        protocol_type=row.get("response_protocol_type"),
+        protocol_name=row.get("response_protocol_name"),
+        skip_assignment=row.get("response_skip_assignment"),
+        members=None if members is None else tuple(m.get("member_id") or "" for m in members),
+        member_errors=_errors_pairs(row.get("response_leave_members"), "member_id"),
+        partition_errors=None if partitions is None else tuple(
+            (p.get("topic") or "", int(p.get("partition") or 0), p.get("error_name") or "NONE")
+            for p in partitions
+        ),
+        assignment=row.get("response_assignment"),
+        completion_ms=row.get("completion_ms"),
+    )
+    return GroupRequest(
+        api=api,
+        api_version=int(row["api_version"]),
+        group_id=row["group_id"],
+        arrival_ms=int(row["arrival_ms"]),
+        member_id=row.get("member_id"),
+        group_instance_id=row.get("group_instance_id"),
+        client_id=row.get("client_id"),
+        client_host=_host(row.get("client_address")),
+        generation_id=row.get("generation_id"),
+        session_timeout_ms=row.get("session_timeout_ms"),
+        rebalance_timeout_ms=row.get("rebalance_timeout_ms"),
+        protocol_type=row.get("protocol_type"),
+        protocol_name=row.get("protocol_name"),
+        protocols=protocols,
+        reason=row.get("reason"),
+        assignments=tuple((a.get("member_id") or "", a.get("assignment")) for a in (row.get("assignments") or ())),
+        leave_members=leave,
+        commit_partitions=tuple(
+            (c.get("topic") or "", int(c.get("partition") or 0)) for c in (row.get("commit_partitions") or ())
+        ),
+        observed=observed,
+        ref=(row["source_file"], int(row["line_no"])),
+    )
+
+
+#: Bronze columns a replayer needs (the Spark side selects only these).
+REPLAY_COLUMNS = (
+    "source_file", "line_no", "broker_id", "api_key", "api_version", "group_id", "correlation_id",
+    "client_id", "connection", "client_address", "arrival_ms", "completion_ms", "member_id",
+    "group_instance_id", "generation_id", "session_timeout_ms", "rebalance_timeout_ms", "protocol_type",
+    "protocol_name", "protocols", "reason", "assignments", "leave_members", "commit_partitions", "error_name",
+    "response_generation_id", "response_leader", "response_member_id", "response_protocol_type",
+    "response_protocol_name", "response_skip_assignment", "response_members", "response_assignment",
+    "response_leave_members", "response_commit_partitions",
+)
+
+
+def _encode(obj: Any) -> Any:
+    if isinstance(obj, bytes | bytearray):
+        return {"$b": base64.b64encode(bytes(obj)).decode()}
+    if isinstance(obj, Mapping):
+        return {k: _encode(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_encode(v) for v in obj]
+    return obj
+
+
+def _decode(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        if set(obj) == {"$b"}:
+            return base64.b64decode(obj["$b"])
+        return {k: _decode(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_decode(v) for v in obj]
+    return obj
+
+
+class GroupReplayer:
+    """Replays one group; see the module docstring."""
+
+    def __init__(self, group_id: str, settings: ReplaySettings) -> None:
+        self.group_id = group_id
+        self.settings = settings
+        self.model = GroupCoordinatorModel(group_id, settings.coordinator)
+        self.tracker = RebalanceTracker(group_id, cooperative_protocols=settings.cooperative_protocols,
+                                        follow_up_window_ms=settings.follow_up_window_ms)
+        self.buffer: list[dict[str, Any]] = []  # landed, not yet replayed (arrival ≥ horizon)
+        self.brokers: dict[str, str] = {}  # "file:line" → broker id, for requests still parked in the model
+        self.horizon_ms: int | None = None  # everything before it has been replayed
+        self.replayed = 0
+        self.kip848 = False  # the group speaks ConsumerGroupHeartbeat: not a classic group
+
+    # -- feeding ------------------------------------------------------------------------------------
+    def feed(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        for row in rows:
+            api = row.get("api_key")
+            if api is None:
+                continue  # a tick: no request, just "replay up to the horizon"
+            if int(api) == ApiKey.CONSUMER_GROUP_HEARTBEAT:
+                self.kip848 = True
+            if int(api) in STATE_CHANGING_APIS:
+                self.buffer.append({c: row.get(c) for c in REPLAY_COLUMNS})
+
+    # -- replaying ----------------------------------------------------------------------------------
+    def process(self, until_ms: int) -> ReplayOutput:
+        """Replay buffered requests that arrived before ``until_ms`` and run timers up to it."""
+        out = ReplayOutput()
+        if self.kip848:
+            self.buffer.clear()  # reported as a KIP-848 group by the job; the classic model does not apply
+            return out
+        self.buffer.sort(key=sort_key)
+        cut = 0
+        while cut < len(self.buffer) and self.buffer[cut]["arrival_ms"] < until_ms:
+            cut += 1
+        ready, self.buffer = self.buffer[:cut], self.buffer[cut:]
+        for row in ready:
+            if self.horizon_ms is not None and row["arrival_ms"] < self.horizon_ms:
+                out.late += 1  # landed after its time was replayed: replayed now, out of order
+            self.brokers[f"{row['source_file']}:{row['line_no']}"] = row["broker_id"]
+            self.model.handle(request_from_row(row))
+            self.replayed += 1
+            out.replayed += 1
+        if self.horizon_ms is None or until_ms > self.horizon_ms:
+            self.model.advance_to(until_ms)
+            self.horizon_ms = until_ms
+        self._collect(out)
+        return out
+
+    def finish(self) -> ReplayOutput:
+        """Rows for rebalances and member sessions still open at the end of the log (batch replays)."""
+        out = ReplayOutput()
+        if self.kip848:
+            return out
+        flushed = self.tracker.flush_open()
+        out.extend("rebalances", flushed.rebalances)
+        out.extend("member_sessions", flushed.member_sessions)
+        return out
+
+    def _collect(self, out: ReplayOutput) -> None:
+        predictions, events = self.model.drain()
+        self.tracker.consume(predictions, events)
+        for p in predictions:
+            out.extend("predictions", [self._prediction_row(p)])
+        tracked = self.tracker.drain()
+        out.extend("transitions", tracked.transitions)
+        out.extend("rebalances", tracked.rebalances)
+        out.extend("member_sessions", tracked.member_sessions)
+
+    def _prediction_row(self, p: Prediction) -> dict[str, Any]:
+        source_file, line_no = p.request.ref or ("", 0)
+        broker_id = self.brokers.pop(f"{source_file}:{line_no}", "")
+        return prediction_row(p, completion_tolerance_ms=self.settings.completion_tolerance_ms,
+                              broker_id=broker_id, source_file=source_file, line_no=line_no)
+
+    @property
+    def has_pending_work(self) -> bool:
+        """Rows still buffered, or requests parked in the model: the next run must call this group."""
+        return bool(self.buffer) or bool(self.brokers)
+
+    # -- state --------------------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        doc = {
+            "v": STATE_VERSION,
+            "group": self.group_id,
+            "model": base64.b64encode(self.model.to_bytes()).decode(),
+            "tracker": base64.b64encode(self.tracker.to_bytes()).decode(),
+            "buffer": _encode(self.buffer),
+            "brokers": self.brokers,
+            "horizon": self.horizon_ms,
+            "replayed": self.replayed,
+            "kip848": self.kip848,
+        }
+        return zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 6)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, settings: ReplaySettings) -> GroupReplayer:
+        doc = json.loads(zlib.decompress(data))
+        if doc.get("v") != STATE_VERSION:
+            raise ValueError(f"replay state version {doc.get('v')} is not {STATE_VERSION}: use a fresh checkpoint")
+        r = cls(doc["group"], settings)
+        r.model = GroupCoordinatorModel.from_bytes(base64.b64decode(doc["model"]), settings.coordinator)
+        r.tracker = RebalanceTracker.from_bytes(base64.b64decode(doc["tracker"]))
+        r.buffer = _decode(doc["buffer"])
+        r.brokers = doc["brokers"]
+        r.horizon_ms = doc["horizon"]
+        r.replayed = doc["replayed"]
+        r.kip848 = doc["kip848"]
+        return r
