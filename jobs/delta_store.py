@@ -382,12 +382,27 @@ def _stat_value(ctype: str, value: Any, *, upper: bool) -> Any:
     return None  # binary and complex types: no min/max
 
 
-def _file_stats(local_path: str, table: TableDef) -> tuple[int, str]:
-    """(numRecords, Delta stats JSON) from a parquet file's footer."""
+def _stats_columns(table: TableDef, config: Mapping[str, str | None]) -> list[str]:
+    """The data columns Delta collects statistics for: ``delta.dataSkippingStatsColumns`` if set, else
+    the first ``delta.dataSkippingNumIndexedCols`` (default 32; -1 = all) columns."""
+    data_cols = [c.name for c in table.columns if c.name not in table.partition_by]
+    explicit = config.get("delta.dataSkippingStatsColumns")
+    if explicit:
+        wanted = {n.strip().strip("`") for n in explicit.split(",")}
+        return [c for c in data_cols if c in wanted]
+    try:
+        n = int(config.get("delta.dataSkippingNumIndexedCols") or 32)
+    except ValueError:
+        n = 32
+    return data_cols if n < 0 else data_cols[:n]
+
+
+def _file_stats(local_path: str, table: TableDef, columns: Sequence[str]) -> tuple[int, str]:
+    """(numRecords, Delta stats JSON) from a parquet file's footer, for the given top-level columns."""
     import pyarrow.parquet as pq
 
     md = pq.read_metadata(local_path)
-    types = {c.name: c.type.strip() for c in table.columns if c.name not in table.partition_by}
+    types = {name: table.column(name).type.strip() for name in columns}
     mins: dict[str, Any] = {}
     maxs: dict[str, Any] = {}
     nulls: dict[str, int] = {}
@@ -851,7 +866,8 @@ class DeltaRsStore(DeltaStore):
                 writer = writer.partitionBy(*table.partition_by)
             writer.parquet(_spark_path(stage))
 
-            adds = self._stage_to_table(stage, table, specs, moved)
+            config = dict(table.properties) if dt is None else dict(dt.metadata().configuration or {})
+            adds = self._stage_to_table(stage, table, specs, _stats_columns(table, config), moved)
             return self._commit(table, adds, mode=mode, specs=specs, app_id=app_id, txn_version=txn_version)
         except BaseException:
             self._discard_uncommitted(table, moved)
@@ -873,6 +889,7 @@ class DeltaRsStore(DeltaStore):
         stage: str,
         table: TableDef,
         specs: list[dict[str, str | None]] | None,
+        stats_columns: Sequence[str],
         moved: list[str],
     ) -> list[Any]:
         """Move the staged files into the table's partition folders; their Delta add actions."""
@@ -892,7 +909,7 @@ class DeltaRsStore(DeltaStore):
         adds = []
         for rel_dir, name, values in staged:
             src = os.path.join(stage, rel_dir, name)
-            num_records, stats = _file_stats(src, table)
+            num_records, stats = _file_stats(src, table, stats_columns)
             if num_records == 0:
                 continue  # Spark writes an empty file for an empty non-partitioned DataFrame
             rel = f"{rel_dir}/{name}" if rel_dir else name

@@ -1,0 +1,547 @@
+"""DeltaStore through Spark, checked against delta-rs reading the same tables directly.
+
+The delta-rs engine runs everywhere; the delta-spark engine only where its jars are on the JVM
+classpath (not here: Maven is unreachable)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pytest
+from deltalake import DeltaTable
+from pyspark.sql.types import StructField, StructType
+
+from jobs.delta_store import (
+    AddedFile,
+    DeltaStore,
+    TableFeatureError,
+    delta_spark_available,
+    open_store,
+)
+from schemas.core import Column as C
+from schemas.core import TableDef
+from schemas.tables import REQUESTS
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
+
+DELTA_SPARK_SKIP = "delta-spark jars not on the JVM classpath (Maven unreachable here)"
+
+D1, D2, D3 = date(2024, 5, 1), date(2024, 5, 2), date(2024, 5, 3)
+
+TINY = TableDef(
+    name="tiny",
+    partition_by=("day",),
+    columns=(
+        C("id", "bigint", False),
+        C("name", "string"),
+        C("ts", "timestamp"),
+        C("blob", "binary"),
+        C("items", "array<struct<k:string,v:int>>"),
+        C("day", "date", False),
+    ),
+)
+
+TWO_KEYS = TableDef(
+    name="two_keys",
+    partition_by=("day", "kind"),
+    columns=(C("id", "bigint", False), C("day", "date", False), C("kind", "string")),
+)
+
+FLAT = TableDef(name="flat", columns=(C("id", "bigint", False), C("note", "string")))
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def store(spark: Any, warehouse: Path) -> DeltaStore:
+    return open_store(spark, str(warehouse), "delta-rs")
+
+
+def tiny_rows(spark: Any, ids: list[int], day: date, name: str = "n") -> Any:
+    rows = [
+        (
+            i,
+            f"{name}{i}",
+            datetime(2024, 5, 1, 10, 0, 0, 123456, tzinfo=UTC),
+            bytes([i % 256, 0, 255]),
+            [(f"k{i}", i), (None, None)],
+            day,
+        )
+        for i in ids
+    ]
+    return spark.createDataFrame(rows, TINY.spark_schema())
+
+
+def delta(store: DeltaStore, table: TableDef) -> DeltaTable:
+    return DeltaTable(store.path(table))
+
+
+def arrow_of(store: DeltaStore, table: TableDef) -> pa.Table:
+    """The table as delta-rs reads it. (A pyarrow filesystem: with delta-rs' own one the interpreter
+    sometimes aborts at exit, 'terminate called without an active exception'.)"""
+    fs = pafs.SubTreeFileSystem(store.path(table), pafs.LocalFileSystem())
+    return delta(store, table).to_pyarrow_table(filesystem=fs)
+
+
+def commits(store: DeltaStore, table: TableDef) -> int:
+    return len(delta(store, table).history())
+
+
+def data_files_on_disk(store: DeltaStore, table: TableDef) -> set[str]:
+    out = set()
+    for root, _dirs, files in os.walk(store.path(table)):
+        out.update(os.path.join(root, f) for f in files if f.endswith(".parquet"))
+    return out
+
+
+def assert_no_stage(store: DeltaStore, table: TableDef) -> None:
+    leftovers = [n for n in os.listdir(store.path(table)) if n.startswith("_stage-")]
+    assert leftovers == []
+
+
+def commit_adds(store: DeltaStore, table: TableDef, version: int) -> set[str]:
+    log = Path(store.path(table)) / "_delta_log" / f"{version:020d}.json"
+    adds = set()
+    for line in log.read_text().splitlines():
+        action = json.loads(line)
+        if "add" in action:
+            adds.add(action["add"]["path"])
+    return adds
+
+
+def live_paths(store: DeltaStore, table: TableDef) -> set[str]:
+    return set(delta(store, table).file_uris())
+
+
+def same_types(a: Any, b: Any) -> bool:
+    """Same column names and types (Spark's parquet reader marks every column nullable)."""
+    return [(f.name, f.dataType) for f in a.fields] == [(f.name, f.dataType) for f in b.fields]
+
+
+def ids_of(df: Any) -> list[int]:
+    return sorted(r["id"] for r in df.select("id").collect())
+
+
+def strip_list_names(t: pa.DataType) -> pa.DataType:
+    """Arrow types with list item fields unnamed (Spark writes 'element', pyarrow defaults to 'item')."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(strip_list_names(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, strip_list_names(f.type), f.nullable) for f in t])
+    return t
+
+
+def request_row(i: int, day: date, **overrides: Any) -> dict[str, Any]:
+    """A REQUESTS row: every column null except the NOT NULL ones and a few typed ones."""
+    row: dict[str, Any] = {c.name: None for c in REQUESTS.columns}
+    ts = datetime(day.year, day.month, day.day, 12, 30, 15, 250000 + i, tzinfo=UTC)
+    row.update(
+        source_file=f"/logs/broker-1/kafka-request.log.{day.isoformat()}",
+        line_no=i,
+        broker_id="1",
+        log_era="json",
+        log_level="DEBUG",
+        api_key=11,
+        api_name="JOIN_GROUP",
+        api_version=9,
+        completion_time=ts,
+        completion_ms=int(ts.timestamp() * 1000),
+        arrival_ms=int(ts.timestamp() * 1000) - 5,
+        group_id=f"group-{i % 3}",
+        group_ids=[f"group-{i % 3}"],
+        protocols=[{"name": "range", "metadata": b"\x00\x01meta", "metadata_length": 6}],
+        response_assignment=bytes([1, 2, 3, i % 256]),
+        total_time_ms=1.5,
+        log_date=day,
+    )
+    row.update(overrides)
+    return row
+
+
+def requests_df(spark: Any, rows: list[dict[str, Any]]) -> Any:
+    cols = REQUESTS.column_names
+    return spark.createDataFrame([tuple(r[c] for c in cols) for r in rows], REQUESTS.spark_schema())
+
+
+# --------------------------------------------------------------------------------------------------
+# delta-rs engine
+# --------------------------------------------------------------------------------------------------
+
+
+def test_auto_engine_is_delta_rs_without_jars(spark: Any, warehouse: Path) -> None:
+    if delta_spark_available(spark):
+        pytest.skip("delta-spark jars are on the classpath: auto picks delta-spark")
+    assert open_store(spark, str(warehouse)).engine == "delta-rs"
+    with pytest.raises(RuntimeError, match="Delta Lake jars"):
+        open_store(spark, str(warehouse), "delta-spark")
+    with pytest.raises(ValueError, match="unknown Delta engine"):
+        open_store(spark, str(warehouse), "iceberg")
+
+
+def test_requests_round_trip(spark: Any, store: DeltaStore) -> None:
+    rows = [request_row(i, D1) for i in range(1, 4)] + [request_row(i, D2) for i in range(4, 6)]
+    df = requests_df(spark, rows)
+
+    assert not store.exists(REQUESTS)
+    assert store.version(REQUESTS) is None
+    assert store.append(df, REQUESTS, app_id="ingest", txn_version=1) is True
+
+    # exactly one commit, carrying the application transaction
+    assert store.version(REQUESTS) == 0
+    assert commits(store, REQUESTS) == 1
+    assert store.transaction_version(REQUESTS, "ingest") == 1
+    assert_no_stage(store, REQUESTS)
+
+    # delta-rs reads what Spark wrote: rows, types, partition values
+    dt = delta(store, REQUESTS)
+    table = arrow_of(store, REQUESTS)
+    assert table.num_rows == 5
+    for f in REQUESTS.arrow_schema():
+        assert strip_list_names(table.schema.field(f.name).type) == strip_list_names(f.type), f.name
+    assert table.schema.field("completion_time").type == pa.timestamp("us", tz="UTC")
+    assert table.schema.field("log_date").type == pa.date32()
+    assert table.schema.field("response_assignment").type == pa.binary()
+    got = {r["line_no"]: r for r in table.to_pylist()}
+    for r in rows:
+        g = got[r["line_no"]]
+        assert g["completion_time"] == r["completion_time"]  # microseconds survive, UTC
+        assert g["response_assignment"] == r["response_assignment"]
+        assert g["protocols"] == r["protocols"]
+        assert g["group_ids"] == r["group_ids"]
+        assert g["log_date"] == r["log_date"]
+    assert sorted(p["log_date"] for p in dt.partitions()) == ["2024-05-01", "2024-05-02"]
+    for path in dt.file_uris():
+        assert f"{os.sep}log_date=" in path and "_stage-" not in path
+
+    # per-file statistics from the parquet footers
+    actions = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
+    assert sum(a["num_records"] for a in actions) == 5
+    d1 = [a for a in actions if a["partition.log_date"] == D1]
+    d2 = [a for a in actions if a["partition.log_date"] == D2]
+    assert min(a["min.line_no"] for a in d1) == 1 and max(a["max.line_no"] for a in d1) == 3
+    assert sum(a["null_count.client_id"] for a in d2) == 2
+    # like Delta: statistics for the first 32 data columns only (delta.dataSkippingNumIndexedCols)
+    assert "null_count.reason" not in actions[0]
+    assert min(a["min.completion_time"] for a in d1) <= rows[0]["completion_time"]
+    assert max(a["max.completion_time"] for a in d1) >= rows[2]["completion_time"]
+
+    # and Spark reads it back identically, columns in table order
+    back = store.read(REQUESTS)
+    assert back.columns == REQUESTS.column_names
+    assert same_types(back.schema, REQUESTS.spark_schema())
+    assert sorted(back.collect(), key=lambda r: r["line_no"]) == sorted(
+        df.collect(), key=lambda r: r["line_no"]
+    )
+
+
+def test_retry_with_same_transaction_is_a_noop(spark: Any, store: DeltaStore) -> None:
+    assert store.append(tiny_rows(spark, [1, 2], D1), TINY, app_id="job", txn_version=7)
+    files = data_files_on_disk(store, TINY)
+
+    assert store.append(tiny_rows(spark, [1, 2], D1), TINY, app_id="job", txn_version=7) is False
+    assert store.append(tiny_rows(spark, [3], D1), TINY, app_id="job", txn_version=6) is False
+    assert store.overwrite(tiny_rows(spark, [9], D1), TINY, app_id="job", txn_version=7) is False
+    assert store.version(TINY) == 0
+    assert data_files_on_disk(store, TINY) == files  # nothing written, nothing left behind
+    assert_no_stage(store, TINY)
+
+    # another app, or the next batch, commits
+    assert store.append(tiny_rows(spark, [3], D2), TINY, app_id="other", txn_version=7) is True
+    assert store.append(tiny_rows(spark, [4], D2), TINY, app_id="job", txn_version=8) is True
+    assert store.version(TINY) == 2
+    assert store.transaction_version(TINY, "job") == 8
+    assert store.transaction_version(TINY, "other") == 7
+    assert store.transaction_version(TINY, "never") is None
+    assert ids_of(store.read(TINY)) == [1, 2, 3, 4]
+
+
+def test_overwrite_one_partition_leaves_the_others(spark: Any, store: DeltaStore) -> None:
+    store.append(tiny_rows(spark, [1, 2], D1).unionByName(tiny_rows(spark, [3], D2)), TINY)
+    store.append(tiny_rows(spark, [4], D3), TINY)
+    before = commits(store, TINY)
+    d2_files = {p for p in live_paths(store, TINY) if "day=2024-05-02" in p}
+
+    assert store.overwrite(tiny_rows(spark, [10, 11], D1, "new"), TINY, partitions=[{"day": D1}])
+
+    assert commits(store, TINY) == before + 1
+    df = store.read(TINY)
+    assert ids_of(df) == [3, 4, 10, 11]
+    assert {r["name"] for r in df.where("day = DATE'2024-05-01'").collect()} == {"new10", "new11"}
+    assert d2_files <= live_paths(store, TINY)  # untouched partitions keep their files
+    table = arrow_of(store, TINY)
+    assert sorted(table.column("id").to_pylist()) == [3, 4, 10, 11]
+    assert_no_stage(store, TINY)
+
+    # several partitions at once, one of them emptied (no rows for D3 in the new data)
+    assert store.overwrite(tiny_rows(spark, [20], D2), TINY, partitions=[{"day": D2}, {"day": "2024-05-03"}])
+    assert ids_of(store.read(TINY)) == [10, 11, 20]
+
+
+def test_overwrite_whole_table(spark: Any, store: DeltaStore) -> None:
+    store.append(tiny_rows(spark, [1], D1).unionByName(tiny_rows(spark, [2], D2)), TINY)
+    assert store.overwrite(tiny_rows(spark, [5], D3), TINY, app_id="full", txn_version=1)
+    assert store.version(TINY) == 1
+    assert ids_of(store.read(TINY)) == [5]
+    assert arrow_of(store, TINY).num_rows == 1
+    assert store.transaction_version(TINY, "full") == 1
+
+
+def test_overwrite_refuses_rows_outside_the_partitions(spark: Any, store: DeltaStore) -> None:
+    store.append(tiny_rows(spark, [1], D1), TINY)
+    files = data_files_on_disk(store, TINY)
+    bad = tiny_rows(spark, [2], D1).unionByName(tiny_rows(spark, [3], D2))
+    with pytest.raises(ValueError, match="not among the partitions being replaced"):
+        store.overwrite(bad, TINY, partitions=[{"day": D1}])
+    assert store.version(TINY) == 0
+    assert data_files_on_disk(store, TINY) == files
+    assert_no_stage(store, TINY)
+
+
+def test_bad_arguments_are_refused_before_writing(spark: Any, store: DeltaStore) -> None:
+    df = tiny_rows(spark, [1], D1)
+    with pytest.raises(ValueError, match="together"):
+        store.append(df, TINY, app_id="x")
+    with pytest.raises(ValueError, match="not a partition column"):
+        store.overwrite(df, TINY, partitions=[{"name": "x"}])
+    with pytest.raises(ValueError, match="must not be empty"):
+        store.overwrite(df, TINY, partitions=[])
+    with pytest.raises(ValueError, match="lacks column"):
+        store.append(df.drop("name"), TINY)
+    assert not store.exists(TINY)
+
+
+def test_two_partition_columns(spark: Any, store: DeltaStore) -> None:
+    def rows(spec: list[tuple[int, date, str | None]]) -> Any:
+        return spark.createDataFrame(spec, TWO_KEYS.spark_schema())
+
+    store.append(rows([(1, D1, "a"), (2, D1, "b"), (3, D2, "a"), (4, D2, "b"), (5, D2, None)]), TWO_KEYS)
+    parts = {(p["day"], p["kind"]) for p in delta(store, TWO_KEYS).partitions()}
+    assert parts == {("2024-05-01", "a"), ("2024-05-01", "b"), ("2024-05-02", "a"), ("2024-05-02", "b"),
+                     ("2024-05-02", None)}  # fmt: skip
+
+    # specs over several columns that no single conjunction expresses
+    assert store.overwrite(
+        rows([(11, D1, "a"), (14, D2, "b")]),
+        TWO_KEYS,
+        partitions=[{"day": D1, "kind": "a"}, {"day": D2, "kind": "b"}],
+    )
+    assert ids_of(store.read(TWO_KEYS)) == [2, 3, 5, 11, 14]
+    # a partial spec replaces every kind of that day, the null partition included
+    assert store.overwrite(rows([(20, D2, None)]), TWO_KEYS, partitions=[{"day": D2}])
+    assert ids_of(store.read(TWO_KEYS)) == [2, 11, 20]
+    # a null partition value in a spec
+    assert store.overwrite(rows([(21, D2, None)]), TWO_KEYS, partitions=[{"day": D2, "kind": None}])
+    back = store.read(TWO_KEYS)
+    assert sorted((r["id"], r["kind"]) for r in back.collect()) == [(2, "b"), (11, "a"), (21, None)]
+    assert sorted(arrow_of(store, TWO_KEYS).column("id").to_pylist()) == [2, 11, 21]
+
+
+def test_special_characters_in_partition_values(spark: Any, store: DeltaStore) -> None:
+    table = TableDef("odd", (C("id", "bigint", False), C("key", "string")), partition_by=("key",))
+    values = ["a:b c", "50%/x=y", "ü{[*?]}", None]
+    df = spark.createDataFrame([(i, v) for i, v in enumerate(values)], table.spark_schema())
+    store.append(df, table)
+    back = {r["id"]: r["key"] for r in store.read(table).collect()}
+    assert back == dict(enumerate(values))
+    via_delta_rs = {r["id"]: r["key"] for r in arrow_of(store, table).to_pylist()}
+    assert via_delta_rs == dict(enumerate(values))
+    assert store.overwrite(spark.createDataFrame([(9, "50%/x=y")], table.spark_schema()), table,
+                           partitions=[{"key": "50%/x=y"}])  # fmt: skip
+    assert sorted(r["id"] for r in store.read(table).collect()) == [0, 2, 3, 9]
+
+
+def test_empty_append_creates_the_table_and_records_the_transaction(spark: Any, store: DeltaStore) -> None:
+    empty = spark.createDataFrame([], TINY.spark_schema())
+    assert store.append(empty, TINY, app_id="ingest", txn_version=0) is True
+    assert store.exists(TINY)
+    assert store.version(TINY) == 0
+    assert store.transaction_version(TINY, "ingest") == 0
+    assert delta(store, TINY).file_uris() == []
+    assert delta(store, TINY).metadata().partition_columns == ["day"]
+    assert store.append(empty, TINY, app_id="ingest", txn_version=0) is False
+    back = store.read(TINY)
+    assert back.count() == 0 and back.schema == TINY.spark_schema()
+    assert data_files_on_disk(store, TINY) == set()
+    assert_no_stage(store, TINY)
+    # an empty append without a transaction is still one commit
+    assert store.append(empty, TINY) is True
+    assert store.version(TINY) == 1
+
+
+def test_missing_table_reads_empty_with_schema(spark: Any, store: DeltaStore) -> None:
+    df = store.read(REQUESTS)
+    assert df.count() == 0
+    assert df.schema == REQUESTS.spark_schema()
+    assert store.files_added_since(REQUESTS, None) == []
+    assert store.transaction_version(REQUESTS, "x") is None
+
+
+def test_unpartitioned_table(spark: Any, store: DeltaStore) -> None:
+    df = spark.createDataFrame([(1, "a"), (2, None)], FLAT.spark_schema()).repartition(2)
+    assert store.append(df, FLAT)
+    assert store.append(spark.createDataFrame([(3, "c")], FLAT.spark_schema()), FLAT)
+    assert ids_of(store.read(FLAT)) == [1, 2, 3]
+    assert arrow_of(store, FLAT).num_rows == 3
+    assert store.overwrite(spark.createDataFrame([(4, "d")], FLAT.spark_schema()), FLAT)
+    assert ids_of(store.read(FLAT)) == [4]
+    assert store.version(FLAT) == 2
+
+
+def test_not_null_violation_fails_and_leaves_nothing(spark: Any, store: DeltaStore) -> None:
+    store.append(tiny_rows(spark, [1], D1), TINY)
+    files = data_files_on_disk(store, TINY)
+    nullable = StructType([StructField(f.name, f.dataType, True) for f in TINY.spark_schema()])
+    bad = spark.createDataFrame([(None, "x", None, None, None, D1)], nullable)
+    with pytest.raises(Exception, match=r"NOT NULL column tiny\.id is null"):
+        store.append(bad, TINY)
+    assert store.version(TINY) == 0
+    assert data_files_on_disk(store, TINY) == files
+    assert_no_stage(store, TINY)
+
+
+def test_extra_columns_are_dropped_and_types_cast(spark: Any, store: DeltaStore) -> None:
+    from pyspark.sql import functions as F
+
+    df = tiny_rows(spark, [1], D1).withColumn("id", F.col("id").cast("int")).withColumn("extra", F.lit(1))
+    assert store.append(df.select("extra", *reversed(TINY.column_names)), TINY)
+    assert same_types(store.read(TINY).schema, TINY.spark_schema())
+    assert "extra" not in arrow_of(store, TINY).column_names
+
+
+def test_schema_mismatch_is_refused(spark: Any, store: DeltaStore) -> None:
+    store.append(tiny_rows(spark, [1], D1), TINY)
+    changed = TableDef(
+        TINY.name, (*TINY.columns[:1], C("name", "bigint"), *TINY.columns[2:]), TINY.partition_by
+    )
+    df = spark.createDataFrame([(1, 5, None, None, None, D1)], changed.spark_schema())
+    with pytest.raises(ValueError, match=r"does not match its TableDef.*column name"):
+        store.append(df, changed)
+    assert store.version(TINY) == 0
+
+
+def test_files_added_since(spark: Any, store: DeltaStore) -> None:
+    store.append(tiny_rows(spark, [1], D1).unionByName(tiny_rows(spark, [2], D2)), TINY)  # v0
+    store.append(tiny_rows(spark, [3], D3), TINY)  # v1
+    store.overwrite(tiny_rows(spark, [4], D1), TINY, partitions=[{"day": D1}])  # v2
+    assert store.version(TINY) == 2
+
+    table_dir = store.path(TINY)
+
+    def abs_adds(version: int) -> set[str]:
+        from urllib.parse import unquote
+
+        return {os.path.join(table_dir, unquote(p)) for p in commit_adds(store, TINY, version)}
+
+    everything = store.files_added_since(TINY, None)
+    assert {f.path for f in everything} == live_paths(store, TINY)
+    assert {(f.version, f.partition_values["day"]) for f in everything} == {(0, D2), (1, D3), (2, D1)}
+    assert all(isinstance(f, AddedFile) and f.num_records == 1 and f.size_bytes > 0 for f in everything)
+    assert [f.version for f in everything] == sorted(f.version for f in everything)
+
+    since0 = store.files_added_since(TINY, 0)
+    assert {f.path for f in since0} == abs_adds(1) | abs_adds(2)
+    assert {f.version for f in since0} == {1, 2}
+    since1 = store.files_added_since(TINY, 1)
+    assert {f.path for f in since1} == abs_adds(2)
+    assert store.files_added_since(TINY, 2) == []
+    assert store.files_added_since(TINY, 5) == []
+
+    # the v0 file of 2024-05-01 was replaced at v2: it is not listed any more
+    replaced = abs_adds(0) - live_paths(store, TINY)
+    assert len(replaced) == 1 and replaced.isdisjoint(f.path for f in everything)
+    assert ids_of(store.read_files(TINY, since0)) == [3, 4]
+    assert ids_of(store.read_files(TINY, [])) == []
+
+
+@pytest.mark.parametrize(
+    ("feature", "refused_on"),
+    [("DeletionVectors", "read"), ("ColumnMapping", "read"), ("RowTracking", "write")],
+)
+def test_unsupported_table_features_are_refused(
+    spark: Any, store: DeltaStore, feature: str, refused_on: str
+) -> None:
+    from deltalake import TableFeatures
+
+    store.append(tiny_rows(spark, [1], D1), TINY)
+    delta(store, TINY).alter.add_feature(
+        getattr(TableFeatures, feature), allow_protocol_versions_increase=True
+    )
+    version = store.version(TINY)
+    files = data_files_on_disk(store, TINY)
+    name = feature[0].lower() + feature[1:]
+
+    if refused_on == "read":
+        with pytest.raises(TableFeatureError, match=f"'tiny'.*{name}"):
+            store.read(TINY)
+    else:
+        assert ids_of(store.read(TINY)) == [1]
+    with pytest.raises(TableFeatureError, match=f"'tiny'.*{name}") as info:
+        store.append(tiny_rows(spark, [2], D1), TINY)
+    assert name in info.value.features
+    assert store.version(TINY) == version
+    assert data_files_on_disk(store, TINY) == files
+    assert_no_stage(store, TINY)
+
+
+def test_leftover_stage_folders_of_killed_writers_are_removed(spark: Any, store: DeltaStore) -> None:
+    store.append(tiny_rows(spark, [1], D1), TINY)
+    stale = Path(store.path(TINY)) / "_stage-deadbeef"
+    (stale / "day=2024-05-01").mkdir(parents=True)
+    (stale / "day=2024-05-01" / "part-0.parquet").write_bytes(b"junk")
+    old = 1_000_000_000
+    os.utime(stale, (old, old))
+    fresh = Path(store.path(TINY)) / "_stage-concurrent"
+    fresh.mkdir()
+    store.append(tiny_rows(spark, [2], D1), TINY)
+    assert not stale.exists()
+    assert fresh.exists()  # may belong to a writer still running
+    assert ids_of(store.read(TINY)) == [1, 2]
+
+
+# --------------------------------------------------------------------------------------------------
+# delta-spark engine (clusters)
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def spark_store(spark: Any, warehouse: Path) -> Iterator[DeltaStore]:
+    if not delta_spark_available(spark):
+        pytest.skip(DELTA_SPARK_SKIP)
+    yield open_store(spark, str(warehouse), "delta-spark")
+
+
+def test_delta_spark_round_trip(spark: Any, spark_store: DeltaStore) -> None:
+    assert spark_store.engine == "delta-spark"
+    assert spark_store.read(TINY).count() == 0
+    assert spark_store.append(tiny_rows(spark, [1, 2], D1), TINY, app_id="job", txn_version=1)
+    assert spark_store.append(tiny_rows(spark, [1, 2], D1), TINY, app_id="job", txn_version=1) is False
+    assert spark_store.transaction_version(TINY, "job") == 1
+    v = spark_store.version(TINY)
+    assert v is not None
+    assert spark_store.append(tiny_rows(spark, [3], D2), TINY)
+    assert spark_store.overwrite(tiny_rows(spark, [4], D1), TINY, partitions=[{"day": D1}])
+    assert ids_of(spark_store.read(TINY)) == [3, 4]
+    assert same_types(spark_store.read(TINY).schema, TINY.spark_schema())
+    added = spark_store.files_added_since(TINY, v)
+    assert ids_of(spark_store.read_files(TINY, added)) == [3, 4]
+    # delta-rs reads what delta-spark wrote
+    assert DeltaTable(spark_store.path(TINY)).version() == spark_store.version(TINY)
+
+
+def test_delta_spark_whole_overwrite_and_empty_append(spark: Any, spark_store: DeltaStore) -> None:
+    empty = spark.createDataFrame([], TINY.spark_schema())
+    assert spark_store.append(empty, TINY, app_id="ingest", txn_version=0)
+    assert spark_store.exists(TINY)
+    assert spark_store.transaction_version(TINY, "ingest") == 0
+    assert spark_store.overwrite(tiny_rows(spark, [7], D3), TINY)
+    assert ids_of(spark_store.read(TINY)) == [7]
