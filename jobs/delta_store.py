@@ -650,6 +650,32 @@ def _local_dir(warehouse: str) -> str:
     return os.path.abspath(warehouse)
 
 
+#: what Delta expects of the parquet files Spark writes for it, whatever the session says
+_PARQUET_WRITE_CONF = {
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # not INT96
+    "spark.sql.parquet.writeLegacyFormat": "false",
+}
+
+
+@contextlib.contextmanager
+def _session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Set runtime SQL settings for the duration of a write, then put the session's values back."""
+    changed: dict[str, str | None] = {}
+    for key, value in settings.items():
+        old = spark.conf.get(key, None)
+        if old != value:
+            changed[key] = old
+            spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in changed.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
+
+
 def _spark_path(local: str) -> str:
     return "file://" + local if local.startswith("/") else local
 
@@ -864,7 +890,8 @@ class DeltaRsStore(DeltaStore):
             writer = conformed.write.mode("errorifexists").option("compression", "snappy")
             if table.partition_by:
                 writer = writer.partitionBy(*table.partition_by)
-            writer.parquet(_spark_path(stage))
+            with _session_conf(self.spark, _PARQUET_WRITE_CONF):
+                writer.parquet(_spark_path(stage))
 
             config = dict(table.properties) if dt is None else dict(dt.metadata().configuration or {})
             adds = self._stage_to_table(stage, table, specs, _stats_columns(table, config), moved)

@@ -418,6 +418,26 @@ def test_extra_columns_are_dropped_and_types_cast(spark: Any, store: DeltaStore)
     assert "extra" not in arrow_of(store, TINY).column_names
 
 
+def test_timestamps_are_written_as_micros_whatever_the_session_says(spark: Any, store: DeltaStore) -> None:
+    import pyarrow.parquet as pq
+
+    key = "spark.sql.parquet.outputTimestampType"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "INT96")
+    try:
+        store.append(tiny_rows(spark, [1], D1), TINY)
+        assert spark.conf.get(key) == "INT96"  # the session's setting is put back
+    finally:
+        spark.conf.set(key, before)
+    (path,) = live_paths(store, TINY)
+    md = pq.read_metadata(path)
+    ts = next(md.schema.column(i) for i in range(md.num_columns) if md.schema.column(i).path == "ts")
+    assert ts.physical_type == "INT64"
+    assert arrow_of(store, TINY).column("ts").to_pylist() == [
+        datetime(2024, 5, 1, 10, 0, 0, 123456, tzinfo=UTC)
+    ]
+
+
 def test_schema_mismatch_is_refused(spark: Any, store: DeltaStore) -> None:
     store.append(tiny_rows(spark, [1], D1), TINY)
     changed = TableDef(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,3 +124,23 @@ def test_default_conf_suits_a_small_box() -> None:
     assert DEFAULT_CONF["spark.ui.enabled"] == "false"
     assert DEFAULT_CONF["spark.ui.showConsoleProgress"] == "false"
     assert DEFAULT_CONF["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(120)
+def test_built_session_settings_and_reuse(spark: object) -> None:
+    import sys
+
+    s: Any = spark
+    # the running session comes back as is: conf given now is not applied to it
+    assert get_spark() is s
+    assert get_spark(conf={"spark.sql.shuffle.partitions": "99"}) is s
+    assert s.conf.get("spark.sql.shuffle.partitions") == "2"  # the test fixture's value
+    assert s.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert s.conf.get("spark.sql.execution.arrow.pyspark.enabled") == "true"
+    assert s.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
+    assert s.conf.get("spark.sql.streaming.stateStore.providerClass").endswith("RocksDBStateStoreProvider")
+    assert s.sparkContext.getConf().get("spark.ui.enabled") == "false"
+    # Python workers run this interpreter (and so see pandas/pyarrow)
+    workers = s.sparkContext.parallelize([0], 1).map(lambda _: __import__("sys").executable).collect()
+    assert workers == [sys.executable]
