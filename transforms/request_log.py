@@ -797,7 +797,7 @@ def _body_end(line: str, start: int) -> int:
     return k - 1
 
 
-def _prefix(line: str, marker: int, tz: tzinfo) -> tuple[datetime, str]:
+def _prefix(line: str, marker: int, tz: tzinfo, check_level: bool = True) -> tuple[datetime, str]:
     """(completion time in UTC, level) from the text before ``Completed request:``."""
     m = _PREFIX.search(line, 0, marker)
     if m is None:
@@ -817,14 +817,14 @@ def _prefix(line: str, marker: int, tz: tzinfo) -> tuple[datetime, str]:
         utc = local.astimezone(UTC)
     except (ValueError, OverflowError):
         raise _Bad(f"timestamp '{line[m.start(1) : m.end(7)]}' is not a valid date") from None
-    if level not in _LEVELS:
+    if check_level and level not in _LEVELS:
         raise _Bad(f"log level '{level}' is not DEBUG or INFO")
     return utc, level
 
 
 def _prefix_date(line: str, marker: int, tz: tzinfo) -> date | None:
     try:
-        return _prefix(line, marker, tz)[0].date()
+        return _prefix(line, marker, tz, check_level=False)[0].date()
     except _Bad:
         return None
 
