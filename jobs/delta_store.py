@@ -1116,8 +1116,6 @@ def _norm_uri(uri: str) -> str:
         if u.startswith(prefix):
             u = u[len(prefix) :]
             break
-    if u.startswith("//"):
-        u = u[1:]
     return u
 
 
@@ -1127,14 +1125,14 @@ class DeltaSparkStore(DeltaStore):
     engine = ENGINE_DELTA_SPARK
 
     def __init__(self, spark: SparkSession, warehouse: str) -> None:
-        if urlparse(warehouse).scheme in ("", "file") or len(urlparse(warehouse).scheme) == 1:
-            warehouse = _local_dir(warehouse)
+        # paths stay as given: without a scheme they resolve against Spark's default file system
         super().__init__(spark, warehouse)
         if not delta_spark_available(spark):
             raise RuntimeError(
                 "the delta-spark engine needs the Delta Lake jars on the Spark classpath "
                 "(e.g. spark.jars.packages=io.delta:delta-spark_2.13:<version>)"
             )
+        self._delta_table_api()  # fail now, not at the first write, without the Python package
 
     @staticmethod
     def _delta_table_api() -> Any:
@@ -1191,8 +1189,8 @@ class DeltaSparkStore(DeltaStore):
 
     def transaction_version(self, table: TableDef, app_id: str) -> int | None:
         """From the ``txn`` actions of the log's commits and checkpoints (Delta PROTOCOL.md)."""
+        from pyspark.errors import AnalysisException
         from pyspark.sql import functions as F
-        from pyspark.sql.utils import AnalysisException
 
         if not self.exists(table):
             return None
@@ -1209,6 +1207,10 @@ class DeltaSparkStore(DeltaStore):
                 versions.append(int(row[0]))
         return max(versions) if versions else None
 
+    def _snapshot_files(self, table: TableDef) -> list[str]:
+        """URIs of the current snapshot's data files."""
+        return list(self.spark.read.format("delta").load(self.path(table)).inputFiles())
+
     def files_added_since(self, table: TableDef, version: int | None) -> list[AddedFile]:
         from pyspark.sql import functions as F
 
@@ -1217,8 +1219,7 @@ class DeltaSparkStore(DeltaStore):
         if current is None or (version is not None and version >= current):
             return []
         base = self.path(table).rstrip("/")
-        snapshot = self.spark.read.format("delta").load(base)
-        live_uris = list(snapshot.inputFiles())
+        live_uris = self._snapshot_files(table)
         add_schema = (
             "add struct<path:string,partitionValues:map<string,string>,size:bigint,"
             "dataChange:boolean,stats:string>"

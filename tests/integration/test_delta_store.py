@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -20,8 +21,11 @@ from pyspark.sql.types import StructField, StructType
 
 from jobs.delta_store import (
     AddedFile,
+    DeltaSparkStore,
     DeltaStore,
+    HistoryUnavailableError,
     TableFeatureError,
+    _replace_where,
     delta_spark_available,
     open_store,
 )
@@ -526,6 +530,85 @@ def test_leftover_stage_folders_of_killed_writers_are_removed(spark: Any, store:
     assert not stale.exists()
     assert fresh.exists()  # may belong to a writer still running
     assert ids_of(store.read(TINY)) == [1, 2]
+
+
+def _remove_commits(store: DeltaStore, table: TableDef, versions: range) -> None:
+    """Simulate Delta's log cleanup: drop commit files older than a checkpoint."""
+    delta(store, table).create_checkpoint()
+    for v in versions:
+        (Path(store.path(table)) / "_delta_log" / f"{v:020d}.json").unlink()
+
+
+def test_cleaned_up_history(spark: Any, store: DeltaStore) -> None:
+    store.append(tiny_rows(spark, [1], D1), TINY, app_id="job", txn_version=1)  # v0
+    store.append(tiny_rows(spark, [2], D2), TINY, app_id="job", txn_version=2)  # v1
+    _remove_commits(store, TINY, range(0, 1))
+    store.append(tiny_rows(spark, [3], D3), TINY)  # v2
+
+    assert store.transaction_version(TINY, "job") == 2  # from the checkpoint
+    assert store.append(tiny_rows(spark, [2], D2), TINY, app_id="job", txn_version=2) is False
+    with pytest.raises(HistoryUnavailableError, match="commit 0"):
+        store.files_added_since(TINY, -1)
+    assert [f.version for f in store.files_added_since(TINY, 0)] == [1, 2]
+    # without a starting version, files whose commit is gone count from just before the oldest commit left
+    assert sorted((f.version, f.partition_values["day"]) for f in store.files_added_since(TINY, None)) == [
+        (0, D1),
+        (1, D2),
+        (2, D3),
+    ]
+
+
+class LogOnlySparkStore(DeltaSparkStore):
+    """The delta-spark engine's Delta-log reading (plain Spark JSON/parquet reads of ``_delta_log``),
+    run here against a table delta-rs wrote: only the calls that need the Delta jars are replaced."""
+
+    def __init__(self, spark: Any, warehouse: str) -> None:  # no jar check
+        DeltaStore.__init__(self, spark, warehouse)
+
+    def exists(self, table: TableDef) -> bool:
+        return DeltaTable.is_deltatable(self.path(table))
+
+    def version(self, table: TableDef) -> int | None:
+        return DeltaTable(self.path(table)).version() if self.exists(table) else None
+
+    def _snapshot_files(self, table: TableDef) -> list[str]:
+        return ["file://" + quote(u) for u in DeltaTable(self.path(table)).file_uris()]
+
+
+def test_delta_spark_log_reading_without_jars(spark: Any, store: DeltaStore, warehouse: Path) -> None:
+    odd = TableDef("odd_log", (C("id", "bigint", False), C("key", "string")), partition_by=("key",))
+    rows = spark.createDataFrame([(1, "a b:c"), (2, None)], odd.spark_schema())
+    store.append(rows, odd, app_id="a", txn_version=3)  # v0
+    store.append(spark.createDataFrame([(3, "x")], odd.spark_schema()), odd, app_id="b", txn_version=1)  # v1
+    store.overwrite(
+        spark.createDataFrame([(4, "a b:c")], odd.spark_schema()), odd, partitions=[{"key": "a b:c"}]
+    )
+    log_only = LogOnlySparkStore(spark, str(warehouse))
+
+    assert log_only.transaction_version(odd, "a") == 3
+    assert log_only.transaction_version(odd, "b") == 1
+    assert log_only.transaction_version(odd, "c") is None
+
+    def summary(files: list[AddedFile]) -> list[tuple[int, Any, int | None]]:
+        return [(f.version, f.partition_values.get("key"), f.num_records) for f in files]
+
+    for since in (None, 0, 1, 2):
+        want = store.files_added_since(odd, since)
+        got = log_only.files_added_since(odd, since)
+        assert sorted(summary(got), key=str) == sorted(summary(want), key=str), since
+    assert summary(log_only.files_added_since(odd, 0)) == [(1, "x", 1), (2, "a b:c", 1)]
+
+    _remove_commits(store, odd, range(0, 2))
+    assert log_only.transaction_version(odd, "a") == 3  # now only in the checkpoint
+    with pytest.raises(HistoryUnavailableError):
+        log_only.files_added_since(odd, 0)
+
+
+def test_replace_where_predicates() -> None:
+    specs = [{"day": "2024-05-01", "kind": "it's"}, {"day": "2024-05-02", "kind": None}]
+    assert _replace_where(TWO_KEYS, specs) == (
+        "(`day` = DATE'2024-05-01' AND `kind` = 'it\\'s') OR (`day` = DATE'2024-05-02' AND `kind` IS NULL)"
+    )
 
 
 # --------------------------------------------------------------------------------------------------
