@@ -120,6 +120,9 @@ class Prediction:
     scored: bool = True
     unscored_reason: str | None = None
     reconciled: bool = False
+    #: anomalies the model itself noticed in the observed data, e.g. ``member_id_format`` (a
+    #: coordinator-generated member id that is not ``clientId-UUID`` / ``instanceId-UUID``)
+    mismatch_kinds: tuple[str, ...] = ()
 
 
 class EventKind(str, Enum):

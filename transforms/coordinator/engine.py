@@ -1,0 +1,1729 @@
+"""A deterministic, version-aware model of Kafka's classic group coordinator, one instance per group.
+
+It reads like Kafka's ``GroupMetadataManager``: one handler per request type (``classic_group_join``,
+``classic_group_sync``, ``classic_group_heartbeat``, ``classic_group_leave``, ``offset_commit``), the
+state machine of :mod:`transforms.coordinator.state`, and keyed timers (``join-<group>``,
+``sync-<group>``, ``heartbeat-<group>-<member>``) in :mod:`transforms.coordinator.timers`.
+
+Every request handed to :meth:`GroupCoordinatorModel.handle` produces exactly one
+:class:`~transforms.coordinator.types.Prediction`: at once, when a parked JoinGroup/SyncGroup is
+answered (``completion_ms`` = model time of the answer), or when it is superseded (``completion_ms``
+None, unscored). Model-internal happenings are :class:`~transforms.coordinator.types.ModelEvent` s.
+
+Replay realities (warm start, track-mode reconciliation, coordinator moves) are documented on the
+class and implemented in :mod:`transforms.coordinator.reconcile`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+
+from transforms.coordinator import causes
+from transforms.coordinator.config import (
+    CoordinatorConfig,
+    VersionFeatures,
+)
+from transforms.coordinator.state import (
+    ClassicGroup,
+    ClassicGroupMember,
+    IllegalStateTransition,
+    ParkedCall,
+    check_transition,
+)
+from transforms.coordinator.timers import (
+    BOOKKEEPING_PRIORITY,
+    REBALANCE_PRIORITY,
+    SESSION_PRIORITY,
+    Timer,
+    TimerQueue,
+)
+from transforms.coordinator.types import (
+    EventKind,
+    GroupRequest,
+    GroupState,
+    ModelEvent,
+    PredictedResponse,
+    Prediction,
+    RemovalReason,
+)
+from transforms.kafka_protocol import EXTERNAL_ERRORS, ApiKey
+
+__all__ = ["CoordinatorConfig", "GroupCoordinatorModel", "IllegalStateTransition"]
+
+EMPTY = GroupState.EMPTY
+PREPARING = GroupState.PREPARING_REBALANCE
+COMPLETING = GroupState.COMPLETING_REBALANCE
+STABLE = GroupState.STABLE
+DEAD = GroupState.DEAD
+
+NONE = "NONE"
+UNKNOWN_MEMBER_ID = "UNKNOWN_MEMBER_ID"
+ILLEGAL_GENERATION = "ILLEGAL_GENERATION"
+REBALANCE_IN_PROGRESS = "REBALANCE_IN_PROGRESS"
+FENCED_INSTANCE_ID = "FENCED_INSTANCE_ID"
+INCONSISTENT_GROUP_PROTOCOL = "INCONSISTENT_GROUP_PROTOCOL"
+NOT_COORDINATOR = "NOT_COORDINATOR"
+#: error of a Prediction whose request the coordinator never answered (superseded JoinGroup/SyncGroup)
+NO_RESPONSE = "NO_RESPONSE"
+SUPERSEDED_REASON = "superseded: never answered by the coordinator"
+
+EXTERNAL_ERROR_NAMES = frozenset(e.name for e in EXTERNAL_ERRORS)
+#: observed errors meaning the group's coordinator moved or is (re)loading it (§12, §16)
+MOVE_ERRORS = frozenset({"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS"})
+
+_ID_NAMESPACE = uuid.UUID("6d1b8f1e-2b8a-4c55-9b0e-7f3c9a1d2e44")
+
+# timer kinds
+T_INITIAL_JOIN = "initial-join"
+T_JOIN = "join"
+T_SYNC = "sync"
+T_HEARTBEAT = "heartbeat"
+T_OFFSETS = "offsets-expiration"
+T_OBSERVED = "observed-answer"
+
+
+class _Out:
+    """A response decided during the current operation, turned into a Prediction when it ends."""
+
+    __slots__ = ("call", "response")
+
+    def __init__(self, call: ParkedCall, response: PredictedResponse) -> None:
+        self.call = call
+        self.response = response
+
+
+class GroupCoordinatorModel:
+    """The coordinator of one classic group, replayed from its requests in arrival order.
+
+    Determinism: member-map order is insertion order (Kafka: hash order, §16); generated member ids are
+    ``clientId-<uuid5(group, n)>``; timers with equal deadlines fire rebalance-before-session, then in
+    arming order.
+
+    Warm start (``config.warm_start``): the model starts *unconfident* and builds its view of a group
+    that may already be running from the observed responses (members from accepted heartbeats/commits,
+    generation from the request that was accepted, leader/protocol/member list from JoinGroup
+    responses). Predictions made while unconfident are unscored (``"warm-up: ..."``). The model becomes
+    **confident** when either (a) it observes a complete membership — a JoinGroup response carrying
+    the leader's member list, or a join phase it saw start from an Empty/new group — or (b) no
+    previously unknown member has shown up for ``warm_start_window_ms`` after the last discovery (every
+    live member heartbeats every few seconds). Without warm start the model assumes the group does not
+    exist before the first request and is confident from the start.
+    """
+
+    def __init__(self, group_id: str, config: CoordinatorConfig) -> None:
+        self.group_id = group_id
+        self.config = config
+        self._f: VersionFeatures = config.features()
+        self._inclusive = config.timer_rule == "inclusive"
+        self._track = config.mode == "track"
+        self._group: ClassicGroup | None = None
+        self._timers = TimerQueue()
+        self._now: int | None = None
+        self._seq = 0
+        self._id_seq = 0
+        self._predictions: list[Prediction] = []
+        self._events: list[ModelEvent] = []
+        self._outs: list[_Out] = []
+        self._immediate: list[str] = []
+        # event context
+        self._clock = 0
+        self._ev_seq = 0
+        self._ev_ref: tuple[str, int] | None = None
+        # warm start / confidence
+        self._confident = not config.warm_start
+        self._warm_reason = "warm-up: group state not yet known"
+        self._last_discovery_ms: int | None = None
+        self._observed_full_join = False
+        # coordinator moves
+        self._moved_episode = False
+        self._persisted: dict[str, object] | None = None
+        # track mode: parked calls by request seq, model notes per request seq
+        self._parked: dict[int, ParkedCall] = {}
+        self._notes: dict[int, tuple[str, ...]] = {}
+        # keys (precomputed)
+        self._join_key = f"join-{group_id}"
+        self._sync_key = f"sync-{group_id}"
+        self._hb_prefix = f"heartbeat-{group_id}-"
+        self._offsets_key = f"offsets-expiration-{group_id}"
+
+    # ============================================================================================
+    # public API
+    # ============================================================================================
+    @property
+    def state(self) -> GroupState | None:
+        """Current group state (None: the coordinator has no such group)."""
+        return None if self._group is None else self._group.state
+
+    @property
+    def generation_id(self) -> int | None:
+        return None if self._group is None else self._group.generation_id
+
+    @property
+    def group(self) -> ClassicGroup | None:
+        """Read-only view of the group metadata (for tests and diagnostics)."""
+        return self._group
+
+    @property
+    def confident(self) -> bool:
+        return self._confident
+
+    @property
+    def now_ms(self) -> int | None:
+        return self._now
+
+    def timer_keys(self) -> list[str]:
+        return [t.key for t in self._timers.timers()]
+
+    def handle(self, request: GroupRequest) -> None:
+        """Process one request (arrival order, non-decreasing ``arrival_ms``); fires due timers first."""
+        t = request.arrival_ms
+        if self._now is not None and t < self._now:
+            raise ValueError(
+                f"request arrival {t} is before the model clock {self._now} (requests must be in order)"
+            )
+        self._advance(t)
+        self._now = t
+        seq = self._seq
+        self._seq = seq + 1
+        self._clock = t
+        self._ev_seq = seq
+        self._ev_ref = request.ref
+        group = self._group
+        call = ParkedCall(
+            seq,
+            request,
+            EMPTY if group is None else group.state,
+            -1 if group is None else group.generation_id,
+            True,
+            None,
+        )
+        if not self._pre_handle(call):
+            api = request.api
+            if api is ApiKey.HEARTBEAT:
+                self.classic_group_heartbeat(call)
+            elif api is ApiKey.OFFSET_COMMIT:
+                self.offset_commit(call)
+            elif api is ApiKey.JOIN_GROUP:
+                self.classic_group_join(call)
+            elif api is ApiKey.SYNC_GROUP:
+                self.classic_group_sync(call)
+            elif api is ApiKey.LEAVE_GROUP:
+                self.classic_group_leave(call)
+            else:
+                self._respond(call, PredictedResponse(error="UNSUPPORTED_VERSION", completion_ms=t))
+                self._notes[seq] = ("api_not_modelled",)
+        self._finish_op()
+        self._run_immediate(t)
+
+    def advance_to(self, time_ms: int) -> None:
+        """Fire the timers due before a request arriving at ``time_ms`` (strict: deadline < time_ms,
+        inclusive: deadline <= time_ms)."""
+        if self._now is not None and time_ms < self._now:
+            raise ValueError(f"cannot go back in time from {self._now} to {time_ms}")
+        self._advance(time_ms)
+        self._now = time_ms
+
+    def drain(self) -> tuple[list[Prediction], list[ModelEvent]]:
+        """Predictions and events produced since the last drain, in order."""
+        preds, events = self._predictions, self._events
+        self._predictions = []
+        self._events = []
+        return preds, events
+
+    def to_bytes(self) -> bytes:
+        from transforms.coordinator.serde import dump_model
+
+        return dump_model(self)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, config: CoordinatorConfig) -> GroupCoordinatorModel:
+        from transforms.coordinator.serde import load_model
+
+        return load_model(cls, data, config)
+
+    def unload(self, time_ms: int, cause: str = "coordinator resigned the offsets partition") -> None:
+        """Partition unload (§16): parked JoinGroup/SyncGroup answered NOT_COORDINATOR, group → Dead.
+        The Dead group stays visible until :meth:`load` or the next group creation."""
+        self.advance_to(time_ms)
+        self._clock = time_ms
+        self._ev_seq = self._seq
+        self._ev_ref = None
+        self._unload(cause)
+        self._finish_op()
+
+    def load(self, time_ms: int) -> None:
+        """Partition load (§16): the group comes back as Stable/Empty from its last persisted metadata,
+        every member with a fresh session deadline."""
+        self.advance_to(time_ms)
+        self._clock = time_ms
+        self._ev_seq = self._seq
+        self._ev_ref = None
+        self._load_persisted("group loaded from its last persisted metadata")
+        self._finish_op()
+
+    # ============================================================================================
+    # timers
+    # ============================================================================================
+    def _advance(self, t: int) -> None:
+        self._run_timers(t, self._inclusive)
+        self._immediate.clear()
+
+    def _run_timers(self, t: int, inclusive: bool) -> None:
+        timers = self._timers
+        while True:
+            timer = timers.pop_due(t, inclusive)
+            if timer is None:
+                return
+            self._fire_timer(timer)
+
+    def _run_immediate(self, t: int) -> None:
+        """Timers armed with a zero delay while handling a request run at once (``DelayedOperation``
+        with delay 0 is completed on ``tryCompleteElseWatch``; ``MockTimer.add`` runs it), whatever
+        the timer rule."""
+        while self._immediate:
+            key = self._immediate.pop(0)
+            timer = self._timers.get(key)
+            if timer is not None and timer.deadline <= t:
+                self._timers.pop_key(key)
+                self._fire_timer(timer)
+
+    def _fire_timer(self, timer: Timer) -> None:
+        self._clock = timer.deadline
+        self._ev_seq = self._seq
+        self._ev_ref = None
+        self._fire(timer)
+        self._finish_op()
+
+    def _arm(
+        self, key: str, delay_ms: int, priority: int, kind: str, data: tuple[int | str, ...] = ()
+    ) -> None:
+        self._timers.arm(key, self._clock + delay_ms, priority, kind, data)
+        if delay_ms <= 0:
+            self._immediate.append(key)
+
+    def _arm_heartbeat(self, member: ClassicGroupMember, timeout_ms: int) -> None:
+        """``rescheduleClassicGroupMemberHeartbeat`` / ``completeAndScheduleNextExpiration``."""
+        if member.inferred:
+            return  # timeouts unknown (warm start): never expires on its own
+        self._timers.arm(
+            self._hb_prefix + member.member_id,
+            self._clock + timeout_ms,
+            SESSION_PRIORITY,
+            T_HEARTBEAT,
+            (member.member_id,),
+        )
+
+    def _cancel_heartbeat(self, member_id: str) -> None:
+        self._timers.cancel(self._hb_prefix + member_id)
+
+    def _fire(self, timer: Timer) -> None:
+        kind = timer.kind
+        if kind == T_OBSERVED:
+            self._on_observed_answer_due(int(timer.data[0]))
+            return
+        group = self._group
+        self._event(EventKind.TIMER_EXPIRED, detail=timer.key)
+        if group is None:
+            return
+        if kind == T_HEARTBEAT:
+            self._expire_heartbeat(group, str(timer.data[0]))
+        elif kind == T_INITIAL_JOIN:
+            self._on_initial_join_due(group, int(timer.data[0]), int(timer.data[1]))
+        elif kind == T_JOIN:
+            self.complete_join(group)
+        elif kind == T_SYNC:
+            self._expire_pending_sync(group, int(timer.data[0]))
+        elif kind == T_OFFSETS:
+            self._expire_offsets(group)
+
+    # ============================================================================================
+    # outputs
+    # ============================================================================================
+    def _event(
+        self,
+        kind: EventKind,
+        *,
+        member_id: str | None = None,
+        group_instance_id: str | None = None,
+        cause: str | None = None,
+        removal_reason: RemovalReason | None = None,
+        client_reason: str | None = None,
+        detail: str | None = None,
+        from_state: GroupState | None = None,
+        members: tuple[str, ...] = (),
+        leader: str | None = None,
+        protocol_name: str | None = None,
+        protocol_type: str | None = None,
+        assignments: tuple[tuple[str, bytes | None], ...] = (),
+    ) -> None:
+        g = self._group
+        self._events.append(
+            ModelEvent(
+                seq=self._ev_seq,
+                time_ms=self._clock,
+                kind=kind,
+                generation_id=-1 if g is None else g.generation_id,
+                state=DEAD if g is None else g.state,
+                from_state=from_state,
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                cause=cause,
+                removal_reason=removal_reason,
+                client_reason=client_reason,
+                detail=detail,
+                ref=self._ev_ref,
+                members=members,
+                leader=leader,
+                protocol_name=protocol_name,
+                protocol_type=protocol_type,
+                assignments=assignments,
+            )
+        )
+
+    def _transition(
+        self, group: ClassicGroup, target: GroupState, cause: str | None, member_id: str | None = None
+    ) -> None:
+        check_transition(group.state, target)
+        previous = group.state
+        group.previous_state = previous
+        group.state = target
+        self._event(EventKind.TRANSITION, from_state=previous, cause=cause, member_id=member_id)
+
+    def _respond(self, call: ParkedCall, response: PredictedResponse) -> None:
+        """The coordinator answers ``call`` now."""
+        if call.emitted:
+            return
+        call.emitted = True
+        self._parked.pop(call.seq, None)
+        self._outs.append(_Out(call, response))
+
+    def _supersede(self, call: ParkedCall, reason: str = SUPERSEDED_REASON) -> None:
+        """A parked JoinGroup/SyncGroup Kafka never answers (replaced by a newer one, or its member was
+        removed while a SyncGroup was parked)."""
+        if call.emitted:
+            return
+        call.emitted = True
+        self._parked.pop(call.seq, None)
+        self._timers.cancel(f"observed-{call.seq}")
+        g = self._group
+        self._predictions.append(
+            Prediction(
+                seq=call.seq,
+                request=call.request,
+                response=PredictedResponse(error=NO_RESPONSE, completion_ms=None),
+                state_before=call.state_before,
+                generation_before=call.generation_before,
+                state_after=DEAD if g is None else g.state,
+                generation_after=-1 if g is None else g.generation_id,
+                scored=False,
+                unscored_reason=reason,
+                reconciled=False,
+                mismatch_kinds=self._notes.pop(call.seq, ()),
+            )
+        )
+
+    def _park(self, call: ParkedCall) -> ParkedCall:
+        """Remember a request whose answer comes later (track mode also watches its observed answer)."""
+        obs = call.request.observed
+        if self._needs_reconcile() and obs is not None and obs.completion_ms is not None:
+            self._parked[call.seq] = call
+            due = max(obs.completion_ms + self.config.late_answer_grace_ms, self._clock)
+            self._timers.arm(f"observed-{call.seq}", due, BOOKKEEPING_PRIORITY, T_OBSERVED, (call.seq,))
+        return call
+
+    def _finish_op(self) -> None:
+        """End of one request or timer: turn decided responses into Predictions (reconciling them
+        with the observed responses first, in track mode / during warm-up)."""
+        while self._outs:
+            outs = self._outs
+            self._outs = []
+            for out in outs:
+                call = out.call
+                reconciled = False
+                if self._needs_reconcile() and call.request.observed is not None:
+                    from transforms.coordinator.reconcile import reconcile_answer
+
+                    reconciled = reconcile_answer(self, call, out.response)
+                self._timers.cancel(f"observed-{call.seq}")
+                g = self._group
+                self._predictions.append(
+                    Prediction(
+                        seq=call.seq,
+                        request=call.request,
+                        response=out.response,
+                        state_before=call.state_before,
+                        generation_before=call.generation_before,
+                        state_after=DEAD if g is None else g.state,
+                        generation_after=-1 if g is None else g.generation_id,
+                        scored=call.scored,
+                        unscored_reason=call.unscored_reason,
+                        reconciled=reconciled,
+                        mismatch_kinds=self._notes.pop(call.seq, ()),
+                    )
+                )
+
+    def _needs_reconcile(self) -> bool:
+        return self._track or not self._confident
+
+    def _note(self, seq: int, kind: str) -> None:
+        self._notes[seq] = (*self._notes.get(seq, ()), kind)
+
+    # ============================================================================================
+    # request pre-processing: external errors, warm-up scoring
+    # ============================================================================================
+    def _pre_handle(self, call: ParkedCall) -> bool:
+        """Returns True when the request is fully handled here (external error)."""
+        req = call.request
+        obs = req.observed
+        if obs is not None:
+            err = obs.error
+            if err is None and obs.partition_errors:
+                err = obs.partition_errors[0][2]
+            if err is not None and err in EXTERNAL_ERROR_NAMES:
+                call.scored = False
+                call.unscored_reason = f"external error: {err}"
+                self._event(EventKind.EXTERNAL_ERROR, member_id=req.member_id, detail=err)
+                if err in MOVE_ERRORS and not self._moved_episode:
+                    self._moved_episode = True
+                    self._coordinator_moved(err)
+                self._respond(
+                    call,
+                    PredictedResponse(
+                        error=err,
+                        completion_ms=obs.completion_ms if obs.completion_ms is not None else req.arrival_ms,
+                        partition_errors=obs.partition_errors,
+                        member_errors=obs.member_errors,
+                    ),
+                )
+                return True
+            self._moved_episode = False
+            if self._group is not None and self._group.state == DEAD:
+                # the group is served again (another broker loaded it)
+                self._load_persisted("group served again after a coordinator move")
+        if not self._confident:
+            self._check_warm_window()
+            if not self._confident:
+                call.scored = False
+                call.unscored_reason = self._warm_reason
+        return False
+
+    def _check_warm_window(self) -> None:
+        last = self._last_discovery_ms
+        if (
+            last is not None
+            and self._group is not None
+            and self._group.state in (STABLE, COMPLETING)
+            and self._clock - last >= self.config.warm_start_window_ms
+        ):
+            self._become_confident(
+                f"no unknown member for {self.config.warm_start_window_ms} ms since the last discovery"
+            )
+
+    def _become_confident(self, why: str) -> None:
+        if self._confident:
+            return
+        self._confident = True
+        self._event(EventKind.WARM_START, detail=f"confident: {why}")
+
+    def _lose_confidence(self, why: str) -> None:
+        self._confident = False
+        self._warm_reason = f"warm-up: {why}"
+        self._last_discovery_ms = self._clock
+        self._event(EventKind.WARM_START, detail=f"not confident: {why}")
+
+    def _coordinator_moved(self, err: str) -> None:
+        self._unload(f"coordinator moved ({err} observed)")
+        if self._group is not None and self.config.warm_start:
+            self._lose_confidence(f"coordinator moved at {self._clock} ({err})")
+
+    # ============================================================================================
+    # group lifecycle
+    # ============================================================================================
+    def _create_group(self) -> ClassicGroup:
+        group = ClassicGroup(self.group_id)
+        if not self._confident:
+            group.has_offsets = None  # the group may have existed before the log began
+        self._group = group
+        return group
+
+    def _unload(self, cause: str) -> None:
+        group = self._group
+        if group is None or group.state == DEAD:
+            return
+        previous = group.state
+        self._transition(group, DEAD, cause)
+        if previous == PREPARING:
+            for m in list(group.members.values()):
+                if m.awaiting_join is not None:
+                    self._answer_join(
+                        group, m, self._join_error(m.awaiting_join, NOT_COORDINATOR, m.member_id)
+                    )
+        elif previous in (STABLE, COMPLETING):
+            for m in group.members.values():
+                if m.awaiting_sync is not None:
+                    call = m.awaiting_sync
+                    m.awaiting_sync = None
+                    self._respond(call, self._sync_response(call, NOT_COORDINATOR, None, with_protocol=False))
+        for key in [self._join_key, self._sync_key, self._offsets_key]:
+            self._timers.cancel(key)
+        self._timers.cancel_prefix(self._hb_prefix)
+
+    def _load_persisted(self, why: str) -> None:
+        from transforms.coordinator.serde import restore_persisted
+
+        snapshot = self._persisted
+        if snapshot is None:
+            self._group = None
+            self._event(EventKind.WARM_START, detail=f"{why}: nothing persisted, group unknown")
+            return
+        group = restore_persisted(self.group_id, snapshot)
+        self._group = group
+        self._event(
+            EventKind.WARM_START,
+            detail=why,
+            members=tuple(group.members),
+            leader=group.leader_id,
+            protocol_name=group.protocol_name,
+            protocol_type=group.protocol_type,
+        )
+        if len(group.members) > self.config.group_max_size:
+            self.prepare_rebalance(
+                group,
+                f"Freshly-loaded group is over capacity ({self.config.group_max_size}). "
+                "Rebalancing in order to give a chance for consumers to commit offsets",
+            )
+        for m in group.members.values():
+            self._arm_heartbeat(m, m.session_timeout_ms)
+        if group.state == EMPTY:
+            self._arm_offsets_expiration(group)
+
+    def _persist(self, group: ClassicGroup) -> None:
+        """``storeGroup``: remember what the coordinator wrote (restored on a coordinator move)."""
+        from transforms.coordinator.serde import snapshot_group
+
+        self._persisted = snapshot_group(group)
+
+    def _arm_offsets_expiration(self, group: ClassicGroup) -> None:
+        """§11: an Empty group is deleted when it has no offsets left (next cleanup run) or when its
+        offsets expire (retention counted from when it became Empty or the last commit)."""
+        if group.has_offsets is False:
+            deadline = group.empty_since_ms + self.config.offsets_retention_check_interval_ms
+        else:
+            deadline = max(group.empty_since_ms, group.last_commit_ms) + self.config.offsets_retention_ms
+        self._timers.arm(self._offsets_key, deadline, BOOKKEEPING_PRIORITY, T_OFFSETS)
+
+    def _expire_offsets(self, group: ClassicGroup) -> None:
+        if group.state != EMPTY:
+            return
+        self._transition(group, DEAD, "offsets expired: Empty group without offsets removed")
+        self._group = None
+        self._persisted = None
+
+    # ============================================================================================
+    # member ids
+    # ============================================================================================
+    def _new_member_id(self, call: ParkedCall, instance_id: str | None) -> str:
+        """Kafka generates ``clientId-UUID`` (static: ``instanceId-UUID``; 2.3.0: ``instanceId-<ts>``).
+        The id the broker really generated is adopted from the observed response when it carries one."""
+        req = call.request
+        prefix = instance_id if instance_id is not None else (req.client_id or "")
+        group = self._group
+        obs = req.observed
+        if obs is not None and obs.member_id and obs.error in (NONE, "MEMBER_ID_REQUIRED"):
+            candidate = obs.member_id
+            if not self._id_format_ok(candidate, prefix):
+                self._note(call.seq, "member_id_format")
+            if group is None or (candidate not in group.members and candidate not in group.pending_members):
+                return candidate
+        while True:
+            n = self._id_seq
+            self._id_seq = n + 1
+            if self._f.static_id_uses_timestamp and instance_id is not None:
+                candidate = f"{prefix}-{self._clock + n}"
+            else:
+                candidate = f"{prefix}-{uuid.uuid5(_ID_NAMESPACE, f'{self.group_id}/{n}')}"
+            if group is None or (candidate not in group.members and candidate not in group.pending_members):
+                return candidate
+
+    def _id_format_ok(self, member_id: str, prefix: str) -> bool:
+        if not member_id.startswith(prefix + "-"):
+            return False
+        suffix = member_id[len(prefix) + 1 :]
+        if self._f.static_id_uses_timestamp and suffix.isdigit():
+            return True
+        try:
+            uuid.UUID(suffix)
+        except ValueError:
+            return False
+        return len(suffix) == 36
+
+    # ============================================================================================
+    # JoinGroup
+    # ============================================================================================
+    def _join_error(self, call: ParkedCall, error: str, member_id: str) -> PredictedResponse:
+        v = call.request.api_version
+        return PredictedResponse(
+            error=error,
+            completion_ms=self._clock,
+            generation_id=-1,
+            leader="",
+            member_id=member_id,
+            protocol_type=None,
+            protocol_name=None,
+            skip_assignment=False if v >= 9 else None,
+            members=(),
+        )
+
+    def _join_success(
+        self,
+        group: ClassicGroup,
+        call: ParkedCall,
+        member_id: str,
+        leader: str | None,
+        with_members: bool,
+        skip_assignment: bool = False,
+    ) -> PredictedResponse:
+        v = call.request.api_version
+        return PredictedResponse(
+            error=NONE,
+            completion_ms=self._clock,
+            generation_id=group.generation_id,
+            leader=leader if leader is not None else "",
+            member_id=member_id,
+            protocol_type=group.protocol_type if v >= 7 else None,
+            protocol_name=group.protocol_name,
+            skip_assignment=skip_assignment if v >= 9 else None,
+            members=tuple(group.members) if with_members else (),
+        )
+
+    def _answer_join(
+        self, group: ClassicGroup, member: ClassicGroupMember, response: PredictedResponse
+    ) -> None:
+        """``maybeInvokeJoinCallback``."""
+        call = member.awaiting_join
+        if call is None:
+            return
+        member.awaiting_join = None
+        group.num_awaiting_join -= 1
+        self._respond(call, response)
+
+    def classic_group_join(self, call: ParkedCall) -> None:
+        """``handleJoinGroup`` / ``classicGroupJoinToClassicGroup``."""
+        req = call.request
+        f = self._f
+        member_id = req.member_id or ""
+        instance_id = req.group_instance_id
+        if not req.group_id:
+            self._respond(call, self._join_error(call, "INVALID_GROUP_ID", member_id))
+            return
+        if instance_id is not None and not f.static_membership:
+            self._respond(call, self._join_error(call, "UNSUPPORTED_VERSION", member_id))
+            return
+        session = req.session_timeout_ms
+        if session is not None and (
+            session < self.config.group_min_session_timeout_ms or session > self.config.max_session_timeout_ms
+        ):
+            self._respond(call, self._join_error(call, "INVALID_SESSION_TIMEOUT", member_id))
+            return
+        is_unknown = member_id == ""
+        group = self._group
+        if group is None:
+            if not is_unknown:
+                self._respond(call, self._join_error(call, UNKNOWN_MEMBER_ID, member_id))
+                return
+            group = self._create_group()
+        if not self._accept_joining_member(group, member_id, is_unknown):
+            if f.accept_joining_member:
+                group.remove(member_id, drop_pending=f.remove_drops_pending)
+            else:
+                group.remove(member_id, drop_pending=False)
+                if instance_id is not None and f.version < (2, 6, 0):
+                    group.static_members.pop(instance_id, None)  # 2.3-2.5 removeStaticMember quirk
+            self._event(
+                EventKind.MEMBER_REMOVED,
+                member_id=member_id or None,
+                removal_reason=RemovalReason.MAX_SIZE,
+                cause=f"group.max.size {self.config.group_max_size} reached",
+            )
+            self._respond(call, self._join_error(call, "GROUP_MAX_SIZE_REACHED", ""))
+            if f.java:
+                return  # the Java coordinator does not try to complete the join phase here
+        elif is_unknown:
+            self._join_new_member(group, call, instance_id)
+        else:
+            self._join_existing_member(group, call, member_id, instance_id)
+        if group.state == PREPARING:
+            self._maybe_complete_join(group)
+
+    def _accept_joining_member(self, group: ClassicGroup, member_id: str, is_unknown: bool) -> bool:
+        state = group.state
+        max_size = self.config.group_max_size
+        if not self._f.accept_joining_member:
+            # 2.2-2.5: shed an existing member not awaiting join when over capacity; refuse new ones at max
+            member = group.members.get(member_id)
+            over = len(group.members) > max_size
+            if over and member is not None and member.awaiting_join is None:
+                return False
+            return not (is_unknown and len(group.members) >= max_size)
+        if state in (EMPTY, DEAD):
+            return True
+        if state == PREPARING:
+            member = group.members.get(member_id)
+            return (
+                member is not None and member.awaiting_join is not None
+            ) or group.num_awaiting_join < max_size
+        return member_id in group.members or len(group.members) < max_size
+
+    def _join_new_member(self, group: ClassicGroup, call: ParkedCall, instance_id: str | None) -> None:
+        """``doNewMemberJoinGroup`` / ``classicGroupJoinNewMember``."""
+        req = call.request
+        if group.state == DEAD:
+            self._respond(call, self._join_error(call, self._f.dead_group_error, ""))
+            return
+        if not group.supports_protocols(req.protocol_type, req.protocols):
+            self._respond(call, self._join_error(call, INCONSISTENT_GROUP_PROTOCOL, ""))
+            return
+        new_id = self._new_member_id(call, instance_id)
+        if instance_id is not None:
+            old_id = group.static_members.get(instance_id)
+            if old_id is not None:
+                self._update_static_member_and_rebalance(group, call, old_id, new_id, instance_id)
+            else:
+                self._add_member_and_rebalance(group, call, new_id, instance_id)
+        elif req.api_version >= 4:
+            # KIP-394: hand out an id, expect the member back with it
+            group.pending_members[new_id] = None
+            timeout = req.session_timeout_ms if req.session_timeout_ms is not None else 0
+            self._timers.arm(
+                self._hb_prefix + new_id, self._clock + timeout, SESSION_PRIORITY, T_HEARTBEAT, (new_id,)
+            )
+            self._event(
+                EventKind.PENDING_MEMBER_ADDED,
+                member_id=new_id,
+                cause=(
+                    f"Dynamic member with unknown member id joins group {self.group_id} in "
+                    f"{group.state.value} state. Created a new member id {new_id} and request the member "
+                    "to rejoin with this id."
+                ),
+            )
+            self._respond(call, self._join_error(call, "MEMBER_ID_REQUIRED", new_id))
+        else:
+            self._add_member_and_rebalance(group, call, new_id, None)
+
+    def _join_existing_member(
+        self, group: ClassicGroup, call: ParkedCall, member_id: str, instance_id: str | None
+    ) -> None:
+        """``doCurrentMemberJoinGroup`` / ``classicGroupJoinExistingMember``."""
+        req = call.request
+        f = self._f
+        if group.state == DEAD:
+            self._respond(call, self._join_error(call, f.dead_group_error, member_id))
+            return
+        if not group.supports_protocols(req.protocol_type, req.protocols):
+            self._respond(call, self._join_error(call, INCONSISTENT_GROUP_PROTOCOL, member_id))
+            return
+        if group.is_pending(member_id):
+            if instance_id is not None:
+                # Kafka throws IllegalStateException: the broker answers UNKNOWN_SERVER_ERROR
+                self._respond(call, self._join_error(call, "UNKNOWN_SERVER_ERROR", member_id))
+                return
+            self._add_member_and_rebalance(group, call, member_id, None)
+            return
+        error = self._validate_member(group, member_id, instance_id, strict=True)
+        if error is not None:
+            self._respond(call, self._join_error(call, error, member_id))
+            return
+        member = group.members[member_id]
+        state = group.state
+        reason = req.reason
+        if state == PREPARING:
+            self._update_member_and_rebalance(
+                group, member, call, causes.member_joining(f, member_id, state.value, reason)
+            )
+        elif state == COMPLETING:
+            if member.matches(req.protocols):
+                leader = group.is_leader(member_id)
+                self._respond(call, self._join_success(group, call, member_id, group.leader_id, leader))
+            else:
+                self._update_member_and_rebalance(
+                    group, member, call, causes.updating_metadata(f, member_id, state.value, reason)
+                )
+        elif state == STABLE:
+            if group.is_leader(member_id):
+                self._update_member_and_rebalance(
+                    group, member, call, causes.leader_rejoining(f, member_id, state.value, reason)
+                )
+            elif not member.matches(req.protocols):
+                self._update_member_and_rebalance(
+                    group, member, call, causes.updating_metadata(f, member_id, state.value, reason)
+                )
+            else:
+                self._respond(call, self._join_success(group, call, member_id, group.leader_id, False))
+        else:
+            self._respond(call, self._join_error(call, UNKNOWN_MEMBER_ID, member_id))
+
+    def _validate_member(
+        self, group: ClassicGroup, member_id: str, instance_id: str | None, strict: bool
+    ) -> str | None:
+        """``validateCurrentMember`` (3.0+, Java) or the 2.3-2.8 ``isStaticMemberFenced`` + ``has``.
+
+        ``strict``: JoinGroup (an unknown instance id is UNKNOWN_MEMBER_ID in every version)."""
+        if instance_id is not None and self._f.static_membership:
+            mapped = group.static_members.get(instance_id)
+            if mapped is None:
+                if strict or self._f.validate_current_member:
+                    return UNKNOWN_MEMBER_ID
+            elif mapped != member_id:
+                return FENCED_INSTANCE_ID
+        if member_id not in group.members:
+            return UNKNOWN_MEMBER_ID
+        return None
+
+    def _rebalance_timeout_for(self, req: GroupRequest) -> int | None:
+        if req.api_version == 0 or req.rebalance_timeout_ms is None:
+            return req.session_timeout_ms
+        return req.rebalance_timeout_ms
+
+    def _add_member_and_rebalance(
+        self, group: ClassicGroup, call: ParkedCall, member_id: str, instance_id: str | None
+    ) -> None:
+        """``addMemberAndRebalance`` / ``addMemberThenRebalanceOrCompleteJoin``."""
+        req = call.request
+        session = req.session_timeout_ms if req.session_timeout_ms is not None else 0
+        rebalance = self._rebalance_timeout_for(req)
+        member = ClassicGroupMember(
+            member_id,
+            instance_id,
+            req.client_id or "",
+            req.client_host or "",
+            rebalance if rebalance is not None else session,
+            session,
+            req.protocol_type or "",
+            req.protocols,
+        )
+        member.is_new = True
+        if group.state == PREPARING and (
+            group.previous_state == EMPTY if self._f.java else group.generation_id == 0
+        ):
+            group.new_member_added = True
+        was_pending = member_id in group.pending_members
+        group.add(member, self._park(call))
+        self._arm_heartbeat(member, self.config.new_member_join_timeout_ms)
+        cause = causes.adding_member(self._f, member_id, instance_id, req.reason)
+        if was_pending:
+            self._event(EventKind.PENDING_MEMBER_REMOVED, member_id=member_id, detail="joined")
+        self._event(
+            EventKind.MEMBER_ADDED,
+            member_id=member_id,
+            group_instance_id=instance_id,
+            cause=cause,
+            client_reason=req.reason,
+        )
+        if group.leader_id == member_id and len(group.members) == 1:
+            self._event(EventKind.LEADER_CHANGED, member_id=member_id, leader=member_id, cause="first member")
+        self.maybe_prepare_rebalance(group, cause, member_id)
+
+    def _update_member_and_rebalance(
+        self, group: ClassicGroup, member: ClassicGroupMember, call: ParkedCall, cause: str
+    ) -> None:
+        """``updateMemberAndRebalance`` / ``updateMemberThenRebalanceOrCompleteJoin``."""
+        req = call.request
+        if member.awaiting_join is not None:
+            self._supersede(member.awaiting_join)
+            member.awaiting_join = None
+            group.num_awaiting_join -= 1
+        changed = not member.matches(req.protocols)
+        updates = self._f.rejoin_updates_timeouts or member.inferred
+        group.update_member(
+            member,
+            req.protocols,
+            self._rebalance_timeout_for(req) if updates else None,
+            req.session_timeout_ms if updates else None,
+            self._park(call),
+        )
+        if changed:
+            self._event(
+                EventKind.MEMBER_UPDATED, member_id=member.member_id, cause=cause, client_reason=req.reason
+            )
+        self.maybe_prepare_rebalance(group, cause, member.member_id)
+
+    def _update_static_member_and_rebalance(
+        self, group: ClassicGroup, call: ParkedCall, old_id: str, new_id: str, instance_id: str
+    ) -> None:
+        """``updateStaticMemberAndRebalance`` / ``updateStaticMemberThenRebalanceOrCompleteJoin``."""
+        req = call.request
+        f = self._f
+        current_leader = group.leader_id
+        old = group.members[old_id]
+        if old.awaiting_join is not None:
+            self._answer_join(group, old, self._join_error(old.awaiting_join, FENCED_INSTANCE_ID, old_id))
+        if old.awaiting_sync is not None:
+            sync_call = old.awaiting_sync
+            old.awaiting_sync = None
+            self._respond(
+                sync_call, self._sync_response(sync_call, FENCED_INSTANCE_ID, None, with_protocol=False)
+            )
+        member = group.replace_static_member(instance_id, old_id, new_id)
+        if f.java:
+            member.is_new = False  # the Java coordinator builds a fresh ClassicGroupMember
+        self._cancel_heartbeat(old_id)
+        self._event(
+            EventKind.STATIC_MEMBER_REPLACED,
+            member_id=new_id,
+            group_instance_id=instance_id,
+            detail=old_id,
+            cause=(
+                f"Static member with groupInstanceId={instance_id} and unknown member id joins group "
+                f"{self.group_id} in {group.state.value} state. Replacing previously mapped member {old_id} "
+                "with this groupInstanceId."
+            ),
+        )
+        if current_leader == old_id:
+            self._event(
+                EventKind.LEADER_CHANGED,
+                member_id=new_id,
+                leader=new_id,
+                detail=old_id,
+                cause="static leader replaced",
+            )
+        self._arm_heartbeat(member, member.session_timeout_ms)
+        updates = f.rejoin_updates_timeouts or member.inferred
+        group.update_member(
+            member,
+            req.protocols,
+            self._rebalance_timeout_for(req) if updates else None,
+            req.session_timeout_ms if updates else None,
+            self._park(call),
+        )
+        state = group.state
+        if state == STABLE:
+            if f.static_stable_protocol_check:
+                if group.protocol_name == group.select_protocol():
+                    self._persist(group)
+                    if req.api_version >= 9:
+                        leads = group.is_leader(new_id)
+                        resp = self._join_success(
+                            group, call, new_id, group.leader_id, leads, skip_assignment=leads
+                        )
+                    else:
+                        resp = self._join_success(group, call, new_id, current_leader, False)
+                    self._answer_join(group, member, resp)
+                else:
+                    self.maybe_prepare_rebalance(
+                        group, causes.static_protocol_change(f, new_id, instance_id, req.reason), new_id
+                    )
+            else:
+                self._answer_join(
+                    group, member, self._join_success(group, call, new_id, current_leader, False)
+                )
+        elif state == COMPLETING:
+            if f.static_completing_rebalances:
+                self.prepare_rebalance(
+                    group, causes.static_updating(f, new_id, instance_id, req.reason), new_id
+                )
+            else:
+                self._answer_join(
+                    group, member, self._join_success(group, call, new_id, current_leader, False)
+                )
+        elif state in (EMPTY, DEAD):
+            raise IllegalStateTransition(
+                f"group {self.group_id} was not supposed to be in state {state.value} when the unknown "
+                f"static member {instance_id} rejoins"
+            )
+
+    # ============================================================================================
+    # rebalance (join phase)
+    # ============================================================================================
+    def maybe_prepare_rebalance(self, group: ClassicGroup, cause: str, member_id: str | None = None) -> None:
+        if group.state in (STABLE, COMPLETING, EMPTY):
+            self.prepare_rebalance(group, cause, member_id)
+
+    def prepare_rebalance(self, group: ClassicGroup, cause: str, member_id: str | None = None) -> None:
+        """``prepareRebalance``: flush parked SyncGroups, cancel pending-sync, arm the join timer."""
+        if group.state == COMPLETING:
+            self._reset_and_propagate_assignment_error(group, REBALANCE_IN_PROGRESS)
+        self._remove_sync_expiration(group)
+        initial = group.state == EMPTY
+        if initial:
+            delay = self.config.group_initial_rebalance_delay_ms
+            remaining = max(group.rebalance_timeout_ms() - delay, 0)
+            self._arm(self._join_key, delay, REBALANCE_PRIORITY, T_INITIAL_JOIN, (delay, remaining))
+            self._timers.cancel(self._offsets_key)
+        else:
+            self._arm(self._join_key, group.rebalance_timeout_ms(), REBALANCE_PRIORITY, T_JOIN)
+        self._transition(group, PREPARING, cause, member_id)
+        if not initial and group.has_all_members_joined():
+            self.complete_join(group)
+
+    def _join_is_initial(self, group: ClassicGroup) -> bool:
+        if self._f.java:
+            return group.previous_state == EMPTY
+        timer = self._timers.get(self._join_key)
+        return timer is not None and timer.kind == T_INITIAL_JOIN
+
+    def _maybe_complete_join(self, group: ClassicGroup, ignore_initial: bool = False) -> None:
+        """``rebalancePurgatory.checkAndComplete(GroupJoinKey)`` / ``maybeCompleteJoinPhase``: an
+        initial delayed join never completes early."""
+        if group.state != PREPARING or not group.has_all_members_joined():
+            return
+        if not ignore_initial and self._join_is_initial(group):
+            return
+        self.complete_join(group)
+
+    def _on_initial_join_due(self, group: ClassicGroup, delay: int, remaining: int) -> None:
+        """``InitialDelayedJoin.onComplete``: extend while new members keep arriving."""
+        if group.new_member_added and remaining != 0:
+            group.new_member_added = False
+            new_delay = min(self.config.group_initial_rebalance_delay_ms, remaining)
+            new_remaining = max(remaining - delay, 0)
+            self._arm(
+                self._join_key, new_delay, REBALANCE_PRIORITY, T_INITIAL_JOIN, (new_delay, new_remaining)
+            )
+            self._event(
+                EventKind.TIMER_EXPIRED,
+                detail=self._join_key,
+                cause=f"initial rebalance delay extended by {new_delay} ms (remaining {new_remaining} ms)",
+            )
+        else:
+            self.complete_join(group)
+
+    def complete_join(self, group: ClassicGroup) -> None:
+        """``onCompleteJoin`` / ``completeClassicGroupJoin``."""
+        self._timers.cancel(self._join_key)
+        f = self._f
+        not_rejoined = [
+            m
+            for m in group.members.values()
+            if m.awaiting_join is None and (not m.is_static or not f.static_membership)
+        ]
+        if not_rejoined:
+            ids = [m.member_id for m in not_rejoined]
+            cause = causes.not_rejoined(self.group_id, ids, f.java)
+            for m in not_rejoined:
+                was_leader = group.leader_id == m.member_id
+                group.remove(m.member_id, drop_pending=True)
+                self._cancel_heartbeat(m.member_id)
+                self._event(
+                    EventKind.MEMBER_REMOVED,
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    removal_reason=RemovalReason.REBALANCE_TIMEOUT_EVICTION,
+                    cause=cause,
+                )
+                if was_leader and group.leader_id is not None:
+                    self._event(
+                        EventKind.LEADER_CHANGED,
+                        member_id=group.leader_id,
+                        leader=group.leader_id,
+                        detail=m.member_id,
+                        cause="leader removed",
+                    )
+        if group.state == DEAD:
+            return
+        if not self._maybe_elect_new_joined_leader(group) and group.members:
+            self._arm(self._join_key, group.rebalance_timeout_ms(), REBALANCE_PRIORITY, T_JOIN)
+            self._event(
+                EventKind.TIMER_EXPIRED,
+                detail=self._join_key,
+                cause=f"Group {self.group_id} could not complete rebalance because no members rejoined",
+            )
+            return
+        group.generation_id += 1
+        group.pending_sync_members.clear()
+        if group.members:
+            group.protocol_name = group.select_protocol()
+            self._transition(
+                group,
+                COMPLETING,
+                f"Stabilized group {self.group_id} generation {group.generation_id} "
+                f"with {len(group.members)} members",
+            )
+        else:
+            group.protocol_name = None
+            self._transition(
+                group, EMPTY, f"Group {self.group_id} with generation {group.generation_id} is now empty"
+            )
+            group.empty_since_ms = self._clock
+            self._persist(group)
+            self._arm_offsets_expiration(group)
+        self._event(
+            EventKind.JOIN_COMPLETED,
+            members=tuple(group.members),
+            leader=group.leader_id,
+            protocol_name=group.protocol_name,
+            protocol_type=group.protocol_type,
+        )
+        if not group.members:
+            return
+        leader = group.leader_id
+        for member in list(group.members.values()):
+            call = member.awaiting_join
+            if call is not None:
+                self._answer_join(
+                    group,
+                    member,
+                    self._join_success(group, call, member.member_id, leader, member.member_id == leader),
+                )
+            self._arm_heartbeat(member, member.session_timeout_ms)
+            member.is_new = False
+            group.pending_sync_members[member.member_id] = None
+        if f.pending_sync_timeout:
+            self._arm(
+                self._sync_key,
+                group.rebalance_timeout_ms(),
+                REBALANCE_PRIORITY,
+                T_SYNC,
+                (group.generation_id,),
+            )
+
+    def _maybe_elect_new_joined_leader(self, group: ClassicGroup) -> bool:
+        leader_id = group.leader_id
+        if leader_id is None:
+            return False
+        leader = group.members.get(leader_id)
+        if leader is not None and leader.awaiting_join is not None:
+            return True
+        for m in group.members.values():
+            if m.awaiting_join is not None:
+                group.leader_id = m.member_id
+                self._event(
+                    EventKind.LEADER_CHANGED,
+                    member_id=m.member_id,
+                    leader=m.member_id,
+                    detail=leader_id,
+                    cause=f"Group leader [member.id: {leader_id}] failed to join before rebalance timeout, "
+                    f"while new leader {m.member_id} was elected.",
+                )
+                return True
+        return False
+
+    # ============================================================================================
+    # removal
+    # ============================================================================================
+    def remove_member_and_update_group(
+        self,
+        group: ClassicGroup,
+        member: ClassicGroupMember,
+        cause: str,
+        reason: RemovalReason,
+        client_reason: str | None = None,
+        ignore_initial: bool = False,
+        update: bool = True,
+    ) -> None:
+        """``removeMemberAndUpdateGroup`` / ``removeMemberAndUpdateClassicGroup``."""
+        if member.awaiting_join is not None:
+            self._answer_join(group, member, self._join_error(member.awaiting_join, UNKNOWN_MEMBER_ID, ""))
+        was_leader = group.leader_id == member.member_id
+        group.remove(member.member_id, drop_pending=True)
+        self._cancel_heartbeat(member.member_id)
+        self._event(
+            EventKind.MEMBER_REMOVED,
+            member_id=member.member_id,
+            group_instance_id=member.group_instance_id,
+            removal_reason=reason,
+            cause=cause,
+            client_reason=client_reason,
+        )
+        if was_leader:
+            self._event(
+                EventKind.LEADER_CHANGED,
+                member_id=group.leader_id,
+                leader=group.leader_id,
+                detail=member.member_id,
+                cause="leader removed",
+            )
+        if member.awaiting_sync is not None:
+            # Kafka drops the member before flushing parked SyncGroups: this one is never answered
+            call = member.awaiting_sync
+            member.awaiting_sync = None
+            self._supersede(call, "never answered: member removed while its SyncGroup was parked")
+        if not update:
+            return
+        state = group.state
+        if state in (STABLE, COMPLETING):
+            self.maybe_prepare_rebalance(group, cause, member.member_id)
+        elif state == PREPARING:
+            self._maybe_complete_join(group, ignore_initial=ignore_initial)
+
+    def _remove_pending_member(
+        self, group: ClassicGroup, member_id: str, reason: RemovalReason, cause: str, ignore_initial: bool
+    ) -> None:
+        """``removePendingMemberAndUpdateGroup``."""
+        group.pending_members.pop(member_id, None)
+        self._event(EventKind.PENDING_MEMBER_REMOVED, member_id=member_id, removal_reason=reason, cause=cause)
+        if group.state == PREPARING:
+            self._maybe_complete_join(group, ignore_initial=ignore_initial)
+
+    def _expire_heartbeat(self, group: ClassicGroup, member_id: str) -> None:
+        """``onExpireHeartbeat`` / ``expireClassicGroupMemberHeartbeat``."""
+        if group.state == DEAD:
+            return
+        java = self._f.java
+        if group.is_pending(member_id):
+            self._remove_pending_member(
+                group,
+                member_id,
+                RemovalReason.PENDING_EXPIRY,
+                causes.pending_member_expired(member_id, self.group_id),
+                ignore_initial=java,
+            )
+            return
+        member = group.members.get(member_id)
+        if member is None or member.has_satisfied_heartbeat():
+            return
+        reason = RemovalReason.NEW_MEMBER_JOIN_TIMEOUT if member.is_new else RemovalReason.SESSION_EXPIRY
+        self.remove_member_and_update_group(
+            group, member, causes.heartbeat_expiration(self._f, member_id), reason, ignore_initial=java
+        )
+
+    # ============================================================================================
+    # SyncGroup
+    # ============================================================================================
+    def _sync_response(
+        self, call: ParkedCall, error: str, assignment: bytes | None, with_protocol: bool
+    ) -> PredictedResponse:
+        v5 = call.request.api_version >= 5
+        g = self._group
+        return PredictedResponse(
+            error=error,
+            completion_ms=self._clock,
+            protocol_type=(g.protocol_type if (with_protocol and v5 and g is not None) else None),
+            protocol_name=(g.protocol_name if (with_protocol and v5 and g is not None) else None),
+            assignment=assignment if error == NONE else b"",
+        )
+
+    def classic_group_sync(self, call: ParkedCall) -> None:
+        """``handleSyncGroup`` / ``classicGroupSyncToClassicGroup``."""
+        req = call.request
+        f = self._f
+        member_id = req.member_id or ""
+        if not req.group_id:
+            self._respond(call, self._sync_response(call, "INVALID_GROUP_ID", None, False))
+            return
+        if req.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+            self._respond(call, self._sync_response(call, INCONSISTENT_GROUP_PROTOCOL, None, False))
+            return
+        group = self._group
+        if group is None or (f.java and group.state == EMPTY):
+            self._respond(call, self._sync_response(call, UNKNOWN_MEMBER_ID, None, False))
+            return
+        error: str | None
+        if group.state == DEAD:
+            error = f.dead_group_error
+        elif f.version < (2, 3, 0) and not f.java:
+            error = UNKNOWN_MEMBER_ID if member_id not in group.members else None
+        else:
+            error = self._validate_member(group, member_id, req.group_instance_id, strict=False)
+        if error is None and req.generation_id != group.generation_id:
+            error = ILLEGAL_GENERATION
+        if (
+            error is None
+            and f.sync_protocol_check
+            and (
+                (req.protocol_type is not None and req.protocol_type != group.protocol_type)
+                or (req.protocol_name is not None and req.protocol_name != group.protocol_name)
+            )
+        ):
+            error = INCONSISTENT_GROUP_PROTOCOL
+        if error is not None:
+            self._respond(call, self._sync_response(call, error, None, False))
+            return
+        state = group.state
+        member = group.members[member_id]
+        if state == EMPTY:
+            self._respond(call, self._sync_response(call, UNKNOWN_MEMBER_ID, None, False))
+        elif state == PREPARING:
+            self._respond(call, self._sync_response(call, REBALANCE_IN_PROGRESS, None, False))
+        elif state == COMPLETING:
+            if member.awaiting_sync is not None:
+                self._supersede(member.awaiting_sync)
+            member.awaiting_sync = self._park(call)
+            self._remove_pending_sync_member(group, member_id)
+            if group.is_leader(member_id):
+                assignment: dict[str, bytes | None] = {}
+                for mid, data in req.assignments:
+                    if mid in group.members:
+                        assignment[mid] = data
+                for mid in group.members:
+                    assignment.setdefault(mid, b"")
+                # storeGroup succeeds: the model never fails a write
+                if group.state == COMPLETING and req.generation_id == group.generation_id:
+                    self._set_and_propagate_assignment(group, assignment)
+                    self._transition(
+                        group,
+                        STABLE,
+                        f"Assignment received from leader {member_id} for group {self.group_id} "
+                        f"for generation {group.generation_id}. The group has {len(group.members)} members, "
+                        f"{len(group.static_members)} of which are static.",
+                        member_id,
+                    )
+                    self._persist(group)
+                    self._event(
+                        EventKind.SYNC_COMPLETED,
+                        member_id=member_id,
+                        members=tuple(group.members),
+                        leader=group.leader_id,
+                        protocol_name=group.protocol_name,
+                        protocol_type=group.protocol_type,
+                        assignments=tuple((mid, group.members[mid].assignment) for mid in group.members),
+                    )
+        else:  # STABLE
+            self._remove_pending_sync_member(group, member_id)
+            self._respond(call, self._sync_response(call, NONE, member.assignment, True))
+            if f.sync_stable_refreshes:
+                self._arm_heartbeat(member, member.session_timeout_ms)
+
+    def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
+        group.pending_sync_members.pop(member_id, None)
+        if not group.pending_sync_members:
+            self._timers.cancel(self._sync_key)
+
+    def _remove_sync_expiration(self, group: ClassicGroup) -> None:
+        group.pending_sync_members.clear()
+        self._timers.cancel(self._sync_key)
+
+    def _set_and_propagate_assignment(self, group: ClassicGroup, assignment: dict[str, bytes | None]) -> None:
+        for mid, m in group.members.items():
+            m.assignment = assignment.get(mid, b"")
+        self._propagate_assignment(group, NONE)
+
+    def _reset_and_propagate_assignment_error(self, group: ClassicGroup, error: str) -> None:
+        for m in group.members.values():
+            m.assignment = b""
+        self._propagate_assignment(group, error)
+
+    def _propagate_assignment(self, group: ClassicGroup, error: str) -> None:
+        for m in group.members.values():
+            call = m.awaiting_sync
+            if call is not None:
+                m.awaiting_sync = None
+                self._respond(call, self._sync_response(call, error, m.assignment, error == NONE))
+                self._arm_heartbeat(m, m.session_timeout_ms)
+
+    def _expire_pending_sync(self, group: ClassicGroup, generation_id: int) -> None:
+        """``onExpirePendingSync`` / ``expirePendingSync``."""
+        if generation_id != group.generation_id or group.state not in (COMPLETING, STABLE):
+            return
+        if not group.pending_sync_members:
+            return
+        pending = list(group.pending_sync_members)
+        cause = causes.pending_sync_expiration(self._f, pending)
+        for mid in pending:
+            member = group.members.get(mid)
+            was_leader = group.leader_id == mid
+            group.remove(mid, drop_pending=True)
+            self._cancel_heartbeat(mid)
+            if member is not None:
+                self._event(
+                    EventKind.MEMBER_REMOVED,
+                    member_id=mid,
+                    group_instance_id=member.group_instance_id,
+                    removal_reason=RemovalReason.PENDING_SYNC_EXPIRY,
+                    cause=cause,
+                )
+                if was_leader:
+                    self._event(
+                        EventKind.LEADER_CHANGED,
+                        member_id=group.leader_id,
+                        leader=group.leader_id,
+                        detail=mid,
+                        cause="leader removed",
+                    )
+        self.prepare_rebalance(group, cause)
+
+    # ============================================================================================
+    # Heartbeat
+    # ============================================================================================
+    def classic_group_heartbeat(self, call: ParkedCall) -> None:
+        """``handleHeartbeat`` / ``classicGroupHeartbeat`` (hot path)."""
+        req = call.request
+        group = self._group
+        f = self._f
+        member_id = req.member_id or ""
+        error = NONE
+        refresh: ClassicGroupMember | None = None
+        if not req.group_id:
+            error = "INVALID_GROUP_ID"
+        elif group is None:
+            error = UNKNOWN_MEMBER_ID
+        elif f.heartbeat_completing == "no_check" and not f.java:
+            error, refresh = self._heartbeat_2_2(group, member_id, req.generation_id)
+        elif group.state == DEAD:
+            error = f.dead_group_error
+        else:
+            member = group.members.get(member_id)
+            instance_id = req.group_instance_id
+            if member is None or instance_id is not None:
+                err = self._validate_member(group, member_id, instance_id, strict=False)
+                if err is not None:
+                    error = err
+            if error == NONE:
+                if req.generation_id != group.generation_id:
+                    error = ILLEGAL_GENERATION
+                else:
+                    state = group.state
+                    if state == STABLE:
+                        refresh = member
+                    elif state == PREPARING:
+                        refresh = member
+                        error = REBALANCE_IN_PROGRESS
+                    elif state == COMPLETING:
+                        if f.heartbeat_completing == "none" or f.java:
+                            refresh = member
+                        else:
+                            error = REBALANCE_IN_PROGRESS
+                    else:  # EMPTY
+                        error = UNKNOWN_MEMBER_ID
+        if refresh is not None:
+            self._arm_heartbeat(refresh, refresh.session_timeout_ms)
+            if self.config.emit_liveness_events:
+                self._event(EventKind.HEARTBEAT, member_id=member_id)
+        self._respond(call, PredictedResponse(error=error, completion_ms=self._clock))
+
+    def _heartbeat_2_2(
+        self, group: ClassicGroup, member_id: str, generation_id: int | None
+    ) -> tuple[str, ClassicGroupMember | None]:
+        state = group.state
+        if state in (DEAD, EMPTY):
+            return UNKNOWN_MEMBER_ID, None
+        member = group.members.get(member_id)
+        if member is None:
+            return UNKNOWN_MEMBER_ID, None
+        if state == COMPLETING:
+            return REBALANCE_IN_PROGRESS, None
+        if generation_id != group.generation_id:
+            return ILLEGAL_GENERATION, None
+        return (REBALANCE_IN_PROGRESS if state == PREPARING else NONE), member
+
+    # ============================================================================================
+    # LeaveGroup
+    # ============================================================================================
+    def classic_group_leave(self, call: ParkedCall) -> None:
+        """``handleLeaveGroup`` / ``classicGroupLeaveToClassicGroup``."""
+        req = call.request
+        f = self._f
+        batch = req.api_version >= 3
+        identities = list(req.leave_members)
+        if not identities and not batch:
+            from transforms.coordinator.types import LeaveMember
+
+            identities = [LeaveMember(member_id=req.member_id or "")]
+        group = self._group
+        top: str = NONE
+        results: list[tuple[str, str]] = []
+        if not req.group_id:
+            top = "INVALID_GROUP_ID"
+        elif group is None:
+            results = [(lm.member_id, UNKNOWN_MEMBER_ID) for lm in identities]
+        elif group.state == DEAD:
+            top = f.dead_group_error
+        else:
+            removed: list[str] = []
+            for lm in identities:
+                err = self._leave_one(
+                    group, lm.member_id, lm.group_instance_id, lm.reason or req.reason, removed
+                )
+                results.append((lm.member_id, err))
+            if f.java and removed:
+                state = group.state
+                cause = causes.java_leave_batch(removed)
+                if state in (STABLE, COMPLETING):
+                    self.maybe_prepare_rebalance(group, cause)
+                elif state == PREPARING:
+                    self._maybe_complete_join(group)
+        if batch:
+            self._respond(
+                call,
+                PredictedResponse(
+                    error=top,
+                    completion_ms=self._clock,
+                    member_errors=tuple(results) if top == NONE else (),
+                ),
+            )
+        else:
+            error = top if top != NONE else (results[0][1] if results else NONE)
+            self._respond(call, PredictedResponse(error=error, completion_ms=self._clock))
+
+    def _leave_one(
+        self,
+        group: ClassicGroup,
+        member_id: str,
+        instance_id: str | None,
+        reason: str | None,
+        removed: list[str],
+    ) -> str:
+        f = self._f
+        java = f.java
+        if f.validate_current_member or java:
+            if member_id == "":
+                mapped = group.static_members.get(instance_id) if instance_id is not None else None
+                if mapped is None:
+                    return UNKNOWN_MEMBER_ID
+                self._remove_leaving_member(group, group.members[mapped], mapped, reason)
+                removed.append(member_id)
+                return NONE
+            if group.is_pending(member_id):
+                self._leave_pending(group, member_id)
+                removed.append(member_id)
+                return NONE
+            err = self._validate_member(group, member_id, instance_id, strict=False)
+            if err is not None:
+                return err
+            self._remove_leaving_member(group, group.members[member_id], member_id, reason)
+            removed.append(member_id)
+            return NONE
+        if f.version >= (2, 4, 0):
+            if member_id != "" and instance_id is not None:
+                mapped = group.static_members.get(instance_id)
+                if mapped is not None and mapped != member_id:
+                    return FENCED_INSTANCE_ID
+            if group.is_pending(member_id):
+                self._leave_pending(group, member_id)
+                return NONE
+            mapped = group.static_members.get(instance_id) if instance_id is not None else None
+            if member_id not in group.members and mapped is None:
+                return UNKNOWN_MEMBER_ID
+            target = mapped if mapped is not None else member_id
+            self._remove_leaving_member(group, group.members[target], member_id, reason)
+            return NONE
+        # 2.2-2.3: one member id
+        if group.is_pending(member_id):
+            self._leave_pending(group, member_id)
+            return NONE
+        if member_id not in group.members:
+            return UNKNOWN_MEMBER_ID
+        self._remove_leaving_member(group, group.members[member_id], member_id, reason)
+        return NONE
+
+    def _leave_pending(self, group: ClassicGroup, member_id: str) -> None:
+        self._timers.cancel(self._hb_prefix + member_id)
+        if self._f.java:
+            group.pending_members.pop(member_id, None)
+            self._event(
+                EventKind.PENDING_MEMBER_REMOVED,
+                member_id=member_id,
+                removal_reason=RemovalReason.LEFT,
+                cause=causes.pending_member_left(member_id, self.group_id),
+            )
+            return
+        self._remove_pending_member(
+            group,
+            member_id,
+            RemovalReason.LEFT,
+            causes.pending_member_left(member_id, self.group_id),
+            ignore_initial=False,
+        )
+
+    def _remove_leaving_member(
+        self, group: ClassicGroup, member: ClassicGroupMember, request_member_id: str, reason: str | None
+    ) -> None:
+        f = self._f
+        cause_id = request_member_id if (f.version < (3, 0, 0) and not f.java) else member.member_id
+        self.remove_member_and_update_group(
+            group,
+            member,
+            causes.leave_group(f, cause_id, reason),
+            RemovalReason.LEFT,
+            client_reason=reason,
+            update=not f.java,
+        )
+
+    # ============================================================================================
+    # OffsetCommit
+    # ============================================================================================
+    def offset_commit(self, call: ParkedCall) -> None:
+        """``handleCommitOffsets`` + ``validateOffsetCommit`` (Java: ``OffsetMetadataManager``)."""
+        req = call.request
+        f = self._f
+        member_id = req.member_id or ""
+        instance_id = req.group_instance_id
+        gen = req.generation_id if req.generation_id is not None else -1
+        group = self._group
+        error: str | None = None
+        refresh: ClassicGroupMember | None = None
+        if group is None:
+            if gen < 0:
+                group = self._create_group()
+            elif f.commit_group_id_not_found_v9 and req.api_version >= 9:
+                error = "GROUP_ID_NOT_FOUND"
+            else:
+                error = ILLEGAL_GENERATION
+        if error is None and group is not None:
+            error, refresh = self._validate_offset_commit(group, member_id, instance_id, gen)
+        if error is None:
+            assert group is not None
+            group.has_offsets = True
+            group.last_commit_ms = self._clock
+            if group.state == EMPTY:
+                self._arm_offsets_expiration(group)
+            if refresh is not None:
+                self._arm_heartbeat(refresh, refresh.session_timeout_ms)
+            if self.config.emit_liveness_events:
+                self._event(EventKind.OFFSET_COMMIT, member_id=member_id or None)
+            error = NONE
+        self._respond(
+            call,
+            PredictedResponse(
+                error=error,
+                completion_ms=self._clock,
+                partition_errors=tuple((t, p, error) for t, p in req.commit_partitions),
+            ),
+        )
+
+    def _validate_offset_commit(
+        self, group: ClassicGroup, member_id: str, instance_id: str | None, gen: int
+    ) -> tuple[str | None, ClassicGroupMember | None]:
+        f = self._f
+        state = group.state
+        v = f.version
+        if not f.java and v < (3, 0, 0):
+            if state == DEAD:
+                return f.dead_group_error, None
+            if v >= (2, 3, 0) and instance_id is not None:
+                mapped = group.static_members.get(instance_id)
+                if mapped is not None and mapped != member_id:
+                    return FENCED_INSTANCE_ID, None
+            if gen < 0 and state == EMPTY:
+                return None, None
+            if f.commit_state_before_member and state == COMPLETING:
+                return REBALANCE_IN_PROGRESS, None
+            member = group.members.get(member_id)
+            if member is None:
+                return UNKNOWN_MEMBER_ID, None
+            if gen != group.generation_id:
+                return ILLEGAL_GENERATION, None
+            if state == COMPLETING:
+                return REBALANCE_IN_PROGRESS, None
+            return None, member
+        if state == DEAD:
+            return "COORDINATOR_NOT_AVAILABLE", None
+        if gen < 0 and state == EMPTY and not f.commit_strict_gen_minus_one:
+            return None, None
+        if gen >= 0 or member_id != "" or instance_id is not None:
+            err = self._validate_member(group, member_id, instance_id, strict=True)
+            if err is not None:
+                return err, None
+            if gen != group.generation_id:
+                return ILLEGAL_GENERATION, None
+        elif state != EMPTY:
+            return UNKNOWN_MEMBER_ID, None
+        if state == EMPTY:
+            return None, None
+        if state == COMPLETING:
+            return REBALANCE_IN_PROGRESS, None
+        return None, group.members.get(member_id)
+
+    # ============================================================================================
+    # track mode (see reconcile.py)
+    # ============================================================================================
+    def _on_observed_answer_due(self, seq: int) -> None:
+        call = self._parked.pop(seq, None)
+        if call is None or call.emitted:
+            return
+        from transforms.coordinator.reconcile import reconcile_late_answer
+
+        reconcile_late_answer(self, call)
+
+    def _members_in_order(self, ids: Iterable[str]) -> tuple[str, ...]:
+        return tuple(ids)

@@ -1,0 +1,521 @@
+"""Track mode and warm start: bring the model back in line with what the broker answered.
+
+The model first predicts (the Prediction keeps that original answer), then, if the observed response
+says otherwise, adjusts its state the least it can and records a ``RECONCILED`` event:
+
+* what an accepted response proves is adopted — the member exists (an unknown member id accepted by
+  Heartbeat/OffsetCommit/SyncGroup is *inferred*: added with unknown protocols and timeouts), the
+  group's generation, leader, protocol and, from the leader's JoinGroup response, the full member list;
+* a member the broker does not know (``UNKNOWN_MEMBER_ID``) is removed through Kafka's removal path
+  (so the rebalance it caused in the broker also starts in the model); a fenced static member
+  (``FENCED_INSTANCE_ID``) is dropped silently (its replacement's id will show up);
+* ``REBALANCE_IN_PROGRESS`` when the model is Stable starts the rebalance the model missed; ``NONE``
+  to a heartbeat while the model is preparing a rebalance aborts the model's (spurious) rebalance;
+* a JoinGroup/SyncGroup the broker answered while the model still holds it parked (checked at the
+  observed completion time plus ``late_answer_grace_ms``) gets a Prediction ``NO_RESPONSE`` /
+  ``completion_ms=None`` (the model had not answered), and the model completes the join phase / the
+  sync phase / removes the member accordingly;
+* an observation the model cannot place (``ILLEGAL_GENERATION`` while the model agrees on the
+  generation) sends the model back to warm-up (predictions unscored until it is confident again).
+
+During warm-up the same adoption rules run in predict mode too: they are how a model that starts in
+the middle of a group's life learns it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from transforms.coordinator.config import ASSUMED_REBALANCE_TIMEOUT_MS
+from transforms.coordinator.state import ClassicGroup, ClassicGroupMember, ParkedCall
+from transforms.coordinator.types import (
+    EventKind,
+    GroupState,
+    ObservedResponse,
+    PredictedResponse,
+    Prediction,
+    RemovalReason,
+)
+from transforms.kafka_protocol import ApiKey
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transforms.coordinator.engine import GroupCoordinatorModel
+
+EMPTY = GroupState.EMPTY
+PREPARING = GroupState.PREPARING_REBALANCE
+COMPLETING = GroupState.COMPLETING_REBALANCE
+STABLE = GroupState.STABLE
+DEAD = GroupState.DEAD
+
+
+def _observed_error(obs: ObservedResponse) -> str | None:
+    if obs.error is not None:
+        return obs.error
+    if obs.partition_errors:
+        return obs.partition_errors[0][2]
+    return None
+
+
+def _reconciled(model: GroupCoordinatorModel, detail: str, member_id: str | None = None) -> None:
+    model._event(EventKind.RECONCILED, member_id=member_id, detail=detail)
+
+
+# ------------------------------------------------------------------------------------------------
+# building blocks
+# ------------------------------------------------------------------------------------------------
+def ensure_group(model: GroupCoordinatorModel, why: str) -> ClassicGroup:
+    group = model._group
+    if group is None or group.state == DEAD:
+        group = ClassicGroup(model.group_id)
+        group.has_offsets = None
+        model._group = group
+        _reconciled(model, f"group exists in the broker ({why})")
+    return group
+
+
+def ensure_member(
+    model: GroupCoordinatorModel,
+    group: ClassicGroup,
+    member_id: str,
+    instance_id: str | None,
+    client_id: str | None,
+    protocol_type: str | None,
+    why: str,
+) -> ClassicGroupMember:
+    """Make ``member_id`` a member (inferred if the model has never seen its JoinGroup)."""
+    member = group.members.get(member_id)
+    if member is not None:
+        return member
+    if instance_id is not None:
+        mapped = group.static_members.get(instance_id)
+        if mapped is not None and mapped in group.members:
+            member = group.replace_static_member(instance_id, mapped, member_id)
+            model._cancel_heartbeat(mapped)
+            model._event(
+                EventKind.STATIC_MEMBER_REPLACED,
+                member_id=member_id,
+                group_instance_id=instance_id,
+                detail=mapped,
+                cause=f"reconciled: {why}",
+            )
+            _reconciled(model, f"static member {instance_id} is {member_id} in the broker ({why})", member_id)
+            return member
+        group.static_members.pop(instance_id, None)
+    group.pending_members.pop(member_id, None)
+    member = ClassicGroupMember(
+        member_id,
+        instance_id,
+        client_id or "",
+        "",
+        ASSUMED_REBALANCE_TIMEOUT_MS,
+        0,
+        protocol_type or group.protocol_type or "",
+        (),
+        inferred=True,
+    )
+    had_members = bool(group.members)
+    group.add(member, None)
+    if not had_members and group.protocol_type is None:
+        group.protocol_type = protocol_type
+    model._last_discovery_ms = model._clock
+    model._event(
+        EventKind.MEMBER_ADDED,
+        member_id=member_id,
+        group_instance_id=instance_id,
+        cause=f"inferred: {why}",
+    )
+    _reconciled(model, f"member {member_id} exists in the broker ({why})", member_id)
+    return member
+
+
+def drop_member(model: GroupCoordinatorModel, group: ClassicGroup, member_id: str, why: str) -> None:
+    """Remove a member without any rebalance (the broker already did whatever it did)."""
+    member = group.members.get(member_id)
+    if member is None:
+        return
+    if member.awaiting_join is not None:
+        call = member.awaiting_join
+        model._answer_join(group, member, model._join_error(call, "UNKNOWN_MEMBER_ID", ""))
+    if member.awaiting_sync is not None:
+        call = member.awaiting_sync
+        member.awaiting_sync = None
+        model._supersede(call, "never answered: member dropped by reconciliation")
+    group.remove(member_id)
+    model._cancel_heartbeat(member_id)
+    model._event(
+        EventKind.MEMBER_REMOVED,
+        member_id=member_id,
+        group_instance_id=member.group_instance_id,
+        removal_reason=RemovalReason.RECONCILED,
+        cause=f"reconciled: {why}",
+    )
+
+
+def force_state(model: GroupCoordinatorModel, group: ClassicGroup, target: GroupState, why: str) -> None:
+    """Set the state the broker is in, bypassing the transition table (a reconciliation, not a Kafka
+    transition: recorded as RECONCILED, never as TRANSITION)."""
+    current = group.state
+    if current == target:
+        return
+    if current == PREPARING:
+        model._timers.cancel(model._join_key)
+        leader = group.leader_id
+        for m in list(group.members.values()):
+            call = m.awaiting_join
+            if call is not None:
+                model._answer_join(
+                    group,
+                    m,
+                    model._join_success(
+                        group, call, m.member_id, leader, m.member_id == leader and target == COMPLETING
+                    ),
+                )
+    if current == COMPLETING and target != PREPARING:
+        for m in group.members.values():
+            call = m.awaiting_sync
+            if call is not None:
+                m.awaiting_sync = None
+                model._respond(call, model._sync_response(call, "NONE", m.assignment, True))
+    if target in (PREPARING, EMPTY):
+        model._remove_sync_expiration(group)
+    if target == PREPARING:
+        model._arm(model._join_key, group.rebalance_timeout_ms(), 0, "join")
+    group.previous_state = current
+    group.state = target
+    if target == EMPTY:
+        group.empty_since_ms = model._clock
+        model._arm_offsets_expiration(group)
+    elif current == EMPTY:
+        model._timers.cancel(model._offsets_key)
+    _reconciled(model, f"state {current.value} -> {target.value}: {why}")
+
+
+def adopt_generation(model: GroupCoordinatorModel, group: ClassicGroup, generation: int, why: str) -> bool:
+    if generation < 0 or group.generation_id == generation:
+        return False
+    old = group.generation_id
+    group.generation_id = generation
+    group.pending_sync_members.clear()
+    model._timers.cancel(model._sync_key)
+    _reconciled(model, f"generation {old} -> {generation}: {why}")
+    return True
+
+
+def lose_confidence(model: GroupCoordinatorModel, why: str) -> None:
+    model._lose_confidence(why)
+
+
+# ------------------------------------------------------------------------------------------------
+# answered requests
+# ------------------------------------------------------------------------------------------------
+def reconcile_answer(model: GroupCoordinatorModel, call: ParkedCall, predicted: PredictedResponse) -> bool:
+    """Compare the model's answer with the broker's; adjust the model. True when it adjusted."""
+    req = call.request
+    obs = req.observed
+    if obs is None:
+        return False
+    observed = _observed_error(obs)
+    if observed is None or observed == "NO_RESPONSE":
+        return False
+    api = req.api
+    before = len(model._events)
+    if api is ApiKey.JOIN_GROUP:
+        _reconcile_join(model, call, predicted, obs, observed)
+    elif api is ApiKey.LEAVE_GROUP:
+        _reconcile_leave(model, call, predicted, obs, observed)
+    elif observed != predicted.error or (not model._confident and observed == "NONE"):
+        _reconcile_member_request(model, call, observed)
+    return len(model._events) != before and any(
+        e.kind is EventKind.RECONCILED for e in model._events[before:]
+    )
+
+
+def _reconcile_member_request(model: GroupCoordinatorModel, call: ParkedCall, observed: str) -> None:
+    """Heartbeat, OffsetCommit, SyncGroup: what the broker's answer says about the group."""
+    req = call.request
+    api = req.api
+    member_id = req.member_id or ""
+    gen = req.generation_id if req.generation_id is not None else -1
+    instance_id = req.group_instance_id
+    group = model._group
+    what = f"{api.name} of {member_id or '<no member id>'} answered {observed}"
+    if observed == "NONE":
+        if api is ApiKey.OFFSET_COMMIT and gen < 0 and not member_id:
+            ensure_group(model, what)
+            return
+        group = ensure_group(model, what)
+        if group.state == EMPTY and gen >= 0 and group.generation_id != gen:
+            pass
+        ensure_member(model, group, member_id, instance_id, req.client_id, req.protocol_type, what)
+        adopt_generation(model, group, gen, what)
+        state = group.state
+        if api is ApiKey.HEARTBEAT:
+            allowed = (
+                (STABLE, COMPLETING)
+                if model._f.heartbeat_completing == "none" or model._f.java
+                else (STABLE,)
+            )
+        elif api is ApiKey.OFFSET_COMMIT:
+            allowed = (STABLE, PREPARING)
+        else:
+            allowed = (STABLE,)
+        if state not in allowed:
+            force_state(model, group, STABLE, what)
+        member = group.members.get(member_id)
+        if member is not None and api is not ApiKey.SYNC_GROUP:
+            model._arm_heartbeat(member, member.session_timeout_ms)
+    elif observed == "REBALANCE_IN_PROGRESS":
+        group = ensure_group(model, what)
+        ensure_member(model, group, member_id, instance_id, req.client_id, req.protocol_type, what)
+        if api is ApiKey.OFFSET_COMMIT:
+            adopt_generation(model, group, gen, what)
+            if group.state != COMPLETING:
+                lose_confidence(model, f"{what} while the model is {group.state.value}")
+            return
+        if group.state == PREPARING:
+            return
+        if gen >= 0 and group.generation_id != gen and group.state != EMPTY:
+            adopt_generation(model, group, gen, what)
+        if group.state in (STABLE, COMPLETING, EMPTY):
+            _reconciled(model, f"the broker is rebalancing ({what})", member_id)
+            model.prepare_rebalance(group, f"reconciled: {what}", member_id or None)
+    elif observed == "UNKNOWN_MEMBER_ID":
+        if group is None:
+            return
+        target = member_id
+        if instance_id is not None and group.static_members.get(instance_id) not in (None, member_id):
+            return
+        member = group.members.get(target)
+        if member is not None:
+            _reconciled(model, f"member {target} is unknown to the broker ({what})", target)
+            model.remove_member_and_update_group(
+                group, member, f"reconciled: {what}", RemovalReason.RECONCILED
+            )
+    elif observed == "FENCED_INSTANCE_ID":
+        if group is None or instance_id is None:
+            return
+        if group.static_members.get(instance_id) == member_id:
+            drop_member(
+                model, group, member_id, f"{what}: instance {instance_id} belongs to another member id"
+            )
+    elif observed == "ILLEGAL_GENERATION":
+        group = ensure_group(model, what)
+        if member_id:
+            ensure_member(model, group, member_id, instance_id, req.client_id, req.protocol_type, what)
+        if group.generation_id == gen:
+            lose_confidence(model, f"{what}: the broker's generation is not {gen}")
+    elif observed == "COORDINATOR_NOT_AVAILABLE" or observed == "GROUP_ID_NOT_FOUND":
+        return
+
+
+def _reconcile_join(
+    model: GroupCoordinatorModel,
+    call: ParkedCall,
+    predicted: PredictedResponse,
+    obs: ObservedResponse,
+    observed: str,
+) -> None:
+    req = call.request
+    group = model._group
+    what = f"JOIN_GROUP of {req.member_id or '<new member>'} answered {observed}"
+    if observed == "NONE":
+        group = ensure_group(model, what)
+        mid = obs.member_id or req.member_id or ""
+        if (
+            mid
+            and mid not in group.members
+            and not (predicted.error == "NONE" and predicted.member_id == mid)
+        ):
+            ensure_member(model, group, mid, req.group_instance_id, req.client_id, req.protocol_type, what)
+        adopt_join_view(model, group, obs, what)
+        return
+    if observed == predicted.error:
+        return
+    if observed == "MEMBER_ID_REQUIRED":
+        if group is None or not obs.member_id:
+            return
+        mid = obs.member_id
+        if mid in group.members:
+            return
+        if mid not in group.pending_members:
+            group.pending_members[mid] = None
+            timeout = req.session_timeout_ms or 0
+            model._timers.arm(model._hb_prefix + mid, model._clock + timeout, 1, "heartbeat", (mid,))
+            model._event(EventKind.PENDING_MEMBER_ADDED, member_id=mid, cause=f"reconciled: {what}")
+            _reconciled(model, f"pending member {mid} ({what})", mid)
+        return
+    if group is None:
+        return
+    # the broker refused the join the model accepted: undo the model's acceptance
+    for mid in {req.member_id or "", predicted.member_id or ""}:
+        if not mid:
+            continue
+        if mid in group.pending_members:
+            group.pending_members.pop(mid, None)
+            model._timers.cancel(model._hb_prefix + mid)
+            model._event(
+                EventKind.PENDING_MEMBER_REMOVED,
+                member_id=mid,
+                removal_reason=RemovalReason.RECONCILED,
+                cause=f"reconciled: {what}",
+            )
+            _reconciled(model, f"pending member {mid} refused by the broker ({what})", mid)
+            if group.state == PREPARING:
+                model._maybe_complete_join(group)
+        member = group.members.get(mid)
+        if member is not None and observed in (
+            "UNKNOWN_MEMBER_ID",
+            "GROUP_MAX_SIZE_REACHED",
+            "INCONSISTENT_GROUP_PROTOCOL",
+            "INVALID_SESSION_TIMEOUT",
+        ):
+            _reconciled(model, f"member {mid} refused by the broker ({what})", mid)
+            model.remove_member_and_update_group(
+                group, member, f"reconciled: {what}", RemovalReason.RECONCILED
+            )
+        elif member is not None and observed == "FENCED_INSTANCE_ID":
+            drop_member(model, group, mid, what)
+
+
+def adopt_join_view(
+    model: GroupCoordinatorModel, group: ClassicGroup, obs: ObservedResponse, what: str
+) -> None:
+    """A successful JoinGroup response: generation, leader, protocol and (leader) the member list."""
+    if obs.generation_id is not None:
+        adopt_generation(model, group, obs.generation_id, what)
+    if obs.members:
+        wanted = list(obs.members)
+        for mid in wanted:
+            if mid not in group.members:
+                ensure_member(
+                    model, group, mid, None, None, obs.protocol_type, f"{what}: listed by the leader"
+                )
+        for mid in [m for m in group.members if m not in set(wanted)]:
+            drop_member(model, group, mid, f"{what}: not in the leader's member list")
+    if obs.leader and group.leader_id != obs.leader:
+        if obs.leader not in group.members:
+            ensure_member(model, group, obs.leader, None, None, obs.protocol_type, f"{what}: the leader")
+        old = group.leader_id
+        group.leader_id = obs.leader
+        model._event(
+            EventKind.LEADER_CHANGED,
+            member_id=obs.leader,
+            leader=obs.leader,
+            detail=old,
+            cause=f"reconciled: {what}",
+        )
+        _reconciled(model, f"leader {old} -> {obs.leader} ({what})", obs.leader)
+    if obs.protocol_name and group.protocol_name != obs.protocol_name:
+        old_name = group.protocol_name
+        group.protocol_name = obs.protocol_name
+        _reconciled(model, f"protocol {old_name} -> {obs.protocol_name} ({what})")
+    if group.state in (PREPARING, EMPTY) and group.members:
+        force_state(model, group, COMPLETING, what)
+    if obs.members and not model._confident:
+        model._observed_full_join = True
+        model._become_confident(f"observed the complete membership of generation {group.generation_id}")
+
+
+def _reconcile_leave(
+    model: GroupCoordinatorModel,
+    call: ParkedCall,
+    predicted: PredictedResponse,
+    obs: ObservedResponse,
+    observed: str,
+) -> None:
+    group = model._group
+    if group is None:
+        return
+    req = call.request
+    pairs: list[tuple[str, str]]
+    if obs.member_errors:
+        pairs = list(obs.member_errors)
+    elif req.api_version < 3:
+        pairs = [(req.leave_members[0].member_id if req.leave_members else (req.member_id or ""), observed)]
+    else:
+        return
+    predicted_errors = dict(predicted.member_errors or ())
+    if req.api_version < 3 and pairs:
+        predicted_errors = {pairs[0][0]: predicted.error}
+    for mid, err in pairs:
+        if err == "NONE" and predicted_errors.get(mid) != "NONE" and mid in group.members:
+            member = group.members[mid]
+            _reconciled(model, f"member {mid} left in the broker", mid)
+            model.remove_member_and_update_group(
+                group, member, f"reconciled: LeaveGroup of {mid} accepted", RemovalReason.RECONCILED
+            )
+
+
+# ------------------------------------------------------------------------------------------------
+# answered by the broker, still parked in the model
+# ------------------------------------------------------------------------------------------------
+def reconcile_late_answer(model: GroupCoordinatorModel, call: ParkedCall) -> None:
+    req = call.request
+    obs = req.observed
+    if obs is None:
+        return
+    observed = _observed_error(obs)
+    call.emitted = True
+    g = model._group
+    model._predictions.append(
+        Prediction(
+            seq=call.seq,
+            request=req,
+            response=PredictedResponse(error="NO_RESPONSE", completion_ms=None),
+            state_before=call.state_before,
+            generation_before=call.generation_before,
+            state_after=DEAD if g is None else g.state,
+            generation_after=-1 if g is None else g.generation_id,
+            scored=call.scored,
+            unscored_reason=call.unscored_reason,
+            reconciled=True,
+            mismatch_kinds=model._notes.pop(call.seq, ()),
+        )
+    )
+    group = model._group
+    if group is None:
+        return
+    holder = _holder(group, call)
+    who = req.member_id or "<new member>"
+    what = f"{req.api.name} of {who} answered {observed} by the broker at {obs.completion_ms}"
+    _reconciled(model, f"late: {what}, the model had not answered", holder.member_id if holder else None)
+    if req.api is ApiKey.JOIN_GROUP:
+        if observed == "NONE":
+            if group.state == PREPARING:
+                model.complete_join(group)
+            adopt_join_view(model, group, obs, what)
+        elif holder is not None:
+            if observed == "FENCED_INSTANCE_ID":
+                drop_member(model, group, holder.member_id, what)
+            else:
+                model.remove_member_and_update_group(
+                    group, holder, f"reconciled: {what}", RemovalReason.RECONCILED
+                )
+    elif req.api is ApiKey.SYNC_GROUP:
+        if observed == "NONE":
+            if group.state == COMPLETING:
+                assignment = {mid: m.assignment for mid, m in group.members.items()}
+                if obs.assignment is not None and holder is not None:
+                    assignment[holder.member_id] = obs.assignment
+                model._set_and_propagate_assignment(group, assignment)
+                model._transition(group, STABLE, f"reconciled: {what}", holder.member_id if holder else None)
+                model._persist(group)
+        elif observed == "REBALANCE_IN_PROGRESS":
+            if group.state in (COMPLETING, STABLE):
+                model.prepare_rebalance(group, f"reconciled: {what}")
+        elif holder is not None:
+            if holder.awaiting_sync is call:
+                holder.awaiting_sync = None
+            if observed == "UNKNOWN_MEMBER_ID":
+                model.remove_member_and_update_group(
+                    group, holder, f"reconciled: {what}", RemovalReason.RECONCILED
+                )
+            elif observed == "FENCED_INSTANCE_ID":
+                drop_member(model, group, holder.member_id, what)
+
+
+def _holder(group: ClassicGroup, call: ParkedCall) -> ClassicGroupMember | None:
+    for m in group.members.values():
+        if m.awaiting_join is call or m.awaiting_sync is call:
+            return m
+    return None

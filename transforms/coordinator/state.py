@@ -1,0 +1,322 @@
+"""The coordinator's in-memory group metadata: ``ClassicGroup`` and ``ClassicGroupMember`` (Scala
+``GroupMetadata`` / ``MemberMetadata``), with the state machine's table of legal previous states.
+
+Iteration order of ``members`` stands in for Kafka's hash-map order (implementation-defined,
+reference §16): the model uses **insertion order** (a static member re-keyed by a replacement moves
+to the end, as ``remove`` + ``put`` would). It decides the leader after the leader leaves, the leader
+elected when the old one did not rejoin, vote ties and the order of the leader's member list. In track
+mode the observed JoinGroup response corrects the leader when Kafka's hash order picked another one.
+"""
+
+from __future__ import annotations
+
+from transforms.coordinator.types import GroupRequest, GroupState, Protocol
+
+#: ``GroupState.validPreviousStates`` (GroupMetadata.scala / ClassicGroupState.java).
+VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
+    GroupState.PREPARING_REBALANCE: frozenset(
+        {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY}
+    ),
+    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
+    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.DEAD: frozenset(GroupState),
+}
+
+
+class IllegalStateTransition(RuntimeError):
+    """A transition the state machine forbids: a bug in the model, never a property of the input."""
+
+
+def check_transition(current: GroupState, target: GroupState) -> None:
+    if current not in VALID_PREVIOUS_STATES[target]:
+        raise IllegalStateTransition(f"illegal group state transition {current.value} -> {target.value}")
+
+
+class ParkedCall:
+    """A JoinGroup or SyncGroup request the coordinator has not answered yet (its callback/future)."""
+
+    __slots__ = (
+        "emitted",
+        "generation_before",
+        "request",
+        "scored",
+        "seq",
+        "state_before",
+        "unscored_reason",
+    )
+
+    def __init__(
+        self,
+        seq: int,
+        request: GroupRequest,
+        state_before: GroupState,
+        generation_before: int,
+        scored: bool,
+        unscored_reason: str | None,
+    ) -> None:
+        self.seq = seq
+        self.request = request
+        self.state_before = state_before
+        self.generation_before = generation_before
+        self.scored = scored
+        self.unscored_reason = unscored_reason
+        #: track mode: its Prediction was already emitted (the broker answered it before the model)
+        self.emitted = False
+
+
+class ClassicGroupMember:
+    """``MemberMetadata`` / ``ClassicGroupMember``."""
+
+    __slots__ = (
+        "assignment",
+        "awaiting_join",
+        "awaiting_sync",
+        "client_host",
+        "client_id",
+        "group_instance_id",
+        "inferred",
+        "is_new",
+        "member_id",
+        "protocol_type",
+        "protocols",
+        "rebalance_timeout_ms",
+        "session_timeout_ms",
+    )
+
+    def __init__(
+        self,
+        member_id: str,
+        group_instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: tuple[Protocol, ...],
+        inferred: bool = False,
+    ) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.session_timeout_ms = session_timeout_ms
+        self.protocol_type = protocol_type
+        self.protocols = protocols
+        self.assignment: bytes | None = b""
+        self.awaiting_join: ParkedCall | None = None
+        self.awaiting_sync: ParkedCall | None = None
+        self.is_new = False
+        #: warm start / reconciliation: known only from other members' or its own non-join requests,
+        #: so protocols and timeouts are unknown (it supports any protocol, never expires on its own)
+        self.inferred = inferred
+
+    @property
+    def is_static(self) -> bool:
+        return self.group_instance_id is not None
+
+    def matches(self, protocols: tuple[Protocol, ...]) -> bool:
+        """Same names, same order, byte-identical metadata (text era: same lengths)."""
+        return not self.inferred and self.protocols == protocols
+
+    def vote(self, candidates: set[str], fallback: str | None) -> str | None:
+        if self.inferred:
+            return fallback if fallback in candidates else None
+        for p in self.protocols:
+            if p.name in candidates:
+                return p.name
+        return None
+
+    def has_satisfied_heartbeat(self) -> bool:
+        """``hasSatisfiedHeartbeat`` evaluated when a session deadline passes (the expectation was
+        never satisfied, since any refresh re-arms the timer): only members parked in JoinGroup or
+        SyncGroup survive, and new members never do."""
+        if self.is_new:
+            return False
+        return self.awaiting_join is not None or self.awaiting_sync is not None
+
+
+class ClassicGroup:
+    """``GroupMetadata`` / ``ClassicGroup``: state, generation, members, static and pending maps."""
+
+    __slots__ = (
+        "empty_since_ms",
+        "generation_id",
+        "group_id",
+        "has_offsets",
+        "last_commit_ms",
+        "leader_id",
+        "members",
+        "new_member_added",
+        "num_awaiting_join",
+        "num_inferred",
+        "pending_members",
+        "pending_sync_members",
+        "previous_state",
+        "protocol_name",
+        "protocol_type",
+        "state",
+        "static_members",
+        "supported_protocols",
+    )
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.state = GroupState.EMPTY
+        self.previous_state = GroupState.EMPTY
+        self.generation_id = 0
+        self.protocol_type: str | None = None
+        self.protocol_name: str | None = None
+        self.leader_id: str | None = None
+        self.members: dict[str, ClassicGroupMember] = {}
+        self.static_members: dict[str, str] = {}
+        self.pending_members: dict[str, None] = {}  # ordered set
+        self.pending_sync_members: dict[str, None] = {}
+        self.num_awaiting_join = 0
+        self.num_inferred = 0
+        self.supported_protocols: dict[str, int] = {}
+        self.new_member_added = False
+        #: §11 offsets bookkeeping: None = unknown (warm start), treated as "has offsets"
+        self.has_offsets: bool | None = False
+        self.last_commit_ms = 0
+        self.empty_since_ms = 0
+
+    # --- queries -------------------------------------------------------------------------------
+    def has(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def is_leader(self, member_id: str) -> bool:
+        return self.leader_id == member_id
+
+    def is_pending(self, member_id: str) -> bool:
+        return member_id in self.pending_members
+
+    def has_all_members_joined(self) -> bool:
+        return len(self.members) == self.num_awaiting_join and not self.pending_members
+
+    def rebalance_timeout_ms(self) -> int:
+        timeout = 0
+        for m in self.members.values():
+            if m.rebalance_timeout_ms > timeout:
+                timeout = m.rebalance_timeout_ms
+        return timeout
+
+    def candidate_protocols(self) -> set[str]:
+        need = len(self.members) - self.num_inferred
+        return {name for name, count in self.supported_protocols.items() if count == need}
+
+    def supports_protocols(self, protocol_type: str | None, protocols: tuple[Protocol, ...]) -> bool:
+        """§4.7: Empty → non-empty type and list; otherwise same type and one name supported by all."""
+        if self.state == GroupState.EMPTY:
+            return bool(protocol_type) and bool(protocols)
+        if self.protocol_type != protocol_type:
+            return False
+        need = len(self.members) - self.num_inferred
+        sp = self.supported_protocols
+        return any(sp.get(p.name, 0) == need for p in protocols)
+
+    def select_protocol(self) -> str:
+        """§4.8: each member votes for its first candidate; most votes wins; ties → first voted (the
+        model's deterministic stand-in for hash order: member insertion order)."""
+        candidates = self.candidate_protocols()
+        votes: dict[str, int] = {}
+        for m in self.members.values():
+            choice = m.vote(candidates, self.protocol_name)
+            if choice is not None:
+                votes[choice] = votes.get(choice, 0) + 1
+        if not votes:
+            if self.protocol_name is not None:
+                return self.protocol_name
+            raise RuntimeError(f"no protocol can be selected for group {self.group_id}")
+        best = max(votes.values())
+        return next(name for name, n in votes.items() if n == best)
+
+    # --- mutations (GroupMetadata.add / remove / updateMember) ---------------------------------
+    def _inc_protocols(self, member: ClassicGroupMember) -> None:
+        if member.inferred:
+            self.num_inferred += 1
+            return
+        sp = self.supported_protocols
+        for p in member.protocols:
+            sp[p.name] = sp.get(p.name, 0) + 1
+
+    def _dec_protocols(self, member: ClassicGroupMember) -> None:
+        if member.inferred:
+            self.num_inferred -= 1
+            return
+        sp = self.supported_protocols
+        for p in member.protocols:
+            n = sp.get(p.name, 0) - 1
+            if n:
+                sp[p.name] = n
+            else:
+                sp.pop(p.name, None)
+
+    def add(self, member: ClassicGroupMember, parked: ParkedCall | None) -> None:
+        if member.group_instance_id is not None:
+            if member.group_instance_id in self.static_members:
+                raise RuntimeError(
+                    f"static member {member.group_instance_id} cannot be added to group "
+                    f"{self.group_id} since it is already a member"
+                )
+            self.static_members[member.group_instance_id] = member.member_id
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+        self.members[member.member_id] = member
+        self._inc_protocols(member)
+        member.awaiting_join = parked
+        if parked is not None:
+            self.num_awaiting_join += 1
+        self.pending_members.pop(member.member_id, None)
+
+    def remove(self, member_id: str, drop_pending: bool = True) -> ClassicGroupMember | None:
+        member = self.members.pop(member_id, None)
+        if member is not None:
+            self._dec_protocols(member)
+            if member.awaiting_join is not None:
+                self.num_awaiting_join -= 1
+            if member.group_instance_id is not None:
+                self.static_members.pop(member.group_instance_id, None)
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        if drop_pending:
+            self.pending_members.pop(member_id, None)
+        self.pending_sync_members.pop(member_id, None)
+        return member
+
+    def update_member(
+        self,
+        member: ClassicGroupMember,
+        protocols: tuple[Protocol, ...],
+        rebalance_timeout_ms: int | None,
+        session_timeout_ms: int | None,
+        parked: ParkedCall | None,
+    ) -> None:
+        self._dec_protocols(member)
+        member.protocols = protocols
+        member.inferred = False
+        self._inc_protocols(member)
+        if rebalance_timeout_ms is not None:
+            member.rebalance_timeout_ms = rebalance_timeout_ms
+        if session_timeout_ms is not None:
+            member.session_timeout_ms = session_timeout_ms
+        if parked is not None and member.awaiting_join is None:
+            self.num_awaiting_join += 1
+        elif parked is None and member.awaiting_join is not None:
+            self.num_awaiting_join -= 1
+        member.awaiting_join = parked
+
+    def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> ClassicGroupMember:
+        """Re-key a static member: removed under the old id and put under the new one (so it moves to
+        the end of the member order). Like Kafka, the pending-sync set is *not* re-keyed: an old id
+        still pending there keeps the pending-sync timer from completing."""
+        member = self.members.pop(old_id)
+        member.member_id = new_id
+        self.members[new_id] = member
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        self.static_members[instance_id] = new_id
+        return member
