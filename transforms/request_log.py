@@ -319,7 +319,7 @@ class TextField:
 class TextStruct:
     """Ordered fields of one text-era struct, with precompiled value terminators."""
 
-    __slots__ = ("by_key", "ends", "fields", "index", "names")
+    __slots__ = ("by_key", "ends", "fields", "foreign", "index", "names")
 
     def __init__(self, fields: tuple[TextField, ...]) -> None:
         self.fields = fields
@@ -332,6 +332,18 @@ class TextStruct:
             pat = r",(?:" + "|".join(later) + r")=|\}" if later else r"\}"
             ends.append(re.compile(pat))
         self.ends = tuple(ends)
+        #: ``,name=`` of the other naming's fields (2.0–2.2 vs 2.3+) for the same struct: a value that
+        #: contains one means this naming is the wrong one for the line.
+        self.foreign: re.Pattern[str] | None = None
+
+    def set_foreign(self, other: TextStruct) -> None:
+        names = sorted(set(other.index) - set(self.index))
+        if names:
+            self.foreign = re.compile(",(?:" + "|".join(re.escape(n) for n in names) + ")=")
+        for f in self.fields:
+            o = other.by_key.get(f.key)
+            if f.sub is not None and o is not None and o.sub is not None:
+                f.sub.set_foreign(o.sub)
 
 
 _TAGS = TextField("_tagged_fields", "_tagged_fields", "tags", None, None)
@@ -360,6 +372,8 @@ def _build_text_specs() -> dict[tuple[ApiKey, str, str], TextStruct]:
             res[(api, direction, "hand")] = text_struct(HAND_FIND_COORDINATOR_RESPONSE, {}, False)
         else:
             res[(api, direction, "hand")] = text_struct(specs, HAND_NAMES.get((api, direction), {}), False)
+        res[(api, direction, "gen")].set_foreign(res[(api, direction, "hand")])
+        res[(api, direction, "hand")].set_foreign(res[(api, direction, "gen")])
     return res
 
 
@@ -1195,6 +1209,10 @@ def _t_struct(s: str, i: int, end: int, spec: TextStruct, ctx: int) -> tuple[dic
                     break
             if p < 0:
                 raise _TextMismatch(i, f"value of field {f.name} is not terminated")
+            if spec.foreign is not None:
+                fm = spec.foreign.search(s, i, p)
+                if fm is not None:
+                    raise _TextMismatch(fm.start() + 1, f"unexpected field {fm.group()[1:-1]} after {f.name}")
             value = _t_scalar(kind, s[i:p], f.name, i)
             i = p
         if kind != "tags":
