@@ -46,7 +46,8 @@ BATCH_ROWS = 5000
 
 # One Arrow schema for everything a task emits: a row kind, the request columns, the quarantine columns
 # and the per-slice statistics. The driver splits it into the tables.
-_QUARANTINE_EXTRA = (Column("reason", "string"), Column("raw_line", "string"), Column("ingested_at", "timestamp"))
+_QUARANTINE_EXTRA = (Column("quarantine_reason", "string"), Column("raw_line", "string"),
+                     Column("ingested_at", "timestamp"))
 _STATS_COLUMNS = (
     Column("file_key", "string"), Column("slice_json", "string"), Column("lines_read", "bigint"),
     Column("end_line", "bigint"), Column("end_offset", "bigint"), Column("n_requests", "bigint"),
@@ -134,7 +135,7 @@ def parse_slices(slices: Sequence[FileSlice], tz_name: str, ingested_at: datetim
             elif out.kind is LineKind.QUARANTINE:
                 n_q += 1
                 yield {"row_kind": "quarantine", "source_file": s.path, "line_no": line_no,
-                       "broker_id": s.broker_id, "reason": out.reason or "unreadable", "raw_line": line,
+                       "broker_id": s.broker_id, "quarantine_reason": out.reason or "unreadable", "raw_line": line,
                        "ingested_at": ingested_at, "log_date": _line_date(line) or ingest_date}
             elif out.kind is LineKind.OTHER_API:
                 n_oa += 1
@@ -252,7 +253,8 @@ def ingest(spark: SparkSession, store: DeltaStore, config: Config, inputs: Seque
         say(f"ingest: parsed {run.lines_read} lines: {run.requests} requests, {run.quarantined} quarantined, "
             f"{run.other_api_lines} other-API, {run.other_lines} other")
         requests_df = _select(out.filter(F.col("row_kind") == "request"), REQUESTS)
-        quarantine_df = _select(out.filter(F.col("row_kind") == "quarantine"), QUARANTINE)
+        quarantine_df = _select(out.filter(F.col("row_kind") == "quarantine")
+                                .drop("reason").withColumnRenamed("quarantine_reason", "reason"), QUARANTINE)
         store.append(requests_df, REQUESTS, app_id=APP_ID, txn_version=batch_id)
         store.append(quarantine_df, QUARANTINE, app_id=APP_ID, txn_version=batch_id)
         progress_rows = []

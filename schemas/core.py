@@ -32,6 +32,15 @@ class TableDef:
     doc: str = ""
     properties: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.columns]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"table {self.name} names a column twice: {', '.join(dupes)}")
+        missing = [p for p in self.partition_by if p not in names]
+        if missing:
+            raise ValueError(f"table {self.name} is partitioned by unknown column(s) {', '.join(missing)}")
+
     @property
     def column_names(self) -> list[str]:
         return [c.name for c in self.columns]
