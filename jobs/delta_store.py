@@ -138,8 +138,9 @@ class DeltaStore(ABC):
 
     @abstractmethod
     def read(self, table: TableDef) -> DataFrame:
-        """The current snapshot with the table's columns in order; empty (with that schema) if the
-        table does not exist."""
+        """The current snapshot with the table's columns in order and types; empty (with exactly the
+        table's schema) if the table does not exist. (Read from files, Spark marks every column
+        nullable; a TableDef column the table does not have yet reads as null.)"""
 
     @abstractmethod
     def append(
@@ -553,7 +554,9 @@ def _loose_type(t: Any) -> Any:
     return t
 
 
-def _schema_problems(dt: DeltaTable, table: TableDef) -> list[str]:
+def _schema_problems(dt: DeltaTable, table: TableDef, *, for_read: bool = False) -> list[str]:
+    """How the table's schema disagrees with the TableDef. For reads only what breaks reading counts:
+    a column of another type, other partition columns (a TableDef column the table lacks reads as null)."""
     from deltalake import Schema
 
     have = {f["name"]: f for f in json.loads(dt.schema().to_json())["fields"]}
@@ -561,17 +564,18 @@ def _schema_problems(dt: DeltaTable, table: TableDef) -> list[str]:
     problems: list[str] = []
     for name, f in want.items():
         if name not in have:
-            problems.append(f"column {name} is missing from the table")
+            if not for_read:
+                problems.append(f"column {name} is missing from the table")
             continue
         if _loose_type(have[name]["type"]) != _loose_type(f["type"]):
             problems.append(
                 f"column {name} is {json.dumps(have[name]['type'])} in the table, "
                 f"{json.dumps(f['type'])} in the TableDef"
             )
-        if not have[name].get("nullable", True) and f.get("nullable", True):
+        if not for_read and not have[name].get("nullable", True) and f.get("nullable", True):
             problems.append(f"column {name} is NOT NULL in the table but nullable in the TableDef")
     for name, f in have.items():
-        if name not in want and not f.get("nullable", True):
+        if not for_read and name not in want and not f.get("nullable", True):
             problems.append(f"NOT NULL column {name} of the table is not in the TableDef")
     parts = list(dt.metadata().partition_columns)
     if parts != list(table.partition_by):
@@ -716,8 +720,8 @@ class DeltaRsStore(DeltaStore):
                 table.name, self.path(table), bad, self.engine, "write" if write else "read"
             )
 
-    def _check_schema(self, dt: DeltaTable, table: TableDef) -> None:
-        problems = _schema_problems(dt, table)
+    def _check_schema(self, dt: DeltaTable, table: TableDef, *, for_read: bool = False) -> None:
+        problems = _schema_problems(dt, table, for_read=for_read)
         if problems:
             raise ValueError(
                 f"Delta table {table.name!r} at {self.path(table)} does not match its TableDef: "
@@ -755,12 +759,14 @@ class DeltaRsStore(DeltaStore):
         if dt is None:
             return self.empty(table)
         self._check_features(dt, table, write=False)
+        self._check_schema(dt, table, for_read=True)
         return self._read_paths(table, list(dt.file_uris()))
 
     def read_files(self, table: TableDef, files: Sequence[AddedFile]) -> DataFrame:
         dt = self._load(table)
         if dt is not None:
             self._check_features(dt, table, write=False)
+            self._check_schema(dt, table, for_read=True)
         return self._read_paths(table, [f.path for f in files])
 
     # ---- incremental -----------------------------------------------------------------------------

@@ -443,6 +443,8 @@ def test_timestamps_are_written_as_micros_whatever_the_session_says(spark: Any, 
 
 
 def test_schema_mismatch_is_refused(spark: Any, store: DeltaStore) -> None:
+    from pyspark.sql import functions as F
+
     store.append(tiny_rows(spark, [1], D1), TINY)
     changed = TableDef(
         TINY.name, (*TINY.columns[:1], C("name", "bigint"), *TINY.columns[2:]), TINY.partition_by
@@ -451,6 +453,13 @@ def test_schema_mismatch_is_refused(spark: Any, store: DeltaStore) -> None:
     with pytest.raises(ValueError, match=r"does not match its TableDef.*column name"):
         store.append(df, changed)
     assert store.version(TINY) == 0
+    with pytest.raises(ValueError, match=r"does not match its TableDef.*column name"):
+        store.read(changed)
+    # a TableDef column the table does not have yet: refused for writes, read as null
+    grown = TableDef(TINY.name, (*TINY.columns, C("added", "string")), TINY.partition_by)
+    with pytest.raises(ValueError, match="column added is missing from the table"):
+        store.append(tiny_rows(spark, [2], D1).withColumn("added", F.lit("x")), grown)
+    assert [r["added"] for r in store.read(grown).collect()] == [None]
 
 
 def test_files_added_since(spark: Any, store: DeltaStore) -> None:
