@@ -734,18 +734,32 @@ class GroupCoordinatorModel:
                 return
             group = self._create_group()
         if not self._accept_joining_member(group, member_id, is_unknown):
+            removed = group.members.get(member_id)
+            was_pending = group.is_pending(member_id)
             if f.accept_joining_member:
                 group.remove(member_id, drop_pending=f.remove_drops_pending)
             else:
                 group.remove(member_id, drop_pending=False)
                 if instance_id is not None and f.version < (2, 6, 0):
                     group.static_members.pop(instance_id, None)  # 2.3-2.5 removeStaticMember quirk
-            self._event(
-                EventKind.MEMBER_REMOVED,
-                member_id=member_id or None,
-                removal_reason=RemovalReason.MAX_SIZE,
-                cause=f"group.max.size {self.config.group_max_size} reached",
-            )
+            cause = f"group.max.size {self.config.group_max_size} reached"
+            if removed is not None:
+                self._cancel_heartbeat(member_id)
+                self._event(
+                    EventKind.MEMBER_REMOVED,
+                    member_id=member_id,
+                    group_instance_id=removed.group_instance_id,
+                    removal_reason=RemovalReason.MAX_SIZE,
+                    cause=cause,
+                )
+            elif was_pending and not group.is_pending(member_id):
+                self._timers.cancel(self._hb_prefix + member_id)
+                self._event(
+                    EventKind.PENDING_MEMBER_REMOVED,
+                    member_id=member_id,
+                    removal_reason=RemovalReason.MAX_SIZE,
+                    cause=cause,
+                )
             self._respond(call, self._join_error(call, "GROUP_MAX_SIZE_REACHED", ""))
             if f.java:
                 return  # the Java coordinator does not try to complete the join phase here
