@@ -33,6 +33,12 @@ A rebalance whose start the replay did not see (warm start in PreparingRebalance
 or a join completion without a start) gets a row with trigger ``unknown`` starting at the first moment
 the tracker knew about it; its durations are lower bounds.
 
+Track mode changes the model's state and generation without TRANSITION events (reconciliation with the
+broker's answers). The tracker follows those "silent" changes from the ``state``/``generation_id`` every
+event carries: no transition row is written, but a silent PreparingRebalance starts a rebalance (trigger
+``unknown``), a silent CompletingRebalance/Stable/Empty completes or ends the open one, and a generation
+adopted without a join completion rolls the member sessions over (``next_generation``).
+
 Events of one request (or of the timers that fire just before it) share a ``seq``. The events of the
 transition's ``seq`` that precede it ("pre-context") and follow it ("post-context") belong to the new
 rebalance: they name the trigger and count into ``joined``/``left``/``evicted`` and ``members_before``
@@ -58,6 +64,7 @@ Trigger classification (first rule that applies)
    ``haven't joined`` / ``rebalance timeout``        ``rebalance_timeout_eviction``
    ``NOT_COORDINATOR`` / ``LOAD_IN_PROGRESS`` /       ``coordinator_moved``
    ``coordinator moved``
+   ``reconciled: …`` (track mode, reason unknown)     ``unknown``
    ================================================= ===========================
 
 2. Otherwise the nearest pre-context event (then the post-context): MEMBER_REMOVED by its
@@ -108,10 +115,17 @@ joining (group generation + 1) from the moment it was added; a static member's n
 its predecessor's generation from the replacement. A session ends with ``next_generation`` at the next
 join completion, or with the member's removal: ``left``, ``session_expiry`` (including the 5-minute
 new-member join timeout), ``rebalance_timeout_eviction``, ``pending_sync_expiry``, ``fenced``,
-``max_size``; ``reconciled`` (track mode removed it) and ``dead`` (group unloaded/deleted) are the two
-values the model can add; ``open`` is only written by :meth:`~RebalanceTracker.flush_open`. Heartbeats
-and commits are counted from HEARTBEAT and OFFSET_COMMIT events (the model emits one per accepted
-request).
+``max_size``; ``reconciled`` (track mode removed it) and ``dead`` are the two values the model can add;
+``open`` is only written by :meth:`~RebalanceTracker.flush_open`. Heartbeats and commits are counted from
+HEARTBEAT and OFFSET_COMMIT events (the model emits one per accepted request).
+
+When the group goes Dead with members (the coordinator unloaded it: a coordinator move), their sessions
+are suspended, not ended: the group is normally served again (a WARM_START carrying the restored
+members, or members rediscovered one by one in track mode) and they go on; members the served-again
+group lacks, or all of them if the group is created afresh, end ``dead``. Members discovered by the
+model (``MEMBER_ADDED`` with an ``inferred:``/``reconciled:`` cause) join the current generation and
+are not counted in ``joined``. Client id and address come from the member's JoinGroup, else from any
+other request of the member; timeouts only from JoinGroup.
 """
 
 from __future__ import annotations
@@ -237,14 +251,24 @@ def _cause_client_reason(cause: str | None) -> str | None:
 
 
 def classify_cause(cause: str | None) -> str | None:
-    """The trigger Kafka's reason text names (rule 1 of the module doc), or None when it names none."""
+    """The trigger Kafka's reason text names (rule 1 of the module doc), or None when it names none.
+    A track-mode reconciliation (``reconciled: …``: the broker was rebalancing, the model did not know
+    why) is ``unknown``."""
     if not cause:
         return None
+    if cause.startswith("reconciled"):
+        return UNKNOWN
     head = _strip_client_reason(cause)
     for pattern, trigger in _CAUSE_RULES:
         if pattern.search(head):
             return trigger
     return None
+
+
+def _is_inferred(e: ModelEvent) -> bool:
+    """A member the model discovered (warm start) or put back to agree with the broker (track mode)."""
+    cause = e.cause or ""
+    return cause.startswith(("inferred", "reconciled"))
 
 
 def _removal_end_reason(reason: str | None, cause: str | None) -> str:
@@ -412,6 +436,8 @@ class RebalanceTracker:
         self._state: str | None = None
         self._generation = 0
         self._members: set[str] = set()
+        # members of a group the coordinator unloaded (Dead): kept until the group is served again
+        self._suspended: set[str] = set()
         self._leader: str | None = None
         self._protocol_type: str | None = None
         self._protocol_name: str | None = None
@@ -430,6 +456,8 @@ class RebalanceTracker:
         # sessions and JoinGroup facts
         self._sessions: dict[str, _Session] = {}
         self._joins: dict[str, list[JoinRec]] = {}
+        # client id/address per member from any request: [last seq seen, client_id, client_host]
+        self._clients: dict[str, list[Any]] = {}
         # rows not yet drained
         self._out = TrackerOutput()
 
@@ -496,6 +524,7 @@ class RebalanceTracker:
                 self._state,
                 self._generation,
                 sorted(self._members),
+                sorted(self._suspended),
                 self._leader,
                 self._protocol_type,
                 self._protocol_name,
@@ -513,6 +542,7 @@ class RebalanceTracker:
             "own": [self._owners_to_json(), self._owners_generation],
             "ses": [_dc_to_list(s) for s in self._sessions.values()],
             "jn": self._joins,
+            "cl": self._clients,
             "out": [
                 self._out.transitions,
                 self._out.rebalances,
@@ -534,10 +564,18 @@ class RebalanceTracker:
             follow_up_window_ms=window,
             coordinator_error_window_ms=coord_window,
         )
-        (t._state, t._generation, members, t._leader, t._protocol_type, t._protocol_name, t._instance_of) = (
-            state["grp"]
-        )
+        (
+            t._state,
+            t._generation,
+            members,
+            suspended,
+            t._leader,
+            t._protocol_type,
+            t._protocol_name,
+            t._instance_of,
+        ) = state["grp"]
         t._members = set(members)
+        t._suspended = set(suspended)
         (
             count,
             open_,
@@ -555,6 +593,7 @@ class RebalanceTracker:
         t._owners = cls._owners_from_json(owners)
         t._sessions = {s[0]: _dc_from_list(_Session, s) for s in state["ses"]}
         t._joins = state["jn"]
+        t._clients = state["cl"]
         tr, rb, ms = state["out"]
         t._out = TrackerOutput(tr, rb, ms)
         return t
@@ -565,10 +604,22 @@ class RebalanceTracker:
 
     def _on_prediction(self, p: Prediction) -> None:
         req = p.request
-        if req.api != ApiKey.JOIN_GROUP:
-            return
-        member = req.member_id or p.response.member_id
+        member = req.member_id or (p.response.member_id if req.api == ApiKey.JOIN_GROUP else None)
         if not member:
+            return
+        if req.client_id is not None or req.client_host is not None:
+            # a member id belongs to one client instance: the first values seen are kept
+            cl = self._clients.get(member)
+            if cl is None:
+                self._clients[member] = [p.seq, req.client_id, req.client_host]
+            else:
+                if p.seq > cl[0]:
+                    cl[0] = p.seq
+                if cl[1] is None:
+                    cl[1] = req.client_id
+                if cl[2] is None:
+                    cl[2] = req.client_host
+        if req.api != ApiKey.JOIN_GROUP:
             return
         gen = p.response.generation_id if p.response.error == "NONE" else None
         rec: JoinRec = [
@@ -615,9 +666,12 @@ class RebalanceTracker:
             self._joins[member] = [r for r in recs if r[0] >= used[0]]
 
     def _prune_departed(self, upto_seq: int) -> None:
-        """Drop the JoinGroup facts of ids that are no longer in the group."""
+        """Drop the facts of ids that are no longer in the group (keeping any from later requests)."""
+        for m in [m for m, cl in self._clients.items() if cl[0] <= upto_seq]:
+            if m not in self._members and m not in self._sessions and m not in self._suspended:
+                del self._clients[m]
         for m in list(self._joins):
-            if m in self._members or m in self._sessions:
+            if m in self._members or m in self._sessions or m in self._suspended:
                 continue
             kept = [r for r in self._joins[m] if r[0] > upto_seq]
             if kept:
@@ -639,7 +693,8 @@ class RebalanceTracker:
         if kind == EventKind.TRANSITION:
             self._on_transition(e)
             return
-        if kind in _CTX_KINDS:
+        self._silent_change(e)
+        if kind in _CTX_KINDS and not _is_inferred(e):
             self._seg.events.append(_ctx(e, self._leader))
         if kind == EventKind.HEARTBEAT:
             s = self._session_for_activity(e)
@@ -671,7 +726,7 @@ class RebalanceTracker:
         elif kind == EventKind.RECONCILED and e.members:
             self._reconcile_members(e, set(e.members))
         self._generation = e.generation_id
-        self._state = e.state.value
+        self._state = e.state  # a str enum: compares and serialises as its wire name
 
     # membership --------------------------------------------------------------------------------
 
@@ -682,10 +737,18 @@ class RebalanceTracker:
         m = e.member_id
         if not m:
             return
-        self._mark_presence(m)
-        self._members.add(m)
         if e.group_instance_id:
             self._instance_of[m] = e.group_instance_id
+        if _is_inferred(e):
+            # discovered (warm start, reconciliation): already in the current generation, not a join
+            self._suspended.discard(m)
+            self._members.add(m)
+            if m not in self._sessions:
+                self._sessions[m] = _Session(m, e.generation_id, e.time_ms, e.seq, e.group_instance_id)
+            return
+        self._resolve_suspension(e)
+        self._mark_presence(m)
+        self._members.add(m)
         if m not in self._sessions:
             self._sessions[m] = _Session(
                 member_id=m,
@@ -702,6 +765,7 @@ class RebalanceTracker:
         if m in self._members:
             self._mark_presence(m)
             self._members.discard(m)
+        self._suspended.discard(m)
         if self._leader == m:
             self._leader = None
         reason = e.removal_reason.value if e.removal_reason is not None else None
@@ -765,13 +829,20 @@ class RebalanceTracker:
                 self._sessions[m] = _Session(m, e.generation_id, e.time_ms, e.seq, self._instance_of.get(m))
 
     def _on_warm_start(self, e: ModelEvent) -> None:
-        if e.members:
-            self._members = set(e.members)
+        if e.state == GroupState.DEAD:
+            return  # "not confident", "nothing persisted": the group stays unknown for now
+        if self._state == DEAD or self._suspended:
+            # the group is served again (coordinator move): its members continue their sessions
             for m in e.members:
+                self._suspended.discard(m)
+                self._members.add(m)
                 if m not in self._sessions:
                     self._sessions[m] = _Session(
                         m, e.generation_id, e.time_ms, e.seq, self._instance_of.get(m)
                     )
+            self._resolve_suspension(e)
+        elif e.members:
+            self._reconcile_members(e, set(e.members))
         if e.leader is not None:
             self._on_leader_changed(e.leader)
         if e.protocol_type is not None:
@@ -794,6 +865,7 @@ class RebalanceTracker:
     # join / sync ----------------------------------------------------------------------------------
 
     def _on_join_completed(self, e: ModelEvent) -> None:
+        self._resolve_suspension(e)
         gen, t = e.generation_id, e.time_ms
         members = list(e.members)
         in_gen = set(members)
@@ -907,6 +979,8 @@ class RebalanceTracker:
         )
         seg = self._seg
         self._finalize_closing()
+        if to != DEAD:
+            self._resolve_suspension(e)
         if frm == EMPTY:
             self._owners, self._owners_generation = {}, gen
         if to == PR and frm != PR:
@@ -959,16 +1033,97 @@ class RebalanceTracker:
                     self._close_open("empty", e)
                 self._leader = None
             elif to == DEAD:
-                for m in sorted(self._sessions):
-                    self._close_session(m, t, e.seq, "dead")
-                self._members.clear()
-                self._leader = None
-                self._protocol_name = None
-                self._owners, self._owners_generation = None, None
-                if self._open is not None:
-                    self._close_open("dead", e)
+                self._suspend(e)
         self._generation = gen
         self._state = to
+
+    def _suspend(self, e: ModelEvent) -> None:
+        """The group went Dead (coordinator unload, deletion, or the model lost it): an open rebalance
+        ends ``dead``; member sessions stay open until the group is served again (a restore continues
+        them) or is created afresh (they end ``dead``)."""
+        if self._open is not None:
+            self._close_open("dead", e)
+            if self._closing is not None:
+                self._closing.members_after = []
+        self._suspended |= self._members
+        self._members = set()
+        self._leader = None
+        self._protocol_name = None
+
+    def _resolve_suspension(self, e: ModelEvent) -> None:
+        for m in sorted(self._suspended):
+            self._close_session(m, e.time_ms, e.seq, "dead")
+        self._suspended.clear()
+
+    def _silent_change(self, e: ModelEvent) -> None:
+        """State or generation changes the model makes without a TRANSITION (track-mode reconciliation,
+        a group that disappeared): keep the rebalance and the sessions in step, emit no transition row."""
+        prev_state, state, gen = self._state, e.state, e.generation_id
+        if prev_state is None or (state == prev_state and gen == self._generation):
+            return
+        if state == DEAD:
+            if prev_state != DEAD:
+                self._finalize_closing()
+                self._suspend(e)
+            return
+        if prev_state == DEAD or e.kind in (EventKind.WARM_START, EventKind.JOIN_COMPLETED):
+            return
+        why = e.detail if e.kind == EventKind.RECONCILED else None
+        if gen > self._generation >= 0:
+            self._roll_sessions(e)
+            r = self._open
+            if r is not None and gen > r.generation_from:
+                r.generation_to = gen
+                if r.join_completed_ms is None:
+                    r.join_completed_ms = e.time_ms
+        if state == prev_state:
+            return
+        self._finalize_closing()
+        if state == PR:
+            if self._open is not None:
+                old = self._open
+                old.outcome = "superseded"
+                old.ended_ms, old.close_seq = e.time_ms, e.seq
+                old.members_after = sorted(self._members)
+                self._open = None
+                self._emit_rebalance(old)
+            r = self._new_rebalance(e, from_state=prev_state, cause=why)
+            r.synthetic = True
+            self._open = r
+        elif state == CR:
+            r = self._open
+            if r is None:
+                r = self._open = self._new_rebalance(e, from_state=PR, cause=why)
+                r.synthetic = True
+                r.generation_from = gen - 1
+            if r.join_completed_ms is None:
+                r.join_completed_ms = e.time_ms
+            r.generation_to = gen
+        elif state == STABLE:
+            if self._open is not None:
+                self._last_stable_ms = e.time_ms
+                self._last_stable_protocol = self._protocol_name
+                self._close_open("stable", e)
+        elif state == EMPTY and self._open is not None:
+            self._open.generation_to = gen
+            if self._open.join_completed_ms is None:
+                self._open.join_completed_ms = e.time_ms
+            self._close_open("empty", e)
+
+    def _roll_sessions(self, e: ModelEvent) -> None:
+        """The generation moved on without a join completion the tracker saw (reconciliation)."""
+        gen = e.generation_id
+        for m in sorted(self._sessions):
+            s = self._sessions[m]
+            if m not in self._members or s.generation >= gen:
+                continue
+            if s.open_seq == e.seq and s.heartbeats == 0 and s.commits == 0:
+                s.generation = gen  # discovered in this very request: it belongs to the adopted generation
+                continue
+            self._close_session(m, e.time_ms, e.seq, "next_generation")
+            self._sessions[m] = _Session(
+                m, gen, e.time_ms, e.seq, self._instance_of.get(m), is_leader=m == self._leader
+            )
 
     def _close_open(self, outcome: str, e: ModelEvent) -> None:
         r = self._open
@@ -1062,6 +1217,9 @@ class RebalanceTracker:
         m = e.member_id
         if not m:
             return None
+        if m in self._suspended:
+            self._suspended.discard(m)
+            self._members.add(m)
         s = self._sessions.get(m)
         if s is None:
             if e.state in (GroupState.EMPTY, GroupState.DEAD):
@@ -1086,12 +1244,17 @@ class RebalanceTracker:
         instance = (
             s.group_instance_id or (rec[7] if rec is not None else None) or self._instance_of.get(s.member_id)
         )
+        cl = self._clients.get(s.member_id)
+        client_id = rec[5] if rec is not None and rec[5] is not None else (cl[1] if cl is not None else None)
+        client_host = (
+            rec[6] if rec is not None and rec[6] is not None else (cl[2] if cl is not None else None)
+        )
         return {
             "group_id": self.group_id,
             "member_id": s.member_id,
             "group_instance_id": instance,
-            "client_id": rec[5] if rec is not None else None,
-            "client_address": rec[6] if rec is not None else None,
+            "client_id": client_id,
+            "client_address": client_host,
             "generation_id": int(s.generation),
             "joined_ms": int(s.joined_ms),
             "last_heartbeat_ms": s.last_heartbeat_ms,

@@ -861,14 +861,70 @@ def test_last_member_leaves_a_stable_group() -> None:
     assert [x["member_id"] for x in out.member_sessions] == ["a"]
 
 
-def test_dead_mid_rebalance() -> None:
+def test_dead_mid_rebalance_then_served_again() -> None:
+    """A coordinator move: the rebalance ends ``dead``; the members' sessions survive the unload and go on
+    when the group is loaded again (only members the loaded group lacks end ``dead``)."""
     s = stable_group("a", "b")
-    s.step(1000).rejoin("a", changed=False)
-    s.step(10).transition(DEAD, "coordinator unloaded the group")
+    s.step(1000).external_error("NOT_COORDINATOR")
+    s.transition(DEAD, "coordinator moved (NOT_COORDINATOR observed)")
+    s.step(5000)
+    s.state = STABLE
+    s.ev(EventKind.WARM_START, members=("a",), leader="a", protocol_name="range", protocol_type="consumer")
+    s.members = ["a"]
+    s.step(10).heartbeat("a")
+    s.step(10).rejoin("a", changed=False)
     out = run(s.steps)
+    check_schema(out)
+    # nothing was rebalancing when it moved; the leader's rejoin right after is the move's doing
+    after = only(out.rebalances, rebalance_seq=2)
+    assert (after["trigger"], after["outcome"]) == ("coordinator_moved", "unfinished")
+    assert only(out.member_sessions, member_id="a")["end_reason"] == "open"
+    assert only(out.member_sessions, member_id="b")["end_reason"] == "dead"  # not in the loaded group
+    s2 = stable_group("a", "b")
+    s2.step(1000).rejoin("a", changed=False)
+    s2.step(10).external_error("NOT_COORDINATOR")
+    s2.transition(DEAD, "coordinator moved (NOT_COORDINATOR observed)")
+    s2.step(5000)
+    s2.state = STABLE
+    s2.ev(EventKind.WARM_START, members=("a",), leader="a", protocol_name="range", protocol_type="consumer")
+    s2.members, s2.parked = ["a"], {}
+    s2.step(10).heartbeat("a")
+    s2.step(10).rejoin("a", changed=False)
+    out = run(s2.steps)
     r = only(out.rebalances, rebalance_seq=2)
-    assert (r["outcome"], r["ended_ms"], r["members_after"]) == ("dead", s.t, [])
-    assert sorted(x["end_reason"] for x in out.member_sessions) == ["dead", "dead"]
+    assert (r["outcome"], r["ended_ms"], r["members_after"], r["generation_to"]) == (
+        "dead",
+        T0 + 4160,
+        [],
+        None,
+    )
+    assert only(out.rebalances, rebalance_seq=3)["trigger"] == "coordinator_moved"
+    a = only(out.member_sessions, member_id="a")
+    assert (a["generation_id"], a["end_reason"], a["heartbeats"]) == (1, "open", 1)
+    b = only(out.member_sessions, member_id="b")
+    assert (b["end_reason"], b["ended_ms"]) == ("dead", T0 + 9160)
+
+
+def test_dead_group_created_afresh() -> None:
+    s = stable_group("a", "b")
+    s.step(1000).transition(DEAD, "coordinator moved (NOT_COORDINATOR observed)")
+    s.step(10)
+    s.gen, s.state, s.members, s.leader = -1, DEAD, [], None
+    s.ev(EventKind.WARM_START, detail="group served again: nothing persisted, group unknown")
+    s.gen, s.state = 0, EMPTY
+    s.join("c")
+    out = run(s.steps)
+    assert sorted((x["member_id"], x["end_reason"]) for x in out.member_sessions) == [
+        ("a", "dead"),
+        ("b", "dead"),
+        ("c", "open"),
+    ]
+    created = only(out.rebalances, rebalance_seq=2)
+    assert (created["trigger"], created["members_before"], created["generation_from"]) == (
+        "group_created",
+        [],
+        0,
+    )
 
 
 def test_unknown_trigger_and_warm_start() -> None:
@@ -882,8 +938,8 @@ def test_unknown_trigger_and_warm_start() -> None:
     s.step(100).heartbeat("b")
     s.step(100).transition(PR, None)  # no cause, no member, no context
     s.step(100)
-    s.gen, s.state = 9, PR
-    s.ev(EventKind.WARM_START, members=("x",))
+    s.gen = 9
+    s.ev(EventKind.WARM_START, detail="not confident: whatever")
     out = run(s.steps)
     r = only(out.rebalances, rebalance_seq=1)
     assert (r["trigger"], r["generation_from"], r["members_before"], r["outcome"]) == (
@@ -1325,3 +1381,391 @@ def test_settings_survive_serialisation() -> None:
     t = RebalanceTracker("g", cooperative_protocols=frozenset({"x", "y"}), follow_up_window_ms=5)
     u = RebalanceTracker.from_bytes(t.to_bytes())
     assert (u.group_id, u.cooperative_protocols, u.follow_up_window_ms) == ("g", frozenset({"x", "y"}), 5)
+
+
+# --------------------------------------------------------------------------------------------------
+# end to end: the real coordinator model's output
+# --------------------------------------------------------------------------------------------------
+
+engine = pytest.importorskip("transforms.coordinator.engine")
+config_mod = pytest.importorskip("transforms.coordinator.config")
+
+_VERSIONS = {
+    ApiKey.JOIN_GROUP: 9,
+    ApiKey.SYNC_GROUP: 5,
+    ApiKey.HEARTBEAT: 4,
+    ApiKey.LEAVE_GROUP: 5,
+    ApiKey.OFFSET_COMMIT: 8,
+}
+
+
+class Broker:
+    """Drives ``GroupCoordinatorModel`` with requests; every request (or clock advance) is one step."""
+
+    def __init__(self, **config: Any) -> None:
+        settings = {"mode": "predict", "warm_start": False, **config}
+        self.model = engine.GroupCoordinatorModel(GROUP, config_mod.CoordinatorConfig(**settings))
+        self.now = T0
+        self.line = 0
+        self.steps: list[Step] = []
+
+    def _collect(self) -> tuple[list[Prediction], list[ModelEvent]]:
+        preds, events = self.model.drain()
+        self.steps.append((list(preds), list(events)))
+        return preds, events
+
+    def send(self, dt_ms: int, api: ApiKey, client: str, **kw: Any) -> list[Prediction]:
+        self.now += dt_ms
+        self.line += 1
+        req = GroupRequest(
+            api=api,
+            api_version=kw.pop("v", _VERSIONS[api]),
+            group_id=GROUP,
+            arrival_ms=self.now,
+            client_id=client,
+            client_host=f"10.1.0.{len(client)}",
+            ref=(FILE, self.line),
+            **kw,
+        )
+        self.model.handle(req)
+        return self._collect()[0]
+
+    def advance(self, dt_ms: int) -> None:
+        self.now += dt_ms
+        self.model.advance_to(self.now)
+        self._collect()
+
+    def join(
+        self,
+        dt_ms: int,
+        client: str,
+        member_id: str = "",
+        *,
+        protocol: str = "range",
+        metadata: bytes | None = None,
+        instance: str | None = None,
+        reason: str | None = None,
+    ) -> str:
+        """A JoinGroup; a dynamic newcomer does the KIP-394 round trip. Returns the member id."""
+        preds = self.send(
+            dt_ms,
+            ApiKey.JOIN_GROUP,
+            client,
+            member_id=member_id,
+            group_instance_id=instance,
+            session_timeout_ms=10_000,
+            rebalance_timeout_ms=60_000,
+            protocol_type="consumer",
+            protocols=(Protocol(protocol, metadata),),
+            reason=reason,
+        )
+        if member_id == "" and instance is None:
+            (own,) = [p for p in preds if p.request.ref == (FILE, self.line)]
+            assert own.response.error == "MEMBER_ID_REQUIRED", own
+            return self.join(1, client, own.response.member_id or "", protocol=protocol, reason=reason)
+        if member_id == "":  # a static member: added or replacing its previous id
+            (added,) = [
+                e.member_id
+                for e in self.steps[-1][1]
+                if e.kind in (EventKind.MEMBER_ADDED, EventKind.STATIC_MEMBER_REPLACED)
+            ]
+            assert added is not None
+            return added
+        return member_id
+
+    def sync(
+        self, dt_ms: int, client: str, member_id: str, assignments: dict[str, bytes] | None = None
+    ) -> None:
+        self.send(
+            dt_ms,
+            ApiKey.SYNC_GROUP,
+            client,
+            member_id=member_id,
+            generation_id=self.model.generation_id,
+            protocol_type="consumer",
+            protocol_name=self.model.group.protocol_name,
+            assignments=tuple((assignments or {}).items()),
+        )
+
+    def heartbeat(self, dt_ms: int, client: str, member_id: str) -> None:
+        self.send(
+            dt_ms, ApiKey.HEARTBEAT, client, member_id=member_id, generation_id=self.model.generation_id
+        )
+
+    def keepalive(self, duration_ms: int, *members: tuple[str, str]) -> None:
+        """Every member heartbeats every 3 s for ``duration_ms``."""
+        for _ in range(duration_ms // 3000):
+            for i, (client, member_id) in enumerate(members):
+                self.heartbeat(0 if i else 3000, client, member_id)
+
+    def leave(self, dt_ms: int, client: str, member_id: str, reason: str | None = None) -> None:
+        from transforms.coordinator.types import LeaveMember
+
+        self.send(dt_ms, ApiKey.LEAVE_GROUP, client, leave_members=(LeaveMember(member_id, None, reason),))
+
+
+def assert_chunking_invariant(steps: Sequence[Step]) -> TrackerOutput:
+    reference = run(steps)
+    check_schema(reference)
+    assert canonical(run(steps, [len(steps)])) == canonical(reference)
+    for k in range(1, len(steps)):
+        assert canonical(run(steps, [k, len(steps) - k], serialise=True)) == canonical(reference), k
+    keys = [(r["member_id"], r["generation_id"]) for r in reference.member_sessions]
+    assert len(keys) == len(set(keys)), keys
+    return reference
+
+
+def test_engine_eager_group_lifecycle() -> None:
+    b = Broker(group_initial_rebalance_delay_ms=0)
+    a = b.join(0, "app-a")
+    c = b.join(10, "app-c")  # arrives while a's first generation waits for its SyncGroup
+    b.join(10, "app-a", a)
+    b.sync(10, "app-a", a, {a: enc(("t", [0, 1, 2])), c: enc(("t", [3, 4, 5]))})
+    b.sync(5, "app-c", c)
+    for _ in range(3):
+        b.heartbeat(3000, "app-a", a)
+        b.heartbeat(0, "app-c", c)
+    b.leave(1000, "app-c", c, "the consumer is being closed")
+    b.join(10, "app-a", a)
+    b.sync(10, "app-a", a, {a: enc(("t", range(6)))})
+    b.advance(30_000)  # a stops heartbeating: its session expires, the group is Empty
+    out = assert_chunking_invariant(b.steps)
+
+    assert [
+        (r["trigger"], r["outcome"], r["generation_from"], r["generation_to"]) for r in out.rebalances
+    ] == [
+        ("group_created", "superseded", 0, 1),
+        ("new_member", "stable", 1, 2),
+        ("member_left", "stable", 2, 3),
+        ("session_expiry", "empty", 3, 4),
+    ]
+    created, joined, left, expired = out.rebalances
+    assert created["trigger_member_id"] == a and created["members_after"] == [a]
+    assert (joined["joined"], joined["members_after"], joined["leader"]) == ([c], sorted([a, c]), a)
+    assert (joined["partitions_assigned"], joined["partitions_moved"]) == (6, 6)
+    assert (left["left"], left["trigger_client_reason"], left["partitions_moved"]) == (
+        [c],
+        "the consumer is being closed",
+        3,
+    )
+    assert (expired["evicted"], expired["members_after"], expired["total_duration_ms"]) == ([a], [], 0)
+    assert [r["to_state"] for r in out.transitions] == [
+        "PreparingRebalance",
+        "CompletingRebalance",
+        "PreparingRebalance",
+        "CompletingRebalance",
+        "Stable",
+        "PreparingRebalance",
+        "CompletingRebalance",
+        "Stable",
+        "PreparingRebalance",
+        "Empty",
+    ]
+    sessions = {(r["member_id"], r["generation_id"]): r for r in out.member_sessions}
+    assert {k: r["end_reason"] for k, r in sessions.items()} == {
+        (a, 1): "next_generation",
+        (a, 2): "next_generation",
+        (c, 2): "left",
+        (a, 3): "session_expiry",
+    }
+    c2 = sessions[(c, 2)]
+    assert (c2["heartbeats"], c2["client_id"], c2["client_address"], c2["session_timeout_ms"]) == (
+        3,
+        "app-c",
+        "10.1.0.5",
+        10_000,
+    )
+    assert (sessions[(a, 2)]["is_leader"], c2["is_leader"]) == (True, False)
+
+
+def test_engine_rebalance_timeout_eviction_and_pending_sync_expiry() -> None:
+    b = Broker(group_initial_rebalance_delay_ms=0)
+    a = b.join(0, "app-a")
+    b.sync(10, "app-a", a, {a: enc(("t", range(6)))})
+    m2 = b.join(10, "app-b")
+    m3 = b.join(10, "app-c")
+    b.join(10, "app-a", a)
+    b.sync(10, "app-a", a, split_assignment([a, m2, m3]))
+    b.sync(1, "app-b", m2)
+    b.sync(1, "app-c", m3)
+    # the leader rejoins; app-b follows, app-c keeps heartbeating but never rejoins
+    b.join(1000, "app-a", a)
+    b.join(10, "app-b", m2)
+    b.keepalive(63_000, ("app-c", m3))
+    # generation 3 completed without app-c; app-b heartbeats but never sends SyncGroup
+    b.sync(10, "app-a", a, split_assignment([a, m2]))
+    b.keepalive(60_000, ("app-a", a), ("app-b", m2))
+    out = assert_chunking_invariant(b.steps)
+    by_trigger = {r["trigger"]: r for r in out.rebalances}
+    held = by_trigger["leader_rejoin"]
+    assert (held["evicted"], held["members_after"], held["outcome"]) == ([m3], sorted([a, m2]), "stable")
+    assert held["join_phase_ms"] >= 60_000  # pattern 5: the join phase waited for the rebalance timeout
+    sync_exp = by_trigger["pending_sync_expiry"]
+    assert (sync_exp["evicted"], sync_exp["members_before"]) == ([m2], sorted([a, m2]))
+    ends = {(r["member_id"], r["generation_id"]): r["end_reason"] for r in out.member_sessions}
+    assert ends[(m3, 2)] == "rebalance_timeout_eviction"
+    assert ends[(m2, 3)] == "pending_sync_expiry"
+    accepted = sum(
+        1 for _, evs in b.steps for e in evs if e.kind == EventKind.HEARTBEAT and e.member_id == m3
+    )
+    assert only(out.member_sessions, member_id=m3, generation_id=2)["heartbeats"] == accepted == 19
+
+
+def test_engine_cooperative_follow_up() -> None:
+    coop = "cooperative-sticky"
+    b = Broker(group_initial_rebalance_delay_ms=0)
+    a = b.join(0, "app-a", protocol=coop, metadata=b"owned:none")
+    b.sync(10, "app-a", a, {a: enc(("t", range(6)))})
+    b.keepalive(60_000, ("app-a", a))
+    c = b.join(100, "app-c", protocol=coop, metadata=b"owned:none")
+    b.join(10, "app-a", a, protocol=coop, metadata=b"owned:none")
+    b.sync(10, "app-a", a, {a: enc(("t", [0, 1, 2])), c: enc()})  # round 1: a gives up 3-5
+    b.sync(1, "app-c", c)
+    b.join(
+        200, "app-a", a, protocol=coop, metadata=b"owned:0-2", reason="need to revoke partitions and re-join"
+    )
+    b.join(10, "app-c", c, protocol=coop, metadata=b"owned:none")
+    b.sync(10, "app-a", a, {a: enc(("t", [0, 1, 2])), c: enc(("t", [3, 4, 5]))})
+    b.sync(1, "app-c", c)
+    b.heartbeat(3000, "app-a", a)
+    out = assert_chunking_invariant(b.steps)
+    round1, round2 = out.rebalances[-2:]
+    assert (round1["trigger"], round1["cooperative_follow_up"], round1["partitions_moved"]) == (
+        "new_member",
+        False,
+        0,
+    )
+    assert (round2["trigger"], round2["trigger_client_reason"], round2["cooperative_follow_up"]) == (
+        "leader_rejoin",
+        "need to revoke partitions and re-join",
+        True,
+    )
+    assert (round2["partitions_moved"], round2["protocol_name"]) == (3, coop)
+
+
+def test_engine_static_member_restart_and_coordinator_move() -> None:
+    from transforms.coordinator.types import ObservedResponse
+
+    b = Broker(group_initial_rebalance_delay_ms=0)
+    a = b.join(0, "app-a", instance="pod-a")
+    s1 = b.join(10, "app-s", instance="pod-s")
+    b.join(10, "app-a", a)
+    b.sync(10, "app-a", a, {a: enc(("t", [0, 1, 2])), s1: enc(("t", [3, 4, 5]))})
+    b.sync(1, "app-s", s1)
+    s2 = b.join(5000, "app-s", instance="pod-s")  # restarted pod: replaced without a rebalance
+    assert s2 != s1
+    b.heartbeat(3000, "app-s", s2)
+    # the coordinator moves: a NOT_COORDINATOR, then the group is served again and the leader rejoins
+    b.send(
+        1000,
+        ApiKey.HEARTBEAT,
+        "app-a",
+        member_id=a,
+        generation_id=b.model.generation_id,
+        observed=ObservedResponse(error="NOT_COORDINATOR", completion_ms=b.now + 1000),
+    )
+    b.send(  # the group is served again (the broker answers normally)
+        2000,
+        ApiKey.HEARTBEAT,
+        "app-s",
+        member_id=s2,
+        generation_id=b.model.generation_id,
+        observed=ObservedResponse(error="NONE", completion_ms=b.now + 2000),
+    )
+    b.join(10, "app-a", a)
+    b.join(10, "app-s", s2)
+    b.sync(10, "app-a", a, {a: enc(("t", [0, 1, 2])), s2: enc(("t", [3, 4, 5]))})
+    b.heartbeat(3000, "app-a", a)
+    out = assert_chunking_invariant(b.steps)
+    assert "Dead" in [r["to_state"] for r in out.transitions]
+    last = out.rebalances[-1]
+    assert (last["trigger"], last["outcome"], last["partitions_moved"]) == ("coordinator_moved", "stable", 0)
+    s1_row = only(out.member_sessions, member_id=s1)
+    assert (s1_row["end_reason"], s1_row["group_instance_id"]) == ("fenced", "pod-s")
+    s2_first = only(out.member_sessions, member_id=s2, generation_id=s1_row["generation_id"])
+    assert s2_first["end_reason"] == "next_generation" and s2_first["heartbeats"] >= 1
+    assert not [r for r in out.member_sessions if r["end_reason"] == "dead"]
+
+
+def test_engine_track_mode_warm_start() -> None:
+    from transforms.coordinator.types import ObservedResponse
+
+    b = Broker(mode="track", warm_start=True)
+    x, y, z = "app-x-1", "app-y-2", "app-z-3"
+
+    def ok(**kw: Any) -> ObservedResponse:
+        return ObservedResponse(error=kw.pop("error", "NONE"), completion_ms=b.now, **kw)
+
+    for _ in range(3):
+        b.send(3000, ApiKey.HEARTBEAT, "app-x", member_id=x, generation_id=57, observed=ok())
+        b.send(0, ApiKey.HEARTBEAT, "app-y", member_id=y, generation_id=57, observed=ok())
+    joins = {
+        "session_timeout_ms": 45_000,
+        "rebalance_timeout_ms": 300_000,
+        "protocol_type": "consumer",
+        "protocols": (Protocol("range"),),
+    }
+    b.send(
+        1000,
+        ApiKey.JOIN_GROUP,
+        "app-z",
+        member_id="",
+        observed=ok(error="MEMBER_ID_REQUIRED", member_id=z),
+        **joins,
+    )
+    b.send(
+        5,
+        ApiKey.JOIN_GROUP,
+        "app-z",
+        member_id=z,
+        observed=ok(generation_id=58, leader=x, member_id=z),
+        **joins,
+    )
+    b.send(
+        20,
+        ApiKey.HEARTBEAT,
+        "app-x",
+        member_id=x,
+        generation_id=57,
+        observed=ok(error="REBALANCE_IN_PROGRESS"),
+    )
+    b.send(
+        10,
+        ApiKey.JOIN_GROUP,
+        "app-x",
+        member_id=x,
+        observed=ok(generation_id=58, leader=x, member_id=x, protocol_name="range", members=(x, y, z)),
+        **joins,
+    )
+    b.send(
+        20,
+        ApiKey.JOIN_GROUP,
+        "app-y",
+        member_id=y,
+        observed=ok(generation_id=58, leader=x, member_id=y),
+        **joins,
+    )
+    b.send(
+        60,
+        ApiKey.SYNC_GROUP,
+        "app-x",
+        member_id=x,
+        generation_id=58,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=tuple(split_assignment([x, y, z]).items()),
+        observed=ok(),
+    )
+    b.send(3000, ApiKey.HEARTBEAT, "app-z", member_id=z, generation_id=58, observed=ok())
+    out = assert_chunking_invariant(b.steps)
+    (r,) = out.rebalances
+    assert (r["trigger"], r["generation_from"], r["generation_to"], r["members_after"]) == (
+        "unknown",
+        57,
+        58,
+        [x, y, z],
+    )
+    x57 = only(out.member_sessions, member_id=x, generation_id=57)
+    assert (x57["client_id"], x57["end_reason"], x57["heartbeats"]) == ("app-x", "next_generation", 2)
+    z58 = only(out.member_sessions, member_id=z, generation_id=58)
+    assert (z58["session_timeout_ms"], z58["heartbeats"], z58["end_reason"]) == (45_000, 1, "open")
