@@ -626,11 +626,20 @@ def _response_present(r: Mapping[str, Any]) -> bool:
     return any(r.get(c) is not None for c in _RESPONSE_SIDE)
 
 
-def _render_body(r: Mapping[str, Any], direction: str, kafka_version: str) -> str | None:
+def _body_present(r: Mapping[str, Any], direction: str, kafka_version: str) -> bool:
+    """Text-era lines always carry both bodies; in the JSON era a body is there when one of its
+    columns is set or its raw text is (an empty DescribeGroups response has no typed column)."""
+    if era_of(kafka_version) == "text":
+        return True
+    if direction == "request":
+        return _request_present(r) or r.get("raw_request") is not None
+    return _response_present(r) or r.get("raw_response") is not None
+
+
+def _render_body(r: Mapping[str, Any], direction: str, kafka_version: str, force: bool = False) -> str | None:
     api = _api_of(r)
     v = int(r["api_version"])
-    present = _request_present(r) if direction == "request" else _response_present(r)
-    if not present:
+    if not force and not _body_present(r, direction, kafka_version):
         return None
     msg = _message(api, direction, v, r)
     if era_of(kafka_version) == "text":
@@ -774,8 +783,6 @@ def render_line(
         top = max_text_era_version(api, kafka_version)
         if top is None or v > top:
             raise ValueError(f"Kafka {kafka_version} has no {api.name} v{v} (text era max: {top})")
-        if req is None or resp is None:
-            raise ValueError("text-era lines always carry both bodies")
         client = r.get("client_id")
         body = (
             f"Completed request:RequestHeader(apiKey={api.name}, apiVersion={v}, "
@@ -943,6 +950,8 @@ def complete_record(fields: Mapping[str, Any], *, kafka_version: str) -> dict[st
         raise ValueError(f"not record columns: {sorted(unknown)}")
     r: dict[str, Any] = dict.fromkeys(RECORD_COLUMNS)
     r.update(fields)
+    req_body = _body_present(r, "request", kafka_version)
+    resp_body = _body_present(r, "response", kafka_version)
     era = era_of(kafka_version)
     kv = kafka_version_tuple(kafka_version)
     api = _api_of(r)
@@ -1032,7 +1041,7 @@ def complete_record(fields: Mapping[str, Any], *, kafka_version: str) -> dict[st
         r["leave_members"] = [{**m, "reason": None} for m in r["leave_members"]]
     if api in (ApiKey.DESCRIBE_GROUPS, ApiKey.FIND_COORDINATOR) and r["group_ids"] is not None:
         r["group_id"] = r["group_ids"][0] if r["group_ids"] else None
-    req_present = _request_present(r)
+    req_present = req_body
     if api is ApiKey.JOIN_GROUP and v == 0 and req_present:
         r["rebalance_timeout_ms"] = r["session_timeout_ms"]
     if api is ApiKey.LEAVE_GROUP:
@@ -1055,14 +1064,18 @@ def complete_record(fields: Mapping[str, Any], *, kafka_version: str) -> dict[st
             r["group_ids"] = [r["group_id"]]
     if api is ApiKey.DESCRIBE_GROUPS and r["group_ids"] is None and r["group_id"] is not None:
         r["group_ids"] = [r["group_id"]]
-    if not _request_present(r):
+    if not req_body:
         for col in _REQUEST_SIDE:
             r[col] = None
-    resp_present = _response_present(r)
+    resp_present = resp_body
     if api is ApiKey.OFFSET_COMMIT and resp_present:
         parts = r["response_commit_partitions"] or []
         r["error_code"] = next((p["error_code"] for p in parts if p["error_code"]), 0)
-    if api in (ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_GROUPS) and r["group_ids"] == [] and resp_present:
+    if (
+        resp_present
+        and not r["group_ids"]
+        and (api is ApiKey.DESCRIBE_GROUPS or (api is ApiKey.FIND_COORDINATOR and v >= 4))
+    ):
         # no key / group asked → no coordinator / group in the response to take the error from
         for col in ("error_code", "response_coordinator_node_id", "response_group_state"):
             r[col] = None
@@ -1080,6 +1093,7 @@ def complete_record(fields: Mapping[str, Any], *, kafka_version: str) -> dict[st
     r["response_commit_partitions"] = _with_names(r["response_commit_partitions"])
     r["error_name"] = Errors.name_of(r["error_code"]) if resp_present else None
 
-    r["raw_request"] = render_request_body(r, kafka_version=kafka_version)
-    r["raw_response"] = render_response_body(r, kafka_version=kafka_version)
+    # raw bodies exactly as render_line writes them (placeholders when a body is absent)
+    r["raw_request"] = _render_body(r, "request", kafka_version, force=True) if req_body else None
+    r["raw_response"] = _render_body(r, "response", kafka_version, force=True) if resp_body else None
     return r

@@ -412,5 +412,3 @@ def test_renderer_refuses_impossible_input() -> None:
         render_line(r, kafka_version="2.4", tz=UTC, era="json")
     with pytest.raises(ValueError, match="layout"):
         render_line(r, kafka_version="2.4", tz=UTC, layout="syslog")
-    with pytest.raises(ValueError, match="both bodies"):
-        render_line(complete_record(ok, kafka_version="2.4"), kafka_version="2.4", tz=UTC)
