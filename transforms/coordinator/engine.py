@@ -17,13 +17,14 @@ class and implemented in :mod:`transforms.coordinator.reconcile`.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from transforms.coordinator import causes
 from transforms.coordinator.config import (
     CoordinatorConfig,
     VersionFeatures,
 )
+from transforms.coordinator.fastobj import constructor
 from transforms.coordinator.state import (
     ClassicGroup,
     ClassicGroupMember,
@@ -83,6 +84,21 @@ T_OFFSETS = "offsets-expiration"
 T_OBSERVED = "observed-answer"
 
 
+#: hot-path constructors (see fastobj): a heartbeat/commit response, its Prediction, its event
+new_response: Callable[[str, int, tuple[tuple[str, int, str], ...] | None], PredictedResponse] = constructor(
+    PredictedResponse, ("error", "completion_ms", "partition_errors")
+)
+_new_stable_prediction: Callable[..., Prediction] = constructor(
+    Prediction,
+    ("seq", "request", "response", "generation_before", "generation_after"),
+    state_before=STABLE,
+    state_after=STABLE,
+)
+_new_liveness_event: Callable[..., ModelEvent] = constructor(
+    ModelEvent, ("seq", "time_ms", "kind", "generation_id", "member_id", "ref"), state=STABLE
+)
+
+
 class _Out:
     """A response decided during the current operation, turned into a Prediction when it ends."""
 
@@ -117,6 +133,7 @@ class GroupCoordinatorModel:
         self._f: VersionFeatures = config.features()
         self._inclusive = config.timer_rule == "inclusive"
         self._track = config.mode == "track"
+        self._liveness_events = config.emit_liveness_events
         self._group: ClassicGroup | None = None
         self._timers = TimerQueue()
         self._now: int | None = None
@@ -178,28 +195,35 @@ class GroupCoordinatorModel:
     def handle(self, request: GroupRequest) -> None:
         """Process one request (arrival order, non-decreasing ``arrival_ms``); fires due timers first."""
         t = request.arrival_ms
-        if self._now is not None and t < self._now:
+        now = self._now
+        if now is not None and t < now:
             raise ValueError(
-                f"request arrival {t} is before the model clock {self._now} (requests must be in order)"
+                f"request arrival {t} is before the model clock {now} (requests must be in order)"
             )
-        self._advance(t)
+        heap = self._timers._heap
+        if heap and heap[0][0] <= t:
+            self._advance(t)
         self._now = t
         seq = self._seq
         self._seq = seq + 1
         self._clock = t
         self._ev_seq = seq
         self._ev_ref = request.ref
+        api = request.api
+        if (api is ApiKey.HEARTBEAT or api is ApiKey.OFFSET_COMMIT) and self._liveness_fast_path(
+            request, seq, t
+        ):
+            return
         group = self._group
         call = ParkedCall(
             seq,
             request,
-            EMPTY if group is None else group.state,
+            DEAD if group is None else group.state,
             -1 if group is None else group.generation_id,
             True,
             None,
         )
         if not self._pre_handle(call):
-            api = request.api
             if api is ApiKey.HEARTBEAT:
                 self.classic_group_heartbeat(call)
             elif api is ApiKey.OFFSET_COMMIT:
@@ -214,7 +238,57 @@ class GroupCoordinatorModel:
                 self._respond(call, PredictedResponse(error="UNSUPPORTED_VERSION", completion_ms=t))
                 self._notes[seq] = ("api_not_modelled",)
         self._finish_op()
-        self._run_immediate(t)
+        if self._immediate:
+            self._run_immediate(t)
+
+    def _liveness_fast_path(self, request: GroupRequest, seq: int, t: int) -> bool:
+        """The hot path: an accepted Heartbeat/OffsetCommit of a known member of a Stable group whose
+        observed answer (if any) agrees. Produces exactly what the general handlers would."""
+        group = self._group
+        if group is None or group.state is not STABLE or not self._confident or self._notes:
+            return False
+        member_id = request.member_id
+        if member_id is None or not request.group_id:
+            return False
+        member = group.members.get(member_id)
+        if member is None or member.inferred or request.generation_id != group.generation_id:
+            return False
+        instance_id = request.group_instance_id
+        if instance_id is not None and group.static_members.get(instance_id) != member_id:
+            return False
+        obs = request.observed
+        if obs is not None:
+            err = obs.error
+            if err is None and obs.partition_errors:
+                err = obs.partition_errors[0][2]
+            if err is not None and err != NONE:
+                return False
+            self._moved_episode = False
+        gen = group.generation_id
+        # refresh the session (TimerQueue.arm, inlined for the lazy case)
+        timers = self._timers
+        key = self._hb_prefix + member_id
+        deadline = t + member.session_timeout_ms
+        timer = timers._timers.get(key)
+        if timer is not None and deadline > timer.heap_deadline and timer.priority == SESSION_PRIORITY:
+            order = timers._next_order
+            timers._next_order = order + 1
+            timer.deadline = deadline
+            timer.order = order
+        else:
+            timers.arm(key, deadline, SESSION_PRIORITY, T_HEARTBEAT, (member_id,))
+        if request.api is ApiKey.HEARTBEAT:
+            response = new_response(NONE, t, None)
+            kind = EventKind.HEARTBEAT
+        else:
+            group.has_offsets = True
+            group.last_commit_ms = t
+            response = new_response(NONE, t, tuple((tp, p, NONE) for tp, p in request.commit_partitions))
+            kind = EventKind.OFFSET_COMMIT
+        if self._liveness_events:
+            self._events.append(_new_liveness_event(seq, t, kind, gen, member_id or None, request.ref))
+        self._predictions.append(_new_stable_prediction(seq, request, response, gen, gen))
+        return True
 
     def advance_to(self, time_ms: int) -> None:
         """Fire the timers due before a request arriving at ``time_ms`` (strict: deadline < time_ms,
@@ -267,7 +341,8 @@ class GroupCoordinatorModel:
     # ============================================================================================
     def _advance(self, t: int) -> None:
         self._run_timers(t, self._inclusive)
-        self._immediate.clear()
+        if self._immediate:
+            self._immediate.clear()
 
     def _run_timers(self, t: int, inclusive: bool) -> None:
         timers = self._timers
