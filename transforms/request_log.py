@@ -319,19 +319,15 @@ class TextField:
 class TextStruct:
     """Ordered fields of one text-era struct, with precompiled value terminators."""
 
-    __slots__ = ("by_key", "ends", "fields", "foreign", "index", "names")
+    __slots__ = ("by_key", "fields", "foreign", "index", "later", "names")
 
     def __init__(self, fields: tuple[TextField, ...]) -> None:
         self.fields = fields
         self.index = {f.name: i for i, f in enumerate(fields)}
         self.by_key = {f.key: f for f in fields}
         self.names = ", ".join(f.name for f in fields)
-        ends = []
-        for i in range(len(fields)):
-            later = [re.escape(f.name) for f in fields[i + 1 :]]
-            pat = r",(?:" + "|".join(later) + r")=|\}" if later else r"\}"
-            ends.append(re.compile(pat))
-        self.ends = tuple(ends)
+        #: for field i: ``name=`` of every later field (a scalar value ends at ``,`` + one of them)
+        self.later = tuple(tuple(f.name + "=" for f in fields[i + 1 :]) for i in range(len(fields)))
         #: ``,name=`` of the other naming's fields (2.0–2.2 vs 2.3+) for the same struct: a value that
         #: contains one means this naming is the wrong one for the line.
         self.foreign: re.Pattern[str] | None = None
@@ -800,6 +796,8 @@ _LEVELS = frozenset({"DEBUG", "INFO"})
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MS = timedelta(milliseconds=1)
 _KEPT: dict[int, ApiKey] = {int(a): a for a in ApiKey}
+_NAME: dict[ApiKey, str] = {a: a.name for a in ApiKey}
+_CODE: dict[ApiKey, int] = {a: int(a) for a in ApiKey}
 _KEPT_NAMES: dict[str, ApiKey] = {a.name: a for a in ApiKey}
 
 
@@ -1013,7 +1011,7 @@ def _parse_json_kept(line: str, marker: int, b: int, tz: tzinfo, api: ApiKey | N
     if client is not None and type(client) is not str:
         raise _Bad("requestHeader.clientId is not a string")
     kname = hdr["requestApiKeyName"]
-    if kname != api.name:
+    if kname != _NAME[api]:
         raise _Bad(f"requestHeader.requestApiKeyName {kname!r} does not match requestApiKey {key}")
     dep = hdr.get("requestApiVersionDeprecated")
     if dep is not None and type(dep) is not bool:
@@ -1025,8 +1023,8 @@ def _parse_json_kept(line: str, marker: int, b: int, tz: tzinfo, api: ApiKey | N
     r = _TEMPLATE.copy()
     r["log_era"] = "json"
     r["log_level"] = level
-    r["api_key"] = int(api)
-    r["api_name"] = api.name
+    r["api_key"] = _CODE[api]
+    r["api_name"] = _NAME[api]
     r["api_version"] = v
     r["api_version_deprecated"] = dep
     r["correlation_id"] = corr
@@ -1080,7 +1078,7 @@ def _parse_json_kept(line: str, marker: int, b: int, tz: tzinfo, api: ApiKey | N
     if resp is not None:
         raw = _raw_section(line, b, end, "response", "connection")
         r["raw_response"] = raw if raw is not None else _dumps(resp)
-    return LineOutcome(LineKind.REQUEST, r, None, api.name, r["log_date"])  # type: ignore[arg-type]
+    return LineOutcome(LineKind.REQUEST, r, None, _NAME[api], r["log_date"])  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1117,6 +1115,7 @@ _TEXT_INT = re.compile(r"-?\d+\Z")
 _TEXT_FLOAT = re.compile(r"-?(?:\d+\.?\d*(?:E-?\d+)?|NaN|Infinity)\Z")
 _BYTEBUFFER = re.compile(r"java\.nio\.[A-Za-z]+\[pos=(\d+) lim=(\d+) cap=(\d+)\]\Z")
 _ARRAY_ELEM_END = re.compile(r"[,\]]")
+_DELIM = re.compile(r"[,}]")
 
 
 def _text_float(name: str, s: str) -> float:
@@ -1202,18 +1201,34 @@ def _t_struct(s: str, i: int, end: int, spec: TextStruct, ctx: int) -> tuple[dic
             value = None
         else:
             p = -1
-            for m in spec.ends[j].finditer(s, i, end):
+            later = spec.later[j]
+            q = i
+            while True:
+                m = _DELIM.search(s, q, end)
+                if m is None:
+                    break
                 q = m.start()
-                if s[q] == "," or _close_ok(s, q, end, ctx):
+                if s[q] == ",":
+                    if later and s.startswith(later, q + 1):
+                        p = q
+                        break
+                elif _close_ok(s, q, end, ctx):
                     p = q
                     break
+                q += 1
             if p < 0:
                 raise _TextMismatch(i, f"value of field {f.name} is not terminated")
             if spec.foreign is not None:
                 fm = spec.foreign.search(s, i, p)
                 if fm is not None:
                     raise _TextMismatch(fm.start() + 1, f"unexpected field {fm.group()[1:-1]} after {f.name}")
-            value = _t_scalar(kind, s[i:p], f.name, i)
+            raw = s[i:p]
+            if kind == "str":
+                value = raw
+            elif kind == "int" and _TEXT_INT.match(raw):
+                value = int(raw)
+            else:
+                value = _t_scalar(kind, raw, f.name, i)
             i = p
         if kind != "tags":
             out[f.key] = value
@@ -1364,8 +1379,8 @@ def _parse_text_kept(line: str, marker: int, b: int, tz: tzinfo, api: ApiKey) ->
     r = _TEMPLATE.copy()
     r["log_era"] = "text"
     r["log_level"] = level
-    r["api_key"] = int(api)
-    r["api_name"] = api.name
+    r["api_key"] = _CODE[api]
+    r["api_name"] = _NAME[api]
     r["api_version"] = v
     client = h.group(3)
     r["client_id"] = None if client == "null" else client
@@ -1396,7 +1411,7 @@ def _parse_text_kept(line: str, marker: int, b: int, tz: tzinfo, api: ApiKey) ->
     _map_bodies(api, v, req, resp, r)
     r["raw_request"] = line[h.end() : p]
     r["raw_response"] = line[p + 10 : k]
-    return LineOutcome(LineKind.REQUEST, r, None, api.name, r["log_date"])  # type: ignore[arg-type]
+    return LineOutcome(LineKind.REQUEST, r, None, _NAME[api], r["log_date"])  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------------------
