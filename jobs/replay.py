@@ -445,23 +445,15 @@ def _replay_incremental(spark: SparkSession, store: DeltaStore, config: Config, 
         shutil.rmtree(inc, ignore_errors=True)
         inc.mkdir(parents=True)
         state: dict[str, Any] = {"run": 0, "checkpoint_id": uuid.uuid4().hex, "max_completion_ms": None,
-                                 "pending_groups": [], "kip848_groups": []}
+                                 "pending_groups": [], "kip848_groups": [], "requests_version": None}
     else:
         state = json.loads(state_file.read_text())
     run_id = state["run"] + 1
-    new_rows_holder: list[DataFrame] = []
-
-    def take(df: DataFrame) -> None:
-        new_rows_holder.append(_classic_rows(df))
-
-    store.for_each_new_batch(REQUESTS, str(inc / "source"), take)
-    if new_rows_holder:
-        new_rows = new_rows_holder[0]
-        for more in new_rows_holder[1:]:
-            new_rows = new_rows.unionByName(more)
-        new_rows = new_rows.persist()
-    else:
-        new_rows = spark.createDataFrame([], FEED.spark_schema()).select(*REPLAY_COLUMNS)
+    # the rows landed since the last run: the files the Delta log added after the version we stopped at
+    since = state.get("requests_version")
+    added = store.files_added_since(REQUESTS, since)
+    current_version = store.version(REQUESTS)
+    new_rows = _classic_rows(store.read_files(REQUESTS, added) if added else store.empty(REQUESTS)).persist()
     try:
         agg = new_rows.agg(F.max("completion_ms").alias("m"), F.count(F.lit(1)).alias("n")).collect()[0]
         n_new = int(agg["n"])
@@ -500,6 +492,7 @@ def _replay_incremental(spark: SparkSession, store: DeltaStore, config: Config, 
         for s in statuses:
             (pending.add if s["pending"] else pending.discard)(s["group_id"])
         state.update(run=run_id, max_completion_ms=int(max_c), pending_groups=sorted(pending),
+                     requests_version=current_version,
                      kip848_groups=sorted(set(state["kip848_groups"]) | set(result.kip848_groups)))
         result.kip848_groups = state["kip848_groups"]
         state_file.write_text(json.dumps(state))
