@@ -950,7 +950,7 @@ def _parse_json(line: str, marker: int, b: int, tz: tzinfo) -> LineOutcome:
         if api is None:
             return LineOutcome(LineKind.OTHER_API, api_name=_other_api_name(key, line, b))
     try:
-        return _parse_json_kept(line, marker, b, tz, api)
+        return _parse_json_kept(line, marker, b, tz, api, hm is not None)
     except _Bad as e:
         name = api.name if api is not None else None
         if api is None:
@@ -962,7 +962,11 @@ def _parse_json(line: str, marker: int, b: int, tz: tzinfo) -> LineOutcome:
         return _quarantine(str(e.args[0]), name, _prefix_date(line, marker, tz))
 
 
-def _parse_json_kept(line: str, marker: int, b: int, tz: tzinfo, api: ApiKey | None) -> LineOutcome:
+def _parse_json_kept(
+    line: str, marker: int, b: int, tz: tzinfo, api: ApiKey | None, canonical: bool
+) -> LineOutcome:
+    """A kept-API JSON line. ``canonical``: the line starts the way Kafka writes it (its key order), so
+    the raw bodies can be cut out of the line as logged instead of being re-serialised."""
     end = _body_end(line, b)
     if end < 0:
         raise _Bad("truncated line: no ' (kafka.request.logger)' suffix after the JSON body")
@@ -1071,12 +1075,12 @@ def _parse_json_kept(line: str, marker: int, b: int, tz: tzinfo, api: ApiKey | N
         raise _Bad("field response is not an object")
     _map_bodies(api, v, req, resp, r)
     if req is not None:
-        raw = _raw_section(line, b, end, "request", "response")
+        raw = _raw_section(line, b, end, "request", "response") if canonical else None
         r["raw_request"] = (
             raw if raw is not None else json.dumps(req, separators=_COMPACT, ensure_ascii=False)
         )
     if resp is not None:
-        raw = _raw_section(line, b, end, "response", "connection")
+        raw = _raw_section(line, b, end, "response", "connection") if canonical else None
         r["raw_response"] = raw if raw is not None else _dumps(resp)
     return LineOutcome(LineKind.REQUEST, r, None, _NAME[api], r["log_date"])  # type: ignore[arg-type]
 
@@ -1085,7 +1089,7 @@ def _parse_json_kept(line: str, marker: int, b: int, tz: tzinfo, api: ApiKey | N
 # Text era
 # ---------------------------------------------------------------------------------------------------
 
-_TEXT_HEAD = re.compile(r"RequestHeader\(apiKey=([A-Za-z0-9_]+), apiVersion=(-?\d+)")
+_TEXT_HEAD = re.compile(r"RequestHeader\(apiKey=([A-Za-z0-9_]+),")
 _TEXT_HEADER = re.compile(
     r"RequestHeader\(apiKey=([A-Za-z0-9_]+), apiVersion=(-?\d+), clientId=(.*?), correlationId=(-?\d+)\) -- ",
     re.S,
@@ -1332,7 +1336,8 @@ def _text_bodies(
 def _parse_text(line: str, marker: int, b: int, tz: tzinfo) -> LineOutcome:
     hm = _TEXT_HEAD.match(line, b)
     if hm is None:
-        return _quarantine("text-era header: 'RequestHeader(apiKey=…, apiVersion=…' not readable", None, None)
+        reason = "text-era header: 'RequestHeader(apiKey=…,' not readable"
+        return _quarantine(reason, None, _prefix_date(line, marker, tz))
     api = _KEPT_NAMES.get(hm.group(1))
     if api is None:
         return LineOutcome(LineKind.OTHER_API, api_name=hm.group(1))

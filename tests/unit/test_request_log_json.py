@@ -739,6 +739,24 @@ def test_reserialized_json_with_spaces_is_read() -> None:
     assert r["local_time_ms"] is None and r["principal"] is None
 
 
+def test_sorted_key_reserialization_does_not_confuse_raw_bodies() -> None:
+    # compact but with sorted keys: "requestHeader" sorts between "request" and "response"
+    line = (
+        '[2024-05-01 10:00:03,456] DEBUG Completed request:{"clientInformation":{"softwareName":"x",'
+        '"softwareVersion":"1"},"connection":"10.0.0.5:9092-10.0.0.9:53422-12","isForwarded":false,'
+        '"listener":"PLAINTEXT","localTimeMs":0.2,"principal":"User:ANONYMOUS","remoteTimeMs":0.0,'
+        '"request":{"generationId":3,"groupId":"g1","groupInstanceId":null,"memberId":"m"},"requestHeader":'
+        '{"clientId":"c","correlationId":41,"requestApiKey":12,"requestApiKeyName":"HEARTBEAT",'
+        '"requestApiVersion":4},"requestQueueTimeMs":0.05,"response":{"errorCode":0,"throttleTimeMs":0},'
+        '"responseQueueTimeMs":0.06,"securityProtocol":"PLAINTEXT","sendTimeMs":0.1,"throttleTimeMs":0,'
+        '"totalTimeMs":0.412} (kafka.request.logger)'
+    )
+    r = request(line)
+    assert r["raw_request"] == '{"generationId":3,"groupId":"g1","groupInstanceId":null,"memberId":"m"}'
+    assert r["raw_response"] == '{"errorCode":0,"throttleTimeMs":0}'
+    assert (r["group_id"], r["error_code"], r["client_software_name"]) == ("g1", 0, "x")
+
+
 # --------------------------------------------------------------------------------------------------
 # Other APIs, other loggers
 # --------------------------------------------------------------------------------------------------

@@ -565,6 +565,11 @@ def test_other_api_text_lines() -> None:
         "clientId=producer-1, correlationId=1) -- {acks=-1,timeout=30000,numPartitions=1"
     )
     assert parse_line(produce_truncated, UTC) == LineOutcome(LineKind.OTHER_API, api_name="PRODUCE")
+    cut = "[2019-03-01 10:00:00,000] DEBUG Completed request:RequestHeader(apiKey=FETCH, apiVer"
+    assert parse_line(cut, UTC) == LineOutcome(LineKind.OTHER_API, api_name="FETCH")
+    cut = "[2019-03-01 10:00:00,000] DEBUG Completed request:RequestHeader(apiKey=HEART"
+    out = parse_line(cut, UTC)
+    assert out.kind is LineKind.QUARANTINE and out.log_date == date(2019, 3, 1)
 
 
 # --------------------------------------------------------------------------------------------------
