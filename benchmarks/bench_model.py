@@ -188,7 +188,8 @@ def run(events: int, n_groups: int, n_members: int, mode: str, profile: bool) ->
         f"process max RSS (incl. the pre-built request batch): {rss_mb:.0f} MB"
     )
     print(
-        f"groups not Stable at the end: {bad}; serialised state of one group: {len(models[0].to_bytes())} bytes"
+        f"groups not Stable at the end: {bad}; "
+        f"serialised state of one group: {len(models[0].to_bytes())} bytes"
     )
     if prof:
         pstats.Stats(prof).sort_stats("tottime").print_stats(15)

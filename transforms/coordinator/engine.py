@@ -127,6 +127,9 @@ class GroupCoordinatorModel:
     exist before the first request and is confident from the start.
     """
 
+    #: take the hot path for accepted heartbeats/commits (tests switch it off to compare both paths)
+    _fast_path = True
+
     def __init__(self, group_id: str, config: CoordinatorConfig) -> None:
         self.group_id = group_id
         self.config = config

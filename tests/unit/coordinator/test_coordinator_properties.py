@@ -1,0 +1,414 @@
+"""Hypothesis property tests over random request sequences.
+
+A driver plays a handful of clients (some static) that join, sync, heartbeat, commit and leave with
+the member ids and generations the model gave them, at random times, against every modelled
+version/implementation. Properties: generation never decreases, the leader of a CompletingRebalance
+or Stable group is a member, no id is both pending and a member, only legal transitions, exactly one
+Prediction per request, determinism, split/serialise equivalence, hot path ≡ general path, and track
+mode (fed with another version's answers) keeps every invariant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from transforms.coordinator.config import CoordinatorConfig
+from transforms.coordinator.engine import GroupCoordinatorModel
+from transforms.coordinator.state import VALID_PREVIOUS_STATES
+from transforms.coordinator.types import (
+    EventKind,
+    GroupRequest,
+    GroupState,
+    LeaveMember,
+    ModelEvent,
+    ObservedResponse,
+    Prediction,
+    Protocol,
+)
+from transforms.kafka_protocol import ApiKey
+
+GROUP = "g"
+VERSIONS = [
+    ("2.2", None),
+    ("2.3.0", None),
+    ("2.4", None),
+    ("2.5", None),
+    ("2.6.0", None),
+    ("2.8.0", None),
+    ("2.8", None),
+    ("3.0", None),
+    ("3.3.0", None),
+    ("3.7", "scala"),
+    ("3.7", "java"),
+    ("4.0", None),
+]
+PROTOCOL_SETS = [
+    (Protocol("range", b"r"),),
+    (Protocol("range", b"r2"),),
+    (Protocol("roundrobin", b"x"), Protocol("range", b"r")),
+    (Protocol("roundrobin", b"x"),),
+]
+
+
+@dataclass
+class Client:
+    client_id: str
+    instance: str | None
+    member_id: str = ""
+    generation: int = -1
+    pending: bool = False  # holds a MEMBER_ID_REQUIRED id, has not joined with it yet
+    waiting: bool = False  # its JoinGroup/SyncGroup is parked
+
+
+@dataclass
+class Driver:
+    """Turns abstract actions into requests using what the model answered so far."""
+
+    clients: list[Client]
+    t: int = 0
+    requests: list[GroupRequest] = field(default_factory=list)
+    owner: dict[int, int] = field(default_factory=dict)  # request index -> client index
+
+    def learn(self, preds: list[Prediction]) -> None:
+        for p in preds:
+            idx = self.owner.get(p.seq)
+            if idx is None:
+                continue
+            c = self.clients[idx]
+            r = p.response
+            api = p.request.api
+            if api in (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP):
+                c.waiting = False
+            if api is ApiKey.JOIN_GROUP:
+                c.pending = False
+                if r.error == "MEMBER_ID_REQUIRED" and r.member_id:
+                    c.member_id = r.member_id
+                    c.pending = True
+                elif r.error == "NONE":
+                    c.member_id = r.member_id or c.member_id
+                    c.generation = r.generation_id if r.generation_id is not None else c.generation
+                elif r.error in ("UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID", "GROUP_MAX_SIZE_REACHED"):
+                    c.member_id = ""
+            elif (
+                r.error in ("UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID") and api is not ApiKey.LEAVE_GROUP
+            ) or (api is ApiKey.LEAVE_GROUP and r.error == "NONE"):
+                c.member_id = ""
+
+    def build(self, action: tuple[Any, ...], seq: int) -> GroupRequest | None:
+        kind, ci, dt, a, b = action
+        self.t += dt
+        if kind in ("sync", "heartbeat", "commit", "leave"):
+            known = [i for i, cl in enumerate(self.clients) if cl.member_id]
+            if known and a % 6:
+                ci = known[ci % len(known)]
+        c = self.clients[ci]
+        t = self.t
+        if kind == "advance" or (c.waiting and a % 5):
+            return None  # a client waits for its parked request (but sometimes re-sends)
+        if (c.pending or (not c.member_id and a % 3)) and kind in ("sync", "heartbeat", "commit"):
+            kind = "join"  # a member with a MEMBER_ID_REQUIRED id (or none yet) joins
+        if kind in ("join", "sync"):
+            c.waiting = True
+        if kind == "join":
+            version = (3, 4, 5, 7, 9)[a % 5]
+            return self._add(
+                ci,
+                GroupRequest(
+                    ApiKey.JOIN_GROUP,
+                    version,
+                    GROUP,
+                    t,
+                    member_id=c.member_id,
+                    group_instance_id=c.instance if version >= 5 else None,
+                    client_id=c.client_id,
+                    session_timeout_ms=(45000, 10000, 45000, 6000, 45000, 3000)[b % 6],
+                    rebalance_timeout_ms=(6000, 30000)[b % 2],
+                    protocol_type="consumer",
+                    protocols=PROTOCOL_SETS[(a + b) % len(PROTOCOL_SETS)],
+                    reason="r" if version >= 8 else None,
+                ),
+                seq,
+            )
+        if kind == "sync":
+            assignments = tuple((cl.member_id, b"a") for cl in self.clients if cl.member_id) if a % 2 else ()
+            version = (3, 4, 5)[b % 3]
+            return self._add(
+                ci,
+                GroupRequest(
+                    ApiKey.SYNC_GROUP,
+                    version,
+                    GROUP,
+                    t,
+                    member_id=c.member_id,
+                    group_instance_id=c.instance,
+                    generation_id=c.generation + (1 if a % 7 == 6 else 0),
+                    protocol_type="consumer" if version >= 5 else None,
+                    protocol_name=("range" if b % 4 else "roundrobin") if version >= 5 else None,
+                    assignments=assignments,
+                ),
+                seq,
+            )
+        if kind == "heartbeat":
+            return self._add(
+                ci,
+                GroupRequest(
+                    ApiKey.HEARTBEAT,
+                    3,
+                    GROUP,
+                    t,
+                    member_id=c.member_id,
+                    group_instance_id=c.instance,
+                    generation_id=c.generation - (1 if a % 9 == 8 else 0),
+                ),
+                seq,
+            )
+        if kind == "commit":
+            return self._add(
+                ci,
+                GroupRequest(
+                    ApiKey.OFFSET_COMMIT,
+                    (7, 8, 9)[b % 3],
+                    GROUP,
+                    t,
+                    member_id=c.member_id if a % 5 else "",
+                    group_instance_id=c.instance if a % 3 else None,
+                    generation_id=c.generation if a % 5 else -1,
+                    commit_partitions=(("t", 0),),
+                ),
+                seq,
+            )
+        # leave
+        version = (1, 3, 5)[a % 3]
+        mid = c.member_id if (b % 4 or c.instance is None) else ""
+        return self._add(
+            ci,
+            GroupRequest(
+                ApiKey.LEAVE_GROUP,
+                version,
+                GROUP,
+                t,
+                member_id=mid if version < 3 else None,
+                leave_members=(LeaveMember(mid, c.instance if version >= 3 else None, "bye"),),
+            ),
+            seq,
+        )
+
+    def _add(self, ci: int, req: GroupRequest, seq: int) -> GroupRequest:
+        self.owner[seq] = ci
+        self.requests.append(req)
+        return req
+
+
+ACTIONS = st.tuples(
+    st.sampled_from(
+        ["join"] * 3 + ["sync"] * 3 + ["heartbeat"] * 3 + ["commit", "leave", "advance", "advance"]
+    ),
+    st.integers(0, 4),
+    st.sampled_from([0, 1, 5, 20, 100, 100, 300, 500, 500, 1000, 1000, 2000, 3500, 8000, 50_000]),
+    st.integers(0, 20),
+    st.integers(0, 20),
+)
+
+
+@st.composite
+def scenarios(draw: Any) -> tuple[CoordinatorConfig, list[tuple[Any, ...]], int]:
+    version, impl = draw(st.sampled_from(VERSIONS))
+    config = CoordinatorConfig(
+        kafka_version=version,
+        implementation=impl,  # type: ignore[arg-type]
+        group_initial_rebalance_delay_ms=draw(st.sampled_from([0, 100, 3000])),
+        group_max_size=draw(st.sampled_from([2, 3, 100])),
+        timer_rule=draw(st.sampled_from(["strict", "inclusive"])),
+        mode="predict",
+        warm_start=False,
+        offsets_retention_check_interval_ms=draw(st.sampled_from([60_000, 600_000])),
+    )
+    actions = draw(st.lists(ACTIONS, min_size=1, max_size=80))
+    n_static = draw(st.integers(0, 3))
+    return config, actions, n_static
+
+
+def make_clients(n_static: int) -> list[Client]:
+    return [Client(f"client-{i}", f"instance-{i}" if i < n_static else None) for i in range(5)]
+
+
+class InvariantError(AssertionError):
+    pass
+
+
+def check_group(model: GroupCoordinatorModel) -> None:
+    g = model.group
+    if g is None:
+        return
+    overlap = set(g.pending_members) & set(g.members)
+    if overlap:
+        raise InvariantError(f"both pending and joined: {overlap}")
+    if g.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE) and g.leader_id not in g.members:
+        raise InvariantError(f"leader {g.leader_id} is not a member in {g.state.value}")
+    if g.num_awaiting_join != sum(1 for m in g.members.values() if m.awaiting_join is not None):
+        raise InvariantError("numMembersAwaitingJoin out of sync")
+    for iid, mid in g.static_members.items():
+        if mid not in g.members or g.members[mid].group_instance_id != iid:
+            raise InvariantError(f"static map {iid} -> {mid} is stale")
+
+
+def check_events(events: list[ModelEvent]) -> None:
+    last_gen: int | None = None
+    for e in events:
+        if e.kind is EventKind.TRANSITION:
+            assert e.from_state is not None
+            if e.from_state not in VALID_PREVIOUS_STATES[e.state]:
+                raise InvariantError(f"illegal transition {e.from_state} -> {e.state}")
+        if e.state is GroupState.DEAD:
+            last_gen = None  # the group is gone; a new one starts at generation 0
+            continue
+        if last_gen is not None and e.generation_id < last_gen:
+            raise InvariantError(f"generation went back from {last_gen} to {e.generation_id}")
+        last_gen = e.generation_id
+
+
+def drive(
+    config: CoordinatorConfig, actions: list[tuple[Any, ...]], n_static: int
+) -> tuple[list[GroupRequest], list[Prediction], list[ModelEvent], bytes]:
+    """Run the driver against a model, checking invariants after every step."""
+    model = GroupCoordinatorModel(GROUP, config)
+    driver = Driver(make_clients(n_static))
+    preds: list[Prediction] = []
+    events: list[ModelEvent] = []
+    for action in actions:
+        req = driver.build(action, len(driver.requests))
+        if req is None:
+            model.advance_to(driver.t)
+        else:
+            model.handle(req)
+        p, e = model.drain()
+        driver.learn(p)
+        preds.extend(p)
+        events.extend(e)
+        check_group(model)
+    model.advance_to(driver.t + 10 * 24 * 3600 * 1000)
+    p, e = model.drain()
+    preds.extend(p)
+    events.extend(e)
+    check_group(model)
+    return driver.requests, preds, events, model.to_bytes()
+
+
+def replay(
+    config: CoordinatorConfig, requests: list[GroupRequest], split: int | None = None, fast: bool = True
+) -> tuple[list[Prediction], list[ModelEvent], bytes]:
+    model = GroupCoordinatorModel(GROUP, config)
+    model._fast_path = fast  # type: ignore[attr-defined]
+    preds: list[Prediction] = []
+    events: list[ModelEvent] = []
+    end = (requests[-1].arrival_ms if requests else 0) + 10 * 24 * 3600 * 1000
+    for i, req in enumerate(requests):
+        if split is not None and i == split:
+            model.advance_to(req.arrival_ms)
+            p, e = model.drain()
+            preds.extend(p)
+            events.extend(e)
+            model = GroupCoordinatorModel.from_bytes(model.to_bytes(), config)
+            model._fast_path = fast  # type: ignore[attr-defined]
+        model.handle(req)
+        p, e = model.drain()
+        preds.extend(p)
+        events.extend(e)
+    model.advance_to(end)
+    p, e = model.drain()
+    preds.extend(p)
+    events.extend(e)
+    return preds, events, model.to_bytes()
+
+
+PROPERTY_SETTINGS = settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+
+
+@PROPERTY_SETTINGS
+@given(scenarios())
+def test_invariants_and_one_prediction_per_request(
+    scenario: tuple[CoordinatorConfig, list[Any], int],
+) -> None:
+    config, actions, n_static = scenario
+    requests, preds, events, _ = drive(config, actions, n_static)
+    seqs = sorted(p.seq for p in preds)
+    assert seqs == list(range(len(requests))), "every request gets exactly one Prediction"
+    check_events(events)
+    for p in preds:
+        if p.response.completion_ms is not None:
+            assert p.response.completion_ms >= p.request.arrival_ms
+
+
+@PROPERTY_SETTINGS
+@given(scenarios(), st.integers(0, 1000))
+def test_determinism_and_split_equivalence(
+    scenario: tuple[CoordinatorConfig, list[Any], int], cut: int
+) -> None:
+    config, actions, n_static = scenario
+    requests, _, _, _ = drive(config, actions, n_static)
+    once = replay(config, requests)
+    again = replay(config, requests)
+    assert once == again, "identical input gives identical output"
+    if requests:
+        split = cut % (len(requests) + 1)
+        assert replay(config, requests, split=split) == once, f"split at {split} differs"
+
+
+@PROPERTY_SETTINGS
+@given(scenarios())
+def test_hot_path_matches_general_path(scenario: tuple[CoordinatorConfig, list[Any], int]) -> None:
+    config, actions, n_static = scenario
+    requests, _, _, _ = drive(config, actions, n_static)
+    assert replay(config, requests, fast=True) == replay(config, requests, fast=False)
+
+
+@PROPERTY_SETTINGS
+@given(scenarios(), st.sampled_from(VERSIONS))
+def test_track_mode_with_another_versions_answers(
+    scenario: tuple[CoordinatorConfig, list[Any], int], other: tuple[str, str | None]
+) -> None:
+    """Feed model B (track mode) the answers model A gave: B reconciles and keeps every invariant."""
+    config, actions, n_static = scenario
+    requests, preds, _, _ = drive(config, actions, n_static)
+    by_seq = {p.seq: p for p in preds}
+    observed = []
+    for i, req in enumerate(requests):
+        r = by_seq[i].response
+        obs = ObservedResponse(
+            error=None if r.error == "NO_RESPONSE" else r.error,
+            generation_id=r.generation_id,
+            leader=r.leader,
+            member_id=r.member_id,
+            protocol_name=r.protocol_name,
+            members=r.members,
+            member_errors=r.member_errors,
+            partition_errors=r.partition_errors,
+            completion_ms=r.completion_ms,
+        )
+        observed.append(replace(req, observed=obs))
+    track = replace(config, kafka_version=other[0], implementation=other[1], mode="track")  # type: ignore[arg-type]
+    model = GroupCoordinatorModel(GROUP, track)
+    out: list[Prediction] = []
+    events: list[ModelEvent] = []
+    for req in observed:
+        model.handle(req)
+        p, e = model.drain()
+        out.extend(p)
+        events.extend(e)
+        check_group(model)
+    model.advance_to((observed[-1].arrival_ms if observed else 0) + 10 * 24 * 3600 * 1000)
+    p, e = model.drain()
+    out.extend(p)
+    events.extend(e)
+    assert sorted(p.seq for p in out) == list(range(len(observed)))
+    for e in events:
+        if e.kind is EventKind.TRANSITION:
+            assert e.from_state is not None and e.from_state in VALID_PREVIOUS_STATES[e.state]
+    if (other[0], other[1]) == (config.kafka_version, config.implementation):
+        assert not any(p.reconciled for p in out), "a model agreeing with itself never reconciles"
