@@ -63,6 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_text in descriptions.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         _common(p, needs_input=name in ("ingest", "run"))
+        if name in ("replay", "run"):
+            p.add_argument("--incremental", action="store_true",
+                           help="scheduled audit: replay only what landed since the last run, keeping the "
+                                "coordinator state in the warehouse's checkpoint (default: one-shot batch)")
+            p.add_argument("--path", choices=("auto", "stateful", "fast"), default=None,
+                           help="replay path (default: replay.path)")
     return parser
 
 
@@ -117,6 +123,36 @@ def cmd_ingest(args: argparse.Namespace, config: Config) -> int:
     return 1 if result.errors else 0
 
 
+def cmd_replay(args: argparse.Namespace, config: Config) -> int:
+    from jobs.replay import replay
+
+    spark = _session(config)
+    result = replay(spark, _store(spark, config), config, incremental=getattr(args, "incremental", False),
+                    path=getattr(args, "path", None), log=_say)
+    write_summary(config.storage.warehouse, result.as_summary())
+    counts = ", ".join(f"{result.counts.get(k, 0)} {k}" for k in ("predictions", "transitions", "rebalances",
+                                                                    "member_sessions"))
+    state = "up to date" if result.up_to_date else f"{result.new_rows} request(s) replayed"
+    print(f"replay: {result.mode} ({result.path} path), {result.groups} group(s), {state}: {counts}")
+    if result.kip848_groups:
+        print(f"replay: {len(result.kip848_groups)} KIP-848 group(s) use ConsumerGroupHeartbeat and are not "
+              f"classic groups (not replayed): {', '.join(result.kip848_groups[:10])}")
+    if result.late_rows:
+        print(f"replay: {result.late_rows} request(s) landed after their time had been replayed "
+              "(raise replay.late_tolerance_ms)")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace, config: Config) -> int:
+    from jobs.validate import validate
+
+    spark = _session(config)
+    result = validate(spark, _store(spark, config), config, log=_say)
+    write_summary(config.storage.warehouse, result.as_summary())
+    print(result.format_text())
+    return 0
+
+
 def cmd_not_implemented(args: argparse.Namespace, config: Config) -> int:
     _say(f"{PROG}: {args.command}: not implemented yet")
     return 2
@@ -124,19 +160,20 @@ def cmd_not_implemented(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_run(args: argparse.Namespace, config: Config) -> int:
     status = cmd_ingest(args, config)
-    for stage in ("replay", "validate"):
+    for stage in ("replay", "validate", "audit", "report"):
         handler = COMMANDS[stage]
         if handler is cmd_not_implemented:
-            _say(f"{PROG}: run: {stage} is not implemented yet; stopping after the stages before it")
-            break
+            _say(f"{PROG}: run: {stage} is not available yet; skipped")
+            continue
         status = max(status, handler(args, config))
+    print(f"summary: {Path(config.storage.warehouse) / 'summary.json'}")
     return status
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Config], int]] = {
     "ingest": cmd_ingest,
-    "replay": cmd_not_implemented,
-    "validate": cmd_not_implemented,
+    "replay": cmd_replay,
+    "validate": cmd_validate,
     "audit": cmd_not_implemented,
     "report": cmd_not_implemented,
     "run": cmd_run,

@@ -451,8 +451,9 @@ def _replay_incremental(spark: SparkSession, store: DeltaStore, config: Config, 
     run_id = state["run"] + 1
     # the rows landed since the last run: the files the Delta log added after the version we stopped at
     since = state.get("requests_version")
-    added = store.files_added_since(REQUESTS, since)
-    current_version = store.version(REQUESTS)
+    current_version = store.version(REQUESTS)  # first: a commit landing meanwhile waits for the next run
+    added = [f for f in store.files_added_since(REQUESTS, since)
+             if current_version is None or f.version <= current_version]
     new_rows = _classic_rows(store.read_files(REQUESTS, added) if added else store.empty(REQUESTS)).persist()
     try:
         agg = new_rows.agg(F.max("completion_ms").alias("m"), F.count(F.lit(1)).alias("n")).collect()[0]

@@ -106,6 +106,7 @@ class Simulation:
         ]
         self.inflight: dict[tuple[str, int], tuple[_Client, GroupRequest, int]] = {}
         self.out: list[dict[str, Any]] = []
+        self.sync_plan: dict[int, Prediction] = {}
         self.line = itertools.count(1)
         self.now = 0
 
@@ -121,12 +122,11 @@ class Simulation:
                 self.at(c.spec.close_ms, "close", c)
             if c.spec.crash_ms is not None:
                 self.at(c.spec.crash_ms, "crash", c)
-        while self.queue:
-            t = self.queue[0][0]
-            if t > self.cfg.until_ms:
-                break
-            if t > self.now + 200:  # let the coordinator's timers run in small steps
-                self._advance(self.now + 200)
+        step = 100  # the coordinator's timers run between client actions in small steps
+        while self.now < self.cfg.until_ms:
+            t = self.queue[0][0] if self.queue else self.cfg.until_ms + step
+            if t > self.now + step or t > self.cfg.until_ms:
+                self._advance(min(self.now + step, self.cfg.until_ms))
                 continue
             self._advance(t)
             _, _, action, idx, epoch = heapq.heappop(self.queue)
@@ -249,10 +249,8 @@ class Simulation:
                 c.generation = p.response.generation_id if p.response.generation_id is not None else -1
                 c.state = "syncing"
                 c.rejoin_reason = ""
-                assignments: tuple[tuple[str, bytes | None], ...] = ()
-                if p.response.leader == c.member_id and p.response.members and not p.response.skip_assignment:
-                    assignments = self._assign(p.response.members)
-                self._send_sync(c, assignments, p)
+                self.sync_plan[c.index] = p  # the client answers after a network round trip
+                self.at(t, "sync", c)
             elif err in ("UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID", "ILLEGAL_GENERATION"):
                 c.member_id, c.generation = "", -1
                 c.rejoin_reason = f"rebalance failed due to {err}"
@@ -282,6 +280,13 @@ class Simulation:
         c.rejoin_reason = "group is already rebalancing" if err == "REBALANCE_IN_PROGRESS" \
             else f"rebalance failed due to {err}"
         self.at(t, "rejoin", c)
+
+    def _on_sync(self, c: _Client) -> None:
+        p = self.sync_plan.pop(c.index)
+        assignments: tuple[tuple[str, bytes | None], ...] = ()
+        if p.response.leader == c.member_id and p.response.members and not p.response.skip_assignment:
+            assignments = self._assign(p.response.members)
+        self._send_sync(c, assignments, p)
 
     def _send_sync(self, c: _Client, assignments: tuple[tuple[str, bytes | None], ...], p: Prediction) -> None:
         v5 = self.versions[ApiKey.SYNC_GROUP] >= 5
