@@ -213,8 +213,12 @@ class GroupCoordinatorModel:
         self._ev_seq = seq
         self._ev_ref = request.ref
         api = request.api
-        if (api is ApiKey.HEARTBEAT or api is ApiKey.OFFSET_COMMIT) and self._liveness_fast_path(
-            request, seq, t
+        if self._parked:
+            self._answered_by_causality(request, t)
+        if (
+            (api is ApiKey.HEARTBEAT or api is ApiKey.OFFSET_COMMIT)
+            and self._fast_path
+            and self._liveness_fast_path(request, seq, t)
         ):
             return
         group = self._group
@@ -1809,6 +1813,32 @@ class GroupCoordinatorModel:
     # ============================================================================================
     # track mode (see reconcile.py)
     # ============================================================================================
+    def _answered_by_causality(self, request: GroupRequest, t: int) -> None:
+        """A member cannot send SyncGroup/Heartbeat/OffsetCommit before its JoinGroup is answered, nor a
+        SyncGroup/OffsetCommit before its SyncGroup is: if the model still holds that earlier request
+        (and the broker answered it by now), the broker answered it — reconcile at once rather than
+        at the observed completion + grace."""
+        group = self._group
+        if group is None or not request.member_id:
+            return
+        member = group.members.get(request.member_id)
+        if member is None:
+            return
+        api = request.api
+        late: ParkedCall | None = None
+        if member.awaiting_join is not None and api is not ApiKey.JOIN_GROUP:
+            late = member.awaiting_join
+        elif member.awaiting_sync is not None and api in (ApiKey.SYNC_GROUP, ApiKey.OFFSET_COMMIT):
+            late = member.awaiting_sync
+        if late is None or late.seq not in self._parked:
+            return
+        obs = late.request.observed
+        if obs is None or obs.completion_ms is None or obs.completion_ms > t:
+            return
+        self._timers.cancel(f"observed-{late.seq}")
+        self._on_observed_answer_due(late.seq)
+        self._finish_op()
+
     def _on_observed_answer_due(self, seq: int) -> None:
         call = self._parked.pop(seq, None)
         if call is None or call.emitted:

@@ -210,6 +210,8 @@ class ClassicGroup:
         """§4.7: Empty → non-empty type and list; otherwise same type and one name supported by all."""
         if self.state == GroupState.EMPTY:
             return bool(protocol_type) and bool(protocols)
+        if self.protocol_type is None:  # known only from inferred members (warm start)
+            return bool(protocol_type) and bool(protocols)
         if self.protocol_type != protocol_type:
             return False
         need = len(self.members) - self.num_inferred
@@ -261,8 +263,8 @@ class ClassicGroup:
                     f"{self.group_id} since it is already a member"
                 )
             self.static_members[member.group_instance_id] = member.member_id
-        if not self.members:
-            self.protocol_type = member.protocol_type
+        if not self.members or (self.protocol_type is None and not member.inferred):
+            self.protocol_type = member.protocol_type or None
         if self.leader_id is None:
             self.leader_id = member.member_id
         self.members[member.member_id] = member
