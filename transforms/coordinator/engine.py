@@ -99,6 +99,12 @@ _new_liveness_event: Callable[..., ModelEvent] = constructor(
 )
 
 
+_HEARTBEAT = ApiKey.HEARTBEAT
+_OFFSET_COMMIT = ApiKey.OFFSET_COMMIT
+_HEARTBEAT_EVENT = EventKind.HEARTBEAT
+_COMMIT_EVENT = EventKind.OFFSET_COMMIT
+
+
 class _Out:
     """A response decided during the current operation, turned into a Prediction when it ends."""
 
@@ -139,6 +145,8 @@ class GroupCoordinatorModel:
         self._liveness_events = config.emit_liveness_events
         self._group: ClassicGroup | None = None
         self._timers = TimerQueue()
+        self._timer_heap = self._timers._heap  # hot-path aliases (TimerQueue keeps both objects for life)
+        self._timer_map = self._timers._timers
         self._now: int | None = None
         self._seq = 0
         self._id_seq = 0
@@ -200,10 +208,8 @@ class GroupCoordinatorModel:
         t = request.arrival_ms
         now = self._now
         if now is not None and t < now:
-            raise ValueError(
-                f"request arrival {t} is before the model clock {now} (requests must be in order)"
-            )
-        heap = self._timers._heap
+            raise ValueError(f"request arrival {t} is before the model clock {now} (arrival order required)")
+        heap = self._timer_heap
         if heap and heap[0][0] <= t:
             self._advance(t)
         self._now = t
@@ -216,9 +222,9 @@ class GroupCoordinatorModel:
         if self._parked:
             self._answered_by_causality(request, t)
         if (
-            (api is ApiKey.HEARTBEAT or api is ApiKey.OFFSET_COMMIT)
+            (api is _HEARTBEAT or api is _OFFSET_COMMIT)
             and self._fast_path
-            and self._liveness_fast_path(request, seq, t)
+            and self._liveness(request, seq, t)
         ):
             return
         group = self._group
@@ -248,20 +254,24 @@ class GroupCoordinatorModel:
         if self._immediate:
             self._run_immediate(t)
 
-    def _liveness_fast_path(self, request: GroupRequest, seq: int, t: int) -> bool:
+    def _liveness(self, request: GroupRequest, seq: int, t: int) -> bool:
         """The hot path: an accepted Heartbeat/OffsetCommit of a known member of a Stable group whose
-        observed answer (if any) agrees. Produces exactly what the general handlers would."""
+        observed answer (if any) agrees. Produces exactly what the general handlers would (a property
+        test compares both paths)."""
         group = self._group
         if group is None or group.state is not STABLE or not self._confident or self._notes:
             return False
         member_id = request.member_id
-        if member_id is None or not request.group_id:
+        member = group.members.get(member_id) if member_id else None
+        if member is None or member.inferred or not request.group_id:
             return False
-        member = group.members.get(member_id)
-        if member is None or member.inferred or request.generation_id != group.generation_id:
+        gen = group.generation_id
+        if request.generation_id != gen:
             return False
-        instance_id = request.group_instance_id
-        if instance_id is not None and group.static_members.get(instance_id) != member_id:
+        if (
+            request.group_instance_id is not None
+            and group.static_members.get(request.group_instance_id) != member_id
+        ):
             return False
         obs = request.observed
         if obs is not None:
@@ -271,29 +281,28 @@ class GroupCoordinatorModel:
             if err is not None and err != NONE:
                 return False
             self._moved_episode = False
-        gen = group.generation_id
         # refresh the session (TimerQueue.arm, inlined for the lazy case)
-        timers = self._timers
-        key = self._hb_prefix + member_id
+        key = self._hb_prefix + member_id  # type: ignore[operator]
         deadline = t + member.session_timeout_ms
-        timer = timers._timers.get(key)
+        timer = self._timer_map.get(key)
         if timer is not None and deadline > timer.heap_deadline and timer.priority == SESSION_PRIORITY:
+            timers = self._timers
             order = timers._next_order
             timers._next_order = order + 1
             timer.deadline = deadline
             timer.order = order
         else:
-            timers.arm(key, deadline, SESSION_PRIORITY, T_HEARTBEAT, (member_id,))
-        if request.api is ApiKey.HEARTBEAT:
+            self._timers.arm(key, deadline, SESSION_PRIORITY, T_HEARTBEAT, (member_id,))  # type: ignore[arg-type]
+        if request.api is _HEARTBEAT:
             response = new_response(NONE, t, None)
-            kind = EventKind.HEARTBEAT
+            kind = _HEARTBEAT_EVENT
         else:
             group.has_offsets = True
             group.last_commit_ms = t
-            response = new_response(NONE, t, tuple((tp, p, NONE) for tp, p in request.commit_partitions))
-            kind = EventKind.OFFSET_COMMIT
+            response = new_response(NONE, t, tuple([(tp, p, NONE) for tp, p in request.commit_partitions]))
+            kind = _COMMIT_EVENT
         if self._liveness_events:
-            self._events.append(_new_liveness_event(seq, t, kind, gen, member_id or None, request.ref))
+            self._events.append(_new_liveness_event(seq, t, kind, gen, member_id, request.ref))
         self._predictions.append(_new_stable_prediction(seq, request, response, gen, gen))
         return True
 

@@ -128,13 +128,15 @@ class TimerQueue:
         return self._next_order
 
     def restore(self, timers: list[Timer], next_order: int) -> None:
-        self._timers = {t.key: t for t in timers}
+        self._timers.clear()
+        self._timers.update((t.key, t) for t in timers)
         self._next_order = next_order
         self._compact()
 
     def _compact(self) -> None:
+        """Rebuild the heap in place (callers may hold a reference to the heap list)."""
         for t in self._timers.values():
             t.heap_deadline = t.deadline
             t.heap_order = t.order
-        self._heap = [(t.deadline, t.priority, t.order, t.key) for t in self._timers.values()]
+        self._heap[:] = [(t.deadline, t.priority, t.order, t.key) for t in self._timers.values()]
         heapq.heapify(self._heap)
