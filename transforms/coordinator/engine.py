@@ -124,13 +124,26 @@ class GroupCoordinatorModel:
 
     Warm start (``config.warm_start``): the model starts *unconfident* and builds its view of a group
     that may already be running from the observed responses (members from accepted heartbeats/commits,
-    generation from the request that was accepted, leader/protocol/member list from JoinGroup
-    responses). Predictions made while unconfident are unscored (``"warm-up: ..."``). The model becomes
-    **confident** when either (a) it observes a complete membership — a JoinGroup response carrying
-    the leader's member list, or a join phase it saw start from an Empty/new group — or (b) no
-    previously unknown member has shown up for ``warm_start_window_ms`` after the last discovery (every
-    live member heartbeats every few seconds). Without warm start the model assumes the group does not
-    exist before the first request and is confident from the start.
+    the generation from the request that was accepted, leader/protocol/member list from JoinGroup
+    responses; see :mod:`transforms.coordinator.reconcile`). Predictions made while unconfident are
+    unscored (``"warm-up: ..."``). The model becomes **confident** when either (a) it observes the
+    complete membership of a generation — a JoinGroup response carrying the leader's member list — or
+    (b) the group is Empty/CompletingRebalance/Stable and no previously unknown member has shown up for
+    ``warm_start_window_ms`` since the last discovery (or since the first request): every live member
+    heartbeats every ``heartbeat.interval.ms`` (3 s by default), so after the window every member has
+    been seen. Confidence is lost again (back to warm-up) when an observation cannot be placed (an
+    ILLEGAL_GENERATION the model cannot explain) or the coordinator moves. Without warm start the
+    model assumes the group does not exist before the first request and is confident from the start.
+
+    Coordinator moves (§12/§16): an observed NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS is not
+    predicted (unscored ``"external error: ..."``, an EXTERNAL_ERROR event). The first one after a
+    normally answered request is taken as the group moving: the group is unloaded like
+    ``onResignation`` (parked JoinGroup/SyncGroup answered NOT_COORDINATOR, state Dead, in-memory
+    rebalance state and timers lost), then, when a request is answered normally again, loaded like
+    ``onGroupLoaded`` from the last metadata the coordinator persisted (Stable with its members, each
+    with a fresh session deadline, or Empty) and the model is back in warm-up. While a
+    COORDINATOR_LOAD_IN_PROGRESS episode lasts, Heartbeat is predicted NONE and Scala's SyncGroup
+    REBALANCE_IN_PROGRESS (§3). Other external errors (authorization, ...) leave the model untouched.
     """
 
     #: take the hot path for accepted heartbeats/commits (tests switch it off to compare both paths)
@@ -165,6 +178,7 @@ class GroupCoordinatorModel:
         self._observed_full_join = False
         # coordinator moves
         self._moved_episode = False
+        self._loading = False
         self._persisted: dict[str, object] | None = None
         # track mode: parked calls by request seq, model notes per request seq
         self._parked: dict[int, ParkedCall] = {}
@@ -259,7 +273,7 @@ class GroupCoordinatorModel:
         observed answer (if any) agrees. Produces exactly what the general handlers would (a property
         test compares both paths)."""
         group = self._group
-        if group is None or group.state is not STABLE or not self._confident or self._notes:
+        if group is None or group.state is not STABLE or not self._confident or self._notes or self._loading:
             return False
         member_id = request.member_id
         member = group.members.get(member_id) if member_id else None
@@ -575,6 +589,8 @@ class GroupCoordinatorModel:
                 call.scored = False
                 call.unscored_reason = f"external error: {err}"
                 self._event(EventKind.EXTERNAL_ERROR, member_id=req.member_id, detail=err)
+                if err == "COORDINATOR_LOAD_IN_PROGRESS":
+                    self._loading = True
                 if err in MOVE_ERRORS and not self._moved_episode:
                     self._moved_episode = True
                     self._coordinator_moved(err)
@@ -588,23 +604,69 @@ class GroupCoordinatorModel:
                     ),
                 )
                 return True
+            if self._loading and self._loading_answer(call):
+                return True
+            self._loading = False
             self._moved_episode = False
             if self._group is not None and self._group.state == DEAD:
                 # the group is served again (another broker loaded it)
                 self._load_persisted("group served again after a coordinator move")
         if not self._confident:
+            if self._last_discovery_ms is None:
+                self._last_discovery_ms = self._clock
             self._check_warm_window()
             if not self._confident:
                 call.scored = False
                 call.unscored_reason = self._warm_reason
         return False
 
+    def _loading_answer(self, call: ParkedCall) -> bool:
+        """§3 while the offsets partition is loading (an observed COORDINATOR_LOAD_IN_PROGRESS said
+        so): Heartbeat is answered NONE blindly, SyncGroup REBALANCE_IN_PROGRESS (Scala; the Java
+        coordinator surfaces COORDINATOR_LOAD_IN_PROGRESS, an external error). Any other API answered
+        normally means the load finished."""
+        req = call.request
+        if not req.group_id:
+            return False
+        if req.api is ApiKey.HEARTBEAT:
+            self._emit_unreconciled(call, PredictedResponse(error=NONE, completion_ms=self._clock))
+            return True
+        if req.api is ApiKey.SYNC_GROUP and not self._f.java:
+            obs = req.observed
+            if obs is not None and obs.error == REBALANCE_IN_PROGRESS:
+                self._emit_unreconciled(call, self._sync_response(call, REBALANCE_IN_PROGRESS, None, False))
+                return True
+        return False
+
+    def _emit_unreconciled(self, call: ParkedCall, response: PredictedResponse) -> None:
+        """An answer that says nothing about the group (blind answers while loading): no reconciliation."""
+        call.emitted = True
+        if not self._confident:
+            call.scored = False
+            call.unscored_reason = self._warm_reason
+        g = self._group
+        self._predictions.append(
+            Prediction(
+                seq=call.seq,
+                request=call.request,
+                response=response,
+                state_before=call.state_before,
+                generation_before=call.generation_before,
+                state_after=DEAD if g is None else g.state,
+                generation_after=-1 if g is None else g.generation_id,
+                scored=call.scored,
+                unscored_reason=call.unscored_reason,
+                reconciled=False,
+                mismatch_kinds=self._notes.pop(call.seq, ()),
+            )
+        )
+
     def _check_warm_window(self) -> None:
         last = self._last_discovery_ms
         if (
             last is not None
             and self._group is not None
-            and self._group.state in (STABLE, COMPLETING)
+            and self._group.state in (STABLE, COMPLETING, EMPTY)
             and self._clock - last >= self.config.warm_start_window_ms
         ):
             self._become_confident(
@@ -1406,6 +1468,9 @@ class GroupCoordinatorModel:
         if not req.group_id:
             self._respond(call, self._sync_response(call, "INVALID_GROUP_ID", None, False))
             return
+        if req.group_instance_id is not None and not f.static_membership:
+            self._respond(call, self._sync_response(call, "UNSUPPORTED_VERSION", None, False))
+            return
         if req.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
             self._respond(call, self._sync_response(call, INCONSISTENT_GROUP_PROTOCOL, None, False))
             return
@@ -1550,6 +1615,8 @@ class GroupCoordinatorModel:
         refresh: ClassicGroupMember | None = None
         if not req.group_id:
             error = "INVALID_GROUP_ID"
+        elif req.group_instance_id is not None and not f.static_membership:
+            error = "UNSUPPORTED_VERSION"
         elif group is None:
             error = UNKNOWN_MEMBER_ID
         elif f.heartbeat_completing == "no_check" and not f.java:

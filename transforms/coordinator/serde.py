@@ -283,6 +283,7 @@ def dump_model(model: GroupCoordinatorModel) -> bytes:
         "last_discovery_ms": model._last_discovery_ms,
         "observed_full_join": model._observed_full_join,
         "moved_episode": model._moved_episode,
+        "loading": model._loading,
         "persisted": model._persisted,
         "notes": [[k, list(v)] for k, v in sorted(model._notes.items())],
         "calls": [_call(calls[k]) for k in sorted(calls)],
@@ -320,6 +321,7 @@ def load_model(
     model._last_discovery_ms = doc["last_discovery_ms"]
     model._observed_full_join = doc["observed_full_join"]
     model._moved_episode = doc["moved_episode"]
+    model._loading = doc["loading"]
     model._persisted = doc["persisted"]
     model._notes = {k: tuple(v) for k, v in doc["notes"]}
     calls = {row[0]: _uncall(row) for row in doc["calls"]}
