@@ -64,6 +64,9 @@ class CoordinatorConfig:
     group_max_size: int = 2**31 - 1
     new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
     timer_rule: Literal["strict", "inclusive"] = "inclusive"
+    #: equal deadlines: ``rebalance_first`` (join/sync timers before session timers, then arming order —
+    #: what reproduces Kafka's tests, §16a) or ``arming_order`` (FIFO)
+    timer_tie_order: Literal["rebalance_first", "arming_order"] = "rebalance_first"
     mode: Literal["predict", "track"] = "track"
     warm_start: bool = True
     #: §11: an Empty group is deleted (→ Dead, generation restarts at 0) when its offsets expire.
@@ -85,6 +88,10 @@ class CoordinatorConfig:
             raise ValueError(f"implementation must be scala, java or None, not {self.implementation!r}")
         if self.timer_rule not in ("strict", "inclusive"):
             raise ValueError(f"timer_rule must be strict or inclusive, not {self.timer_rule!r}")
+        if self.timer_tie_order not in ("rebalance_first", "arming_order"):
+            raise ValueError(
+                f"timer_tie_order must be rebalance_first or arming_order, not {self.timer_tie_order!r}"
+            )
         if self.mode not in ("predict", "track"):
             raise ValueError(f"mode must be predict or track, not {self.mode!r}")
         if self.group_max_size < 1:

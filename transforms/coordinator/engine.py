@@ -156,6 +156,10 @@ class GroupCoordinatorModel:
         self._inclusive = config.timer_rule == "inclusive"
         self._track = config.mode == "track"
         self._liveness_events = config.emit_liveness_events
+        # equal deadlines: rebalance (join/sync) timers before session timers, or pure arming order
+        rebalance_first = config.timer_tie_order == "rebalance_first"
+        self._p_rebalance = REBALANCE_PRIORITY if rebalance_first else SESSION_PRIORITY
+        self._p_session = SESSION_PRIORITY
         self._group: ClassicGroup | None = None
         self._timers = TimerQueue()
         self._timer_heap = self._timers._heap  # hot-path aliases (TimerQueue keeps both objects for life)
@@ -299,14 +303,14 @@ class GroupCoordinatorModel:
         key = self._hb_prefix + member_id  # type: ignore[operator]
         deadline = t + member.session_timeout_ms
         timer = self._timer_map.get(key)
-        if timer is not None and deadline > timer.heap_deadline and timer.priority == SESSION_PRIORITY:
+        if timer is not None and deadline > timer.heap_deadline and timer.priority == self._p_session:
             timers = self._timers
             order = timers._next_order
             timers._next_order = order + 1
             timer.deadline = deadline
             timer.order = order
         else:
-            self._timers.arm(key, deadline, SESSION_PRIORITY, T_HEARTBEAT, (member_id,))  # type: ignore[arg-type]
+            self._timers.arm(key, deadline, self._p_session, T_HEARTBEAT, (member_id,))  # type: ignore[arg-type]
         if request.api is _HEARTBEAT:
             response = new_response(NONE, t, None)
             kind = _HEARTBEAT_EVENT
@@ -414,7 +418,7 @@ class GroupCoordinatorModel:
         self._timers.arm(
             self._hb_prefix + member.member_id,
             self._clock + timeout_ms,
-            SESSION_PRIORITY,
+            self._p_session,
             T_HEARTBEAT,
             (member.member_id,),
         )
@@ -963,7 +967,7 @@ class GroupCoordinatorModel:
             group.pending_members[new_id] = None
             timeout = req.session_timeout_ms if req.session_timeout_ms is not None else 0
             self._timers.arm(
-                self._hb_prefix + new_id, self._clock + timeout, SESSION_PRIORITY, T_HEARTBEAT, (new_id,)
+                self._hb_prefix + new_id, self._clock + timeout, self._p_session, T_HEARTBEAT, (new_id,)
             )
             self._event(
                 EventKind.PENDING_MEMBER_ADDED,
@@ -1215,10 +1219,10 @@ class GroupCoordinatorModel:
         if initial:
             delay = self.config.group_initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
-            self._arm(self._join_key, delay, REBALANCE_PRIORITY, T_INITIAL_JOIN, (delay, remaining))
+            self._arm(self._join_key, delay, self._p_rebalance, T_INITIAL_JOIN, (delay, remaining))
             self._timers.cancel(self._offsets_key)
         else:
-            self._arm(self._join_key, group.rebalance_timeout_ms(), REBALANCE_PRIORITY, T_JOIN)
+            self._arm(self._join_key, group.rebalance_timeout_ms(), self._p_rebalance, T_JOIN)
         self._transition(group, PREPARING, cause, member_id)
         if not initial and group.has_all_members_joined():
             self.complete_join(group)
@@ -1245,7 +1249,7 @@ class GroupCoordinatorModel:
             new_delay = min(self.config.group_initial_rebalance_delay_ms, remaining)
             new_remaining = max(remaining - delay, 0)
             self._arm(
-                self._join_key, new_delay, REBALANCE_PRIORITY, T_INITIAL_JOIN, (new_delay, new_remaining)
+                self._join_key, new_delay, self._p_rebalance, T_INITIAL_JOIN, (new_delay, new_remaining)
             )
             self._event(
                 EventKind.TIMER_EXPIRED,
@@ -1289,7 +1293,7 @@ class GroupCoordinatorModel:
         if group.state == DEAD:
             return
         if not self._maybe_elect_new_joined_leader(group) and group.members:
-            self._arm(self._join_key, group.rebalance_timeout_ms(), REBALANCE_PRIORITY, T_JOIN)
+            self._arm(self._join_key, group.rebalance_timeout_ms(), self._p_rebalance, T_JOIN)
             self._event(
                 EventKind.TIMER_EXPIRED,
                 detail=self._join_key,
@@ -1339,7 +1343,7 @@ class GroupCoordinatorModel:
             self._arm(
                 self._sync_key,
                 group.rebalance_timeout_ms(),
-                REBALANCE_PRIORITY,
+                self._p_rebalance,
                 T_SYNC,
                 (group.generation_id,),
             )

@@ -179,7 +179,7 @@ def force_state(model: GroupCoordinatorModel, group: ClassicGroup, target: Group
     if target in (PREPARING, EMPTY):
         model._remove_sync_expiration(group)
     if target == PREPARING:
-        model._arm(model._join_key, group.rebalance_timeout_ms(), 0, "join")
+        model._arm(model._join_key, group.rebalance_timeout_ms(), model._p_rebalance, "join")
     group.previous_state = current
     group.state = target
     if target == EMPTY:
@@ -340,7 +340,9 @@ def _reconcile_join(
         if mid not in group.pending_members:
             group.pending_members[mid] = None
             timeout = req.session_timeout_ms or 0
-            model._timers.arm(model._hb_prefix + mid, model._clock + timeout, 1, "heartbeat", (mid,))
+            model._timers.arm(
+                model._hb_prefix + mid, model._clock + timeout, model._p_session, "heartbeat", (mid,)
+            )
             model._event(EventKind.PENDING_MEMBER_ADDED, member_id=mid, cause=f"reconciled: {what}")
             _reconciled(model, f"pending member {mid} ({what})", mid)
         return

@@ -353,3 +353,24 @@ def test_without_warm_start_the_log_is_assumed_to_begin_with_the_group() -> None
     (p,), _ = m.drain()
     assert p.scored and p.response.error == "UNKNOWN_MEMBER_ID" and not p.reconciled
     assert m.group is None
+
+
+@pytest.mark.parametrize(
+    ("tie_order", "reason"),
+    [("rebalance_first", "rebalance_timeout_eviction"), ("arming_order", "session_expiry")],
+)
+def test_timer_tie_order(tie_order: str, reason: str) -> None:
+    """a's session deadline and the join deadline coincide at 700: rebalance-first completes the join
+    (a evicted for not rejoining); arming order expires a's session first (armed earlier)."""
+    from tests.unit.coordinator.test_coordinator_scenarios import cfg, kj, two_stable
+
+    case = Case(
+        "testSessionTimeoutDuringRebalance",
+        [*two_stable(), H(200, "a", 1), kj(200, "b", protos=("roundrobin", "range"))],
+        End(state="CompletingRebalance", generation=2, members={"b"}),
+        config=cfg(timer_tie_order=tie_order),
+        until=800,
+    )
+    result = run_case(case)
+    removed = [e for e in result.events if e.kind is EventKind.MEMBER_REMOVED]
+    assert [e.removal_reason.value for e in removed if e.removal_reason] == [reason]

@@ -412,3 +412,20 @@ def test_track_mode_with_another_versions_answers(
             assert e.from_state is not None and e.from_state in VALID_PREVIOUS_STATES[e.state]
     if (other[0], other[1]) == (config.kafka_version, config.implementation):
         assert not any(p.reconciled for p in out), "a model agreeing with itself never reconciles"
+    # warm start from the middle of the log keeps every invariant too
+    suffix = observed[len(observed) // 3 :]
+    warm = GroupCoordinatorModel(GROUP, replace(track, warm_start=True))
+    warm_preds: list[Prediction] = []
+    for req in suffix:
+        warm.handle(req)
+        warm_preds.extend(warm.drain()[0])
+        check_group(warm)
+    warm.advance_to((suffix[-1].arrival_ms if suffix else 0) + 10 * 24 * 3600 * 1000)
+    warm_preds.extend(warm.drain()[0])
+    assert sorted(p.seq for p in warm_preds) == list(range(len(suffix)))
+    # track mode is deterministic and split/serialise-equivalent too (parked requests, observed timers)
+    once = replay(track, observed)
+    assert replay(track, observed) == once
+    if observed:
+        split = (len(observed) * 2) // 3
+        assert replay(track, observed, split=split) == once
