@@ -148,8 +148,13 @@ def request_batches(
         yield out
 
 
-def run(events: int, n_groups: int, n_members: int, mode: str, profile: bool) -> None:
-    config = CoordinatorConfig(kafka_version="3.7", mode=mode, warm_start=False)  # type: ignore[arg-type]
+def run(events: int, n_groups: int, n_members: int, mode: str, profile: bool, liveness_events: bool) -> None:
+    config = CoordinatorConfig(
+        kafka_version="3.7",
+        mode=mode,  # type: ignore[arg-type]
+        warm_start=False,
+        emit_liveness_events=liveness_events,
+    )
     models, members, t0 = form_groups(n_groups, n_members, config)
     elapsed = 0.0
     handled = 0
@@ -202,8 +207,9 @@ def main() -> None:
     ap.add_argument("--members", type=int, default=10)
     ap.add_argument("--mode", choices=["track", "predict"], default="track")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--no-liveness-events", action="store_true", help="emit_liveness_events=False")
     args = ap.parse_args()
-    run(args.events, args.groups, args.members, args.mode, args.profile)
+    run(args.events, args.groups, args.members, args.mode, args.profile, not args.no_liveness_events)
 
 
 if __name__ == "__main__":

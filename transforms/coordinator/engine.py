@@ -277,7 +277,7 @@ class GroupCoordinatorModel:
         observed answer (if any) agrees. Produces exactly what the general handlers would (a property
         test compares both paths)."""
         group = self._group
-        if group is None or group.state is not STABLE or not self._confident or self._notes or self._loading:
+        if group is None or group.state is not STABLE or not self._confident or self._loading:
             return False
         member_id = request.member_id
         member = group.members.get(member_id) if member_id else None

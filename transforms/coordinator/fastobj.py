@@ -21,9 +21,11 @@ def constructor(cls: type[Any], params: tuple[str, ...], **constants: Any) -> Ca
     if unknown:
         raise ValueError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
     namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    lines = [f"def build({', '.join(params)}):", "    o = _new(_cls)"]
+    body = ["    o = _new(_cls)"]
+    bound = ["_new=_new", "_cls=_cls"]  # defaults: locals are the cheapest lookups
     for name, f in fields.items():
         namespace[f"_set_{name}"] = getattr(cls, name).__set__
+        bound.append(f"_set_{name}=_set_{name}")
         if name in params:
             value = name
         else:
@@ -36,8 +38,9 @@ def constructor(cls: type[Any], params: tuple[str, ...], **constants: Any) -> Ca
             else:
                 raise ValueError(f"{cls.__name__}.{name} needs a value")
             value = f"_const_{name}"
-        lines.append(f"    _set_{name}(o, {value})")
-    lines.append("    return o")
+            bound.append(f"_const_{name}=_const_{name}")
+        body.append(f"    _set_{name}(o, {value})")
+    lines = [f"def build({', '.join([*params, *bound])}):", *body, "    return o"]
     exec("\n".join(lines), namespace)
     build: Callable[..., Any] = namespace["build"]
     return build
