@@ -44,6 +44,10 @@ API_VERSIONS: dict[str, dict[ApiKey, int]] = {
 }
 
 
+#: Actions that belong to the process's life, not to one membership: never made stale by a rejoin.
+LIFECYCLE = frozenset({"start", "close", "crash", "restart"})
+
+
 @dataclass
 class ConsumerSpec:
     """One consumer process and what happens to it."""
@@ -131,7 +135,7 @@ class Simulation:
             self._advance(t)
             _, _, action, idx, epoch = heapq.heappop(self.queue)
             c = self.clients[idx]
-            if epoch != c.epoch and action not in ("restart",):
+            if epoch != c.epoch and action not in LIFECYCLE:  # a stale heartbeat/commit/rejoin/sync
                 continue
             getattr(self, f"_on_{action}")(c)
         self._advance(self.cfg.until_ms)

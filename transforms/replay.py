@@ -17,7 +17,7 @@ import base64
 import json
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from transforms.coordinator.config import CoordinatorConfig
@@ -34,6 +34,8 @@ from transforms.rebalances import RebalanceTracker
 from transforms.validation import prediction_row
 
 STATE_VERSION = 1
+
+LATE_REASON = "late: landed after its arrival time had been replayed (raise replay.late_tolerance_ms)"
 
 #: Row kinds a replayer emits: one per output table.
 OUTPUT_KINDS = ("predictions", "transitions", "rebalances", "member_sessions")
@@ -179,6 +181,7 @@ class GroupReplayer:
         self.buffer: list[dict[str, Any]] = []  # landed, not yet replayed (arrival ≥ horizon)
         self.brokers: dict[str, str] = {}  # "file:line" → broker id, for requests still parked in the model
         self.horizon_ms: int | None = None  # everything before it has been replayed
+        self.late: set[str] = set()  # "file:line" of late requests whose prediction is still to come
         self.replayed = 0
         self.kip848 = False  # the group speaks ConsumerGroupHeartbeat: not a classic group
 
@@ -206,10 +209,16 @@ class GroupReplayer:
             cut += 1
         ready, self.buffer = self.buffer[:cut], self.buffer[cut:]
         for row in ready:
-            if self.horizon_ms is not None and row["arrival_ms"] < self.horizon_ms:
-                out.late += 1  # landed after its time was replayed: replayed now, out of order
-            self.brokers[f"{row['source_file']}:{row['line_no']}"] = row["broker_id"]
-            self.model.handle(request_from_row(row))
+            key = f"{row['source_file']}:{row['line_no']}"
+            request = request_from_row(row)
+            if self.horizon_ms is not None and request.arrival_ms < self.horizon_ms:
+                # landed after its time had been replayed (beyond replay.late_tolerance_ms): replayed now, at
+                # the horizon it missed, and not scored
+                out.late += 1
+                self.late.add(key)
+                request = replace(request, arrival_ms=self.horizon_ms)
+            self.brokers[key] = row["broker_id"]
+            self.model.handle(request)
             self.replayed += 1
             out.replayed += 1
         if self.horizon_ms is None or until_ms > self.horizon_ms:
@@ -240,14 +249,19 @@ class GroupReplayer:
 
     def _prediction_row(self, p: Prediction) -> dict[str, Any]:
         source_file, line_no = p.request.ref or ("", 0)
-        broker_id = self.brokers.pop(f"{source_file}:{line_no}", "")
+        key = f"{source_file}:{line_no}"
+        broker_id = self.brokers.pop(key, "")
+        if key in self.late:
+            self.late.discard(key)
+            p = replace(p, scored=False, unscored_reason=LATE_REASON)
         return prediction_row(p, completion_tolerance_ms=self.settings.completion_tolerance_ms,
                               broker_id=broker_id, source_file=source_file, line_no=line_no)
 
     @property
     def has_pending_work(self) -> bool:
-        """Rows still buffered, or requests parked in the model: the next run must call this group."""
-        return bool(self.buffer) or bool(self.brokers)
+        """Rows still buffered, requests parked in the model, or coordinator timers still to run (a session
+        that will expire even if the group never sends another request): the next run must call it."""
+        return bool(self.buffer) or bool(self.brokers) or bool(self.model.timer_keys())
 
     # -- state --------------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
@@ -258,6 +272,7 @@ class GroupReplayer:
             "tracker": base64.b64encode(self.tracker.to_bytes()).decode(),
             "buffer": _encode(self.buffer),
             "brokers": self.brokers,
+            "late": sorted(self.late),
             "horizon": self.horizon_ms,
             "replayed": self.replayed,
             "kip848": self.kip848,
@@ -274,6 +289,7 @@ class GroupReplayer:
         r.tracker = RebalanceTracker.from_bytes(base64.b64decode(doc["tracker"]))
         r.buffer = _decode(doc["buffer"])
         r.brokers = doc["brokers"]
+        r.late = set(doc["late"])
         r.horizon_ms = doc["horizon"]
         r.replayed = doc["replayed"]
         r.kip848 = doc["kip848"]

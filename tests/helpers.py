@@ -1,0 +1,74 @@
+"""Shared test helpers: read Delta tables without Spark, write simulated logs as broker files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC
+from pathlib import Path
+from typing import Any
+
+import pyarrow.fs as pafs
+from deltalake import DeltaTable
+
+from samples.simulator import SimConfig, simulate
+from transforms.log_render import complete_record, render_line
+
+
+def read_table(path: Path | str) -> list[dict[str, Any]]:
+    """A Delta table's rows through delta-rs (a sub-tree filesystem avoids a pyarrow abort at exit)."""
+    fs = pafs.SubTreeFileSystem(str(path), pafs.LocalFileSystem())
+    return DeltaTable(str(path)).to_pyarrow_table(filesystem=fs).to_pylist()  # type: ignore[no-any-return]
+
+
+def canonical(rows: Iterable[dict[str, Any]], drop: Sequence[str] = ()) -> list[str]:
+    """Rows as sorted JSON strings, for order-insensitive exact comparison."""
+    return sorted(json.dumps({k: v for k, v in r.items() if k not in drop}, sort_keys=True, default=str)
+                  for r in rows)
+
+
+def render_group_lines(configs: Sequence[SimConfig], kafka_version: str = "3.7") -> dict[str, list[tuple[int, int, str]]]:
+    """Simulate the groups; per broker, ``(completion_ms, arrival_ms, line)`` in completion order."""
+    out: dict[str, list[tuple[int, int, str]]] = {}
+    for cfg in configs:
+        for rec in simulate(cfg):
+            fields = {k: v for k, v in rec.items() if not k.startswith("_")}
+            full = complete_record(fields, kafka_version=kafka_version)
+            line = render_line(full, kafka_version=kafka_version, tz=UTC)
+            out.setdefault(cfg.broker_id, []).append((int(full["completion_ms"]), int(full["arrival_ms"]), line))
+    for lines in out.values():
+        lines.sort(key=lambda x: x[0])
+    return out
+
+
+def write_lines(root: Path, broker: str, lines: Iterable[str], *, append: bool = False,
+                name: str = "kafka-request.log") -> Path:
+    d = root / broker
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / name
+    with path.open("a" if append else "w", encoding="utf-8") as f:
+        f.writelines(line + "\n" for line in lines)
+    return path
+
+
+def quiet_cuts(lines: Sequence[tuple[int, int, str]], parts: int) -> list[int]:
+    """Indexes that split ``lines`` into ``parts`` chunks at quiet points: every request after a cut
+    arrived after everything before it completed (nothing in flight across the cut)."""
+    cuts = []
+    n = len(lines)
+    for k in range(1, parts):
+        target = n * k // parts
+        for i in range(target, n - 1):
+            done = max(c for c, _, _ in lines[: i + 1])
+            if all(a > done for _, a, _ in lines[i + 1:]):
+                cuts.append(i + 1)
+                break
+    return cuts
+
+
+def quiet_times(story: dict[str, list[tuple[int, int, str]]], parts: int) -> list[int]:
+    """Instants that split every broker's lines into ``parts`` chunks with nothing in flight across them:
+    all lines completing at or before the instant arrived before it, all later ones after it."""
+    merged = sorted(x for lines in story.values() for x in lines)
+    cuts = quiet_cuts(merged, parts)
+    return [merged[i - 1][0] for i in cuts]
