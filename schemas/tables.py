@@ -236,7 +236,8 @@ REBALANCES = TableDef(
         C("join_completed_ms", "bigint", True, "join phase completed (CompletingRebalance or Empty)"),
         C("stable_ms", "bigint", True, "reached Stable"),
         C("ended_ms", "bigint", True, "reached Stable or Empty, or was superseded"),
-        C("outcome", "string", False, "stable, empty, superseded (another rebalance began), unfinished"),
+        C("outcome", "string", False, "stable, empty, superseded (another rebalance began), dead (the "
+          "coordinator unloaded the group), unfinished (still open when the log ends; batch replays only)"),
         C("total_duration_ms", "bigint", True, "started → ended"),
         C("join_phase_ms", "bigint", True, "started → join completed"),
         C("sync_phase_ms", "bigint", True, "join completed → stable"),
@@ -279,7 +280,8 @@ MEMBER_SESSIONS = TableDef(
         C("commits", "bigint", False, "offset commits in this generation"),
         C("ended_ms", "bigint", True, "end of the membership in this generation"),
         C("end_reason", "string", False, "next_generation, left, session_expiry, rebalance_timeout_eviction, "
-          "pending_sync_expiry, fenced, max_size, open"),
+          "pending_sync_expiry, fenced, max_size, reconciled (track mode removed it to agree with the broker), "
+          "dead (the group was unloaded or re-created), open (still a member when the log ends)"),
         C("session_timeout_ms", "int", True, "member's session timeout"),
         C("rebalance_timeout_ms", "int", True, "member's rebalance timeout"),
         C("is_leader", "boolean", False, "led this generation"),
@@ -303,3 +305,10 @@ def table_by_name(name: str) -> TableDef:
         if t.name == name:
             return t
     raise KeyError(f"no table named {name!r}; known: {', '.join(t.name for t in ALL_TABLES)}")
+
+
+def tables_markdown() -> str:
+    """``docs/tables.md``: every table, generated from these definitions."""
+    head = ("# Tables\n\nGenerated from `schemas/tables.py` (`python -m schemas`); do not edit by hand. Every "
+            "table is a Delta table in `<warehouse>/<name>`.\n\n")
+    return head + "\n".join(t.markdown() for t in ALL_TABLES)

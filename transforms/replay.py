@@ -82,58 +82,73 @@ def _errors_pairs(items: Sequence[Mapping[str, Any]] | None, key: str) -> tuple[
     return tuple((str(i.get(key) or ""), str(i.get("error_name") or "NONE")) for i in items)
 
 
+_APIS = {int(a): a for a in ApiKey}
+
+
 def request_from_row(row: Mapping[str, Any]) -> GroupRequest:
-    """A bronze ``requests`` row (as a mapping) → the model's :class:`GroupRequest`."""
-    api = ApiKey(int(row["api_key"]))
-    protocols = tuple(
-        Protocol(p["name"], p.get("metadata"), p.get("metadata_length")) for p in (row.get("protocols") or ())
-    )
-    leave = tuple(
-        LeaveMember(m.get("member_id") or "", m.get("group_instance_id"), m.get("reason"))
-        for m in (row.get("leave_members") or ())
-    )
-    members = row.get("response_members")
-    partitions = row.get("response_commit_partitions")
+    """A bronze ``requests`` row (as a mapping) → the model's :class:`GroupRequest`.
+
+    Hot path (one call per replayed request): Heartbeat and OffsetCommit, most of any log, skip the
+    JoinGroup/SyncGroup/LeaveGroup fields.
+    """
+    get = row.get
+    api = _APIS[int(row["api_key"])]
+    partitions = get("response_commit_partitions")
+    ref = (row["source_file"], int(row["line_no"]))
+    if api is ApiKey.HEARTBEAT or api is ApiKey.OFFSET_COMMIT:
+        observed = ObservedResponse(
+            error=get("error_name"),
+            partition_errors=None if partitions is None else tuple(
+                (p["topic"] or "", p["partition"] or 0, p["error_name"] or "NONE") for p in partitions),
+            completion_ms=get("completion_ms"),
+        )
+        commits = get("commit_partitions")
+        return GroupRequest(
+            api=api, api_version=int(row["api_version"]), group_id=row["group_id"],
+            arrival_ms=int(row["arrival_ms"]), member_id=get("member_id"),
+            group_instance_id=get("group_instance_id"), client_id=get("client_id"),
+            client_host=_host(get("client_address")), generation_id=get("generation_id"),
+            commit_partitions=() if not commits else tuple(
+                (c["topic"] or "", c["partition"] or 0) for c in commits),
+            observed=observed, ref=ref,
+        )
+    members = get("response_members")
     observed = ObservedResponse(
-        error=row.get("error_name"),
-        generation_id=row.get("response_generation_id"),
-        leader=row.get("response_leader"),
-        member_id=row.get("response_member_id"),
-        protocol_type=row.get("response_protocol_type"),
-        protocol_name=row.get("response_protocol_name"),
-        skip_assignment=row.get("response_skip_assignment"),
+        error=get("error_name"),
+        generation_id=get("response_generation_id"),
+        leader=get("response_leader"),
+        member_id=get("response_member_id"),
+        protocol_type=get("response_protocol_type"),
+        protocol_name=get("response_protocol_name"),
+        skip_assignment=get("response_skip_assignment"),
         members=None if members is None else tuple(m.get("member_id") or "" for m in members),
-        member_errors=_errors_pairs(row.get("response_leave_members"), "member_id"),
-        partition_errors=None if partitions is None else tuple(
-            (p.get("topic") or "", int(p.get("partition") or 0), p.get("error_name") or "NONE")
-            for p in partitions
-        ),
-        assignment=row.get("response_assignment"),
-        completion_ms=row.get("completion_ms"),
+        member_errors=_errors_pairs(get("response_leave_members"), "member_id"),
+        assignment=get("response_assignment"),
+        completion_ms=get("completion_ms"),
     )
     return GroupRequest(
         api=api,
         api_version=int(row["api_version"]),
         group_id=row["group_id"],
         arrival_ms=int(row["arrival_ms"]),
-        member_id=row.get("member_id"),
-        group_instance_id=row.get("group_instance_id"),
-        client_id=row.get("client_id"),
-        client_host=_host(row.get("client_address")),
-        generation_id=row.get("generation_id"),
-        session_timeout_ms=row.get("session_timeout_ms"),
-        rebalance_timeout_ms=row.get("rebalance_timeout_ms"),
-        protocol_type=row.get("protocol_type"),
-        protocol_name=row.get("protocol_name"),
-        protocols=protocols,
-        reason=row.get("reason"),
-        assignments=tuple((a.get("member_id") or "", a.get("assignment")) for a in (row.get("assignments") or ())),
-        leave_members=leave,
-        commit_partitions=tuple(
-            (c.get("topic") or "", int(c.get("partition") or 0)) for c in (row.get("commit_partitions") or ())
-        ),
+        member_id=get("member_id"),
+        group_instance_id=get("group_instance_id"),
+        client_id=get("client_id"),
+        client_host=_host(get("client_address")),
+        generation_id=get("generation_id"),
+        session_timeout_ms=get("session_timeout_ms"),
+        rebalance_timeout_ms=get("rebalance_timeout_ms"),
+        protocol_type=get("protocol_type"),
+        protocol_name=get("protocol_name"),
+        protocols=tuple(
+            Protocol(p["name"], p.get("metadata"), p.get("metadata_length")) for p in (get("protocols") or ())),
+        reason=get("reason"),
+        assignments=tuple((a.get("member_id") or "", a.get("assignment")) for a in (get("assignments") or ())),
+        leave_members=tuple(
+            LeaveMember(m.get("member_id") or "", m.get("group_instance_id"), m.get("reason"))
+            for m in (get("leave_members") or ())),
         observed=observed,
-        ref=(row["source_file"], int(row["line_no"])),
+        ref=ref,
     )
 
 
@@ -178,7 +193,7 @@ class GroupReplayer:
         self.model = GroupCoordinatorModel(group_id, settings.coordinator)
         self.tracker = RebalanceTracker(group_id, cooperative_protocols=settings.cooperative_protocols,
                                         follow_up_window_ms=settings.follow_up_window_ms)
-        self.buffer: list[dict[str, Any]] = []  # landed, not yet replayed (arrival ≥ horizon)
+        self.buffer: list[Mapping[str, Any]] = []  # landed, not yet replayed (arrival ≥ horizon)
         self.brokers: dict[str, str] = {}  # "file:line" → broker id, for requests still parked in the model
         self.horizon_ms: int | None = None  # everything before it has been replayed
         self.late: set[str] = set()  # "file:line" of late requests whose prediction is still to come
@@ -187,6 +202,7 @@ class GroupReplayer:
 
     # -- feeding ------------------------------------------------------------------------------------
     def feed(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Buffer a group's rows (any order; those of other APIs are ignored). Rows are kept, not copied."""
         for row in rows:
             api = row.get("api_key")
             if api is None:
@@ -194,7 +210,7 @@ class GroupReplayer:
             if int(api) == ApiKey.CONSUMER_GROUP_HEARTBEAT:
                 self.kip848 = True
             if int(api) in STATE_CHANGING_APIS:
-                self.buffer.append({c: row.get(c) for c in REPLAY_COLUMNS})
+                self.buffer.append(row)  # trimmed to REPLAY_COLUMNS only when the state is serialised
 
     # -- replaying ----------------------------------------------------------------------------------
     def process(self, until_ms: int) -> ReplayOutput:
@@ -270,7 +286,7 @@ class GroupReplayer:
             "group": self.group_id,
             "model": base64.b64encode(self.model.to_bytes()).decode(),
             "tracker": base64.b64encode(self.tracker.to_bytes()).decode(),
-            "buffer": _encode(self.buffer),
+            "buffer": _encode([{c: row.get(c) for c in REPLAY_COLUMNS} for row in self.buffer]),
             "brokers": self.brokers,
             "late": sorted(self.late),
             "horizon": self.horizon_ms,

@@ -52,6 +52,8 @@ fields that disagree (``[]`` when matched). Unscored rows have ``matched = False
 
 from __future__ import annotations
 
+import functools
+
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -157,6 +159,7 @@ def generated_member_id_pattern(request: GroupRequest) -> re.Pattern[str]:
     return re.compile(rf"{prefix}-{_UUID}", re.DOTALL)
 
 
+@functools.lru_cache(maxsize=256)
 def _carries(api: ApiKey, version: int) -> frozenset[str]:
     """The compared fields the response of ``api`` at ``version`` has."""
     kinds = {"error", "completion_time"}
@@ -222,8 +225,13 @@ def compare(
     return Comparison(compared=tuple(compared), mismatches=tuple(sorted(set(bad))))
 
 
+@functools.lru_cache(maxsize=4096)
+def _utc_day(day: int) -> date:
+    return datetime.fromtimestamp(day * 86_400, tz=UTC).date()
+
+
 def _utc_date(epoch_ms: int) -> date:
-    return datetime.fromtimestamp(epoch_ms / 1000, tz=UTC).date()
+    return _utc_day(epoch_ms // 86_400_000)
 
 
 def _sorted_or_none(values: Iterable[str] | None) -> list[str] | None:

@@ -1,0 +1,119 @@
+"""Replay throughput: the same request log through the primary (stateful) path, the fast path and the
+pure replayer single-process, side by side.
+
+    .venv/bin/python benchmarks/bench_replay.py [--requests 1000000] [--groups 200] [--members 5]
+
+A heartbeat-dominated log (the simulator's consumers heartbeat every 3 s and commit every 5 s) of about
+``--requests`` requests over ``--groups`` groups is generated once into ``benchmarks/.data`` and ingested
+into a warehouse there (both reused on later runs with the same parameters). Prints events/s for each path.
+Not a test: numbers depend on the machine (2 cores here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from jobs.config import load_config  # noqa: E402
+from samples.simulator import simulate, steady_group  # noqa: E402
+from transforms.log_render import complete_record, render_line  # noqa: E402
+
+T0 = int(datetime(2024, 5, 1, tzinfo=UTC).timestamp() * 1000)
+
+
+def generate(out: Path, requests: int, groups: int, members: int) -> int:
+    # ~ (1/3 + 1/5) requests per member per second
+    per_group = requests / groups
+    minutes = per_group / (members * (1 / 3 + 1 / 5)) / 60
+    brokers = [f"broker-{b}" for b in (1, 2, 3)]
+    files = {}
+    for broker in brokers:
+        (out / broker).mkdir(parents=True, exist_ok=True)
+        files[broker] = open(out / broker / "kafka-request.log", "w", encoding="utf-8")  # noqa: SIM115
+    n = 0
+    for g in range(groups):
+        broker = brokers[g % len(brokers)]
+        cfg = steady_group(f"bench-{g:05d}", members, minutes, start_ms=T0 + g * 10, broker_id=broker)
+        for rec in simulate(cfg):
+            fields = {k: v for k, v in rec.items() if not k.startswith("_")}
+            files[broker].write(render_line(complete_record(fields, kafka_version="3.7"), kafka_version="3.7",
+                                            tz=UTC) + "\n")
+            n += 1
+    for f in files.values():
+        f.close()
+    return n
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--requests", type=int, default=1_000_000)
+    p.add_argument("--groups", type=int, default=200)
+    p.add_argument("--members", type=int, default=5)
+    p.add_argument("--skip", nargs="*", default=[], choices=["stateful", "fast", "model"])
+    args = p.parse_args()
+    data = ROOT / "benchmarks" / ".data" / f"r{args.requests}-g{args.groups}-m{args.members}"
+    logs, wh = data / "logs", data / "warehouse"
+    if not (data / "ok").exists():
+        shutil.rmtree(data, ignore_errors=True)
+        t = time.perf_counter()
+        n = generate(logs, args.requests, args.groups, args.members)
+        print(f"generated {n} request lines in {time.perf_counter() - t:.1f}s")
+    from jobs.delta_store import open_store
+    from jobs.ingest import ingest
+    from jobs.spark_session import get_spark
+
+    config = load_config(warehouse=str(wh))
+    spark = get_spark("bench-replay", conf={"spark.ui.showConsoleProgress": "false"})
+    store = open_store(spark, str(wh), "auto")
+    if not (data / "ok").exists():
+        t = time.perf_counter()
+        res = ingest(spark, store, config, [str(logs)], log=lambda m: None)
+        print(f"ingested {res.run.requests} requests in {time.perf_counter() - t:.1f}s "
+              f"({res.run.lines_read / (time.perf_counter() - t):,.0f} lines/s)")
+        (data / "ok").write_text("ok")
+
+    from jobs.replay import ReplayDirs, _classic_rows, _replay_fast, _replay_stateful_batch, settings_from
+    from schemas import REQUESTS
+    from transforms.replay import GroupReplayer
+
+    settings = settings_from(config)
+    rows = _classic_rows(store.read(REQUESTS)).persist()
+    n = rows.count()
+    horizon = int(rows.agg({"completion_ms": "max"}).collect()[0][0]) + 1
+    print(f"{n:,} classic-group requests, {args.groups} groups")
+    results = {}
+    if "stateful" not in args.skip:
+        t = time.perf_counter()
+        _replay_stateful_batch(spark, store, config, settings, ReplayDirs(str(wh)), rows, horizon, lambda m: None)
+        results["stateful (applyInPandasWithState, streaming AvailableNow)"] = time.perf_counter() - t
+    if "fast" not in args.skip:
+        t = time.perf_counter()
+        _replay_fast(spark, store, config, settings, rows, horizon, lambda m: None)
+        results["fast (repartition + sortWithinPartitions + mapInArrow)"] = time.perf_counter() - t
+    if "model" not in args.skip:
+        table = rows.toArrow()
+        by_group: dict[str, list[dict[str, object]]] = {}
+        for r in table.to_pylist():
+            by_group.setdefault(str(r["group_id"]), []).append(r)
+        t = time.perf_counter()
+        for gid, group_rows in by_group.items():
+            rp = GroupReplayer(gid, settings)
+            rp.feed(group_rows)
+            rp.process(horizon)
+            rp.finish()
+        results["pure replayer, one process (no Spark)"] = time.perf_counter() - t
+    print(f"{'path':<62} {'seconds':>8} {'events/s':>10}")
+    for name, secs in results.items():
+        print(f"{name:<62} {secs:8.1f} {n / secs:10,.0f}")
+    rows.unpersist()
+
+
+if __name__ == "__main__":
+    main()
