@@ -17,7 +17,7 @@ class and implemented in :mod:`transforms.coordinator.reconcile`.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from transforms.coordinator import causes
 from transforms.coordinator.config import (
@@ -501,10 +501,11 @@ class GroupCoordinatorModel:
 
     def _respond(self, call: ParkedCall, response: PredictedResponse) -> None:
         """The coordinator answers ``call`` now."""
-        if call.emitted:
+        self._parked.pop(call.seq, None)
+        if call.emitted:  # its Prediction exists already (track mode re-parked it)
+            self._timers.cancel(f"observed-{call.seq}")
             return
         call.emitted = True
-        self._parked.pop(call.seq, None)
         self._outs.append(_Out(call, response))
 
     def _supersede(self, call: ParkedCall, reason: str = SUPERSEDED_REASON) -> None:
@@ -550,11 +551,11 @@ class GroupCoordinatorModel:
             for out in outs:
                 call = out.call
                 reconciled = False
+                self._timers.cancel(f"observed-{call.seq}")
                 if self._needs_reconcile() and call.request.observed is not None:
                     from transforms.coordinator.reconcile import reconcile_answer
 
                     reconciled = reconcile_answer(self, call, out.response)
-                self._timers.cancel(f"observed-{call.seq}")
                 g = self._group
                 self._predictions.append(
                     Prediction(
@@ -1259,14 +1260,22 @@ class GroupCoordinatorModel:
         else:
             self.complete_join(group)
 
-    def complete_join(self, group: ClassicGroup) -> None:
-        """``onCompleteJoin`` / ``completeClassicGroupJoin``."""
+    def complete_join(
+        self, group: ClassicGroup, observed_generation: int | None = None, observed_leader: str | None = None
+    ) -> None:
+        """``onCompleteJoin`` / ``completeClassicGroupJoin``.
+
+        With ``observed_generation`` (track mode: the broker answered a JoinGroup the model still held)
+        the join phase completes *as the broker's answer says*: at that generation and leader, and
+        without evicting members the model did not see rejoin (the log may just lack their lines; a
+        member the broker evicted is removed when the broker says UNKNOWN_MEMBER_ID to it)."""
         self._timers.cancel(self._join_key)
         f = self._f
+        reconciled = observed_generation is not None
         not_rejoined = [
             m
             for m in group.members.values()
-            if m.awaiting_join is None and (not m.is_static or not f.static_membership)
+            if m.awaiting_join is None and (not m.is_static or not f.static_membership) and not reconciled
         ]
         if not_rejoined:
             ids = [m.member_id for m in not_rejoined]
@@ -1292,7 +1301,18 @@ class GroupCoordinatorModel:
                     )
         if group.state == DEAD:
             return
-        if not self._maybe_elect_new_joined_leader(group) and group.members:
+        if reconciled:
+            if observed_leader and observed_leader in group.members and group.leader_id != observed_leader:
+                old = group.leader_id
+                group.leader_id = observed_leader
+                self._event(
+                    EventKind.LEADER_CHANGED,
+                    member_id=observed_leader,
+                    leader=observed_leader,
+                    detail=old,
+                    cause="reconciled: the broker's join response",
+                )
+        elif not self._maybe_elect_new_joined_leader(group) and group.members:
             self._arm(self._join_key, group.rebalance_timeout_ms(), self._p_rebalance, T_JOIN)
             self._event(
                 EventKind.TIMER_EXPIRED,
@@ -1300,7 +1320,7 @@ class GroupCoordinatorModel:
                 cause=f"Group {self.group_id} could not complete rebalance because no members rejoined",
             )
             return
-        group.generation_id += 1
+        group.generation_id = max(group.generation_id + 1, observed_generation or 0)
         group.pending_sync_members.clear()
         if group.members:
             group.protocol_name = group.select_protocol()
@@ -1894,10 +1914,11 @@ class GroupCoordinatorModel:
     # track mode (see reconcile.py)
     # ============================================================================================
     def _answered_by_causality(self, request: GroupRequest, t: int) -> None:
-        """A member cannot send SyncGroup/Heartbeat/OffsetCommit before its JoinGroup is answered, nor a
-        SyncGroup/OffsetCommit before its SyncGroup is: if the model still holds that earlier request
-        (and the broker answered it by now), the broker answered it — reconcile at once rather than
-        at the observed completion + grace."""
+        """A member cannot send SyncGroup before its JoinGroup is answered, nor heartbeat or commit
+        with a newer generation than the model's; nor send a second SyncGroup while one is parked. If
+        the model still holds that earlier request (and the broker had answered it by now), the broker
+        answered it: reconcile at once rather than at the observed completion + grace. (A LeaveGroup,
+        or a Heartbeat/OffsetCommit of the old generation, may legitimately overlap a parked request.)"""
         group = self._group
         if group is None or not request.member_id:
             return
@@ -1905,10 +1926,13 @@ class GroupCoordinatorModel:
         if member is None:
             return
         api = request.api
+        newer = request.generation_id is not None and request.generation_id > group.generation_id
         late: ParkedCall | None = None
-        if member.awaiting_join is not None and api is not ApiKey.JOIN_GROUP:
+        if member.awaiting_join is not None and (
+            api is ApiKey.SYNC_GROUP or (newer and api in (ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT))
+        ):
             late = member.awaiting_join
-        elif member.awaiting_sync is not None and api in (ApiKey.SYNC_GROUP, ApiKey.OFFSET_COMMIT):
+        elif member.awaiting_sync is not None and api is ApiKey.SYNC_GROUP:
             late = member.awaiting_sync
         if late is None or late.seq not in self._parked:
             return
@@ -1921,11 +1945,9 @@ class GroupCoordinatorModel:
 
     def _on_observed_answer_due(self, seq: int) -> None:
         call = self._parked.pop(seq, None)
-        if call is None or call.emitted:
+        if call is None:
             return
         from transforms.coordinator.reconcile import reconcile_late_answer
 
-        reconcile_late_answer(self, call)
-
-    def _members_in_order(self, ids: Iterable[str]) -> tuple[str, ...]:
-        return tuple(ids)
+        # an emitted call still parked was re-parked by reconciliation: reconcile the state only
+        reconcile_late_answer(self, call, emit=not call.emitted)

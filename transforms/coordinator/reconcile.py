@@ -191,7 +191,9 @@ def force_state(model: GroupCoordinatorModel, group: ClassicGroup, target: Group
 
 
 def adopt_generation(model: GroupCoordinatorModel, group: ClassicGroup, generation: int, why: str) -> bool:
-    if generation < 0 or group.generation_id == generation:
+    """Adopt a *later* generation the broker proved. Never goes back: an observation carrying an older
+    generation is stale (or the log inconsistent), and generations only grow in the coordinator."""
+    if generation < 0 or generation <= group.generation_id:
         return False
     old = group.generation_id
     group.generation_id = generation
@@ -244,8 +246,8 @@ def _reconcile_member_request(model: GroupCoordinatorModel, call: ParkedCall, ob
             ensure_group(model, what)
             return
         group = ensure_group(model, what)
-        if group.state == EMPTY and gen >= 0 and group.generation_id != gen:
-            pass
+        if 0 <= gen < group.generation_id:
+            return  # an accepted request of an older generation: stale or inconsistent, nothing to learn
         ensure_member(model, group, member_id, instance_id, req.client_id, req.protocol_type, what)
         adopt_generation(model, group, gen, what)
         state = group.state
@@ -272,9 +274,9 @@ def _reconcile_member_request(model: GroupCoordinatorModel, call: ParkedCall, ob
             if group.state != COMPLETING:
                 lose_confidence(model, f"{what} while the model is {group.state.value}")
             return
-        if group.state == PREPARING:
-            return
-        if gen >= 0 and group.generation_id != gen and group.state != EMPTY:
+        if group.state == PREPARING or (gen >= 0 and gen < group.generation_id):
+            return  # already rebalancing / a stale answer about an older generation
+        if gen >= 0 and group.state != EMPTY:
             adopt_generation(model, group, gen, what)
         if group.state in (STABLE, COMPLETING, EMPTY):
             _reconciled(model, f"the broker is rebalancing ({what})", member_id)
@@ -321,6 +323,15 @@ def _reconcile_join(
     if observed == "NONE":
         group = ensure_group(model, what)
         mid = obs.member_id or req.member_id or ""
+        late = (
+            obs.completion_ms is not None
+            and obs.completion_ms > model._clock + model.config.late_answer_grace_ms
+        )
+        if late and mid:
+            # the broker parked this JoinGroup (it answers later) while the model answered it at once:
+            # apply it the way the broker did — the member joins and waits for the join phase
+            _repark_join(model, group, call, mid, what)
+            return
         if (
             mid
             and mid not in group.members
@@ -377,6 +388,27 @@ def _reconcile_join(
             )
         elif member is not None and observed == "FENCED_INSTANCE_ID":
             drop_member(model, group, mid, what)
+
+
+def _repark_join(
+    model: GroupCoordinatorModel, group: ClassicGroup, call: ParkedCall, member_id: str, what: str
+) -> None:
+    req = call.request
+    if group.state == DEAD:
+        return
+    member = group.members.get(member_id)
+    _reconciled(model, f"the broker holds this JoinGroup until the join phase ends ({what})", member_id)
+    if member is None:
+        group.pending_members.pop(member_id, None)
+        if req.group_instance_id is not None:
+            mapped = group.static_members.get(req.group_instance_id)
+            if mapped is not None and mapped in group.members:
+                drop_member(model, group, mapped, f"{what}: replaced by {member_id}")
+        model._add_member_and_rebalance(group, call, member_id, req.group_instance_id)
+    else:
+        model._update_member_and_rebalance(group, member, call, f"reconciled: {what}")
+    if group.state == PREPARING:
+        model._maybe_complete_join(group)
 
 
 def adopt_join_view(
@@ -451,13 +483,29 @@ def _reconcile_leave(
 # ------------------------------------------------------------------------------------------------
 # answered by the broker, still parked in the model
 # ------------------------------------------------------------------------------------------------
-def reconcile_late_answer(model: GroupCoordinatorModel, call: ParkedCall) -> None:
+def reconcile_late_answer(model: GroupCoordinatorModel, call: ParkedCall, emit: bool = True) -> None:
+    """The broker answered ``call`` (per the log) while the model still holds it. ``emit``: the model
+    never answered it, so its Prediction is NO_RESPONSE (otherwise the Prediction exists already)."""
     req = call.request
     obs = req.observed
     if obs is None:
         return
     observed = _observed_error(obs)
     call.emitted = True
+    if emit:
+        _emit_no_response(model, call)
+    group = model._group
+    if group is None:
+        return
+    holder = _holder(group, call)
+    who = req.member_id or "<new member>"
+    what = f"{req.api.name} of {who} answered {observed} by the broker at {obs.completion_ms}"
+    _reconciled(model, f"late: {what}, the model had not answered", holder.member_id if holder else None)
+    _apply_late_answer(model, call, obs, observed, holder, what)
+
+
+def _emit_no_response(model: GroupCoordinatorModel, call: ParkedCall) -> None:
+    req = call.request
     g = model._group
     model._predictions.append(
         Prediction(
@@ -474,17 +522,28 @@ def reconcile_late_answer(model: GroupCoordinatorModel, call: ParkedCall) -> Non
             mismatch_kinds=model._notes.pop(call.seq, ()),
         )
     )
+
+
+def _apply_late_answer(
+    model: GroupCoordinatorModel,
+    call: ParkedCall,
+    obs: ObservedResponse,
+    observed: str | None,
+    holder: ClassicGroupMember | None,
+    what: str,
+) -> None:
+    req = call.request
     group = model._group
     if group is None:
         return
-    holder = _holder(group, call)
-    who = req.member_id or "<new member>"
-    what = f"{req.api.name} of {who} answered {observed} by the broker at {obs.completion_ms}"
-    _reconciled(model, f"late: {what}, the model had not answered", holder.member_id if holder else None)
     if req.api is ApiKey.JOIN_GROUP:
         if observed == "NONE":
             if group.state == PREPARING:
-                model.complete_join(group)
+                model.complete_join(
+                    group,
+                    observed_generation=obs.generation_id if obs.generation_id is not None else -1,
+                    observed_leader=obs.leader,
+                )
             adopt_join_view(model, group, obs, what)
         elif holder is not None:
             if observed == "FENCED_INSTANCE_ID":

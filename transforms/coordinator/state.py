@@ -117,8 +117,9 @@ class ClassicGroupMember:
         return self.group_instance_id is not None
 
     def matches(self, protocols: tuple[Protocol, ...]) -> bool:
-        """Same names, same order, byte-identical metadata (text era: same lengths)."""
-        return not self.inferred and self.protocols == protocols
+        """Same names, same order, byte-identical metadata (text era: same lengths). An inferred
+        member's metadata is unknown: the model assumes it did not change."""
+        return self.inferred or self.protocols == protocols
 
     def vote(self, candidates: set[str], fallback: str | None) -> str | None:
         if self.inferred:

@@ -514,3 +514,14 @@ def test_late_answer_reconciliation() -> None:
     assert after[0].state_after is GroupState.STABLE and after[0].generation_after == 2
     assert not disagreements(after)
     assert any(e.kind is EventKind.RECONCILED and (e.detail or "").startswith("late:") for e in events)
+
+
+def test_any_single_lost_line_costs_at_most_a_few_disagreements(history: History) -> None:
+    """Drop each line of the log in turn: track mode never disagrees with the broker on more than a
+    handful of requests (predict mode, without reconciliation, cascades)."""
+    log = history.log()
+    worst = 0
+    for lost in range(len(log)):
+        preds, _, _ = replay(TRACK, log[:lost] + log[lost + 1 :])
+        worst = max(worst, len(disagreements(preds)))
+    assert worst <= 5
