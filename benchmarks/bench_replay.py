@@ -43,8 +43,9 @@ def generate(out: Path, requests: int, groups: int, members: int) -> int:
         cfg = steady_group(f"bench-{g:05d}", members, minutes, start_ms=T0 + g * 10, broker_id=broker)
         for rec in simulate(cfg):
             fields = {k: v for k, v in rec.items() if not k.startswith("_")}
-            files[broker].write(render_line(complete_record(fields, kafka_version="3.7"), kafka_version="3.7",
-                                            tz=UTC) + "\n")
+            files[broker].write(
+                render_line(complete_record(fields, kafka_version="3.7"), kafka_version="3.7", tz=UTC) + "\n"
+            )
             n += 1
     for f in files.values():
         f.close()
@@ -75,8 +76,10 @@ def main() -> None:
     if not (data / "ok").exists():
         t = time.perf_counter()
         res = ingest(spark, store, config, [str(logs)], log=lambda m: None)
-        print(f"ingested {res.run.requests} requests in {time.perf_counter() - t:.1f}s "
-              f"({res.run.lines_read / (time.perf_counter() - t):,.0f} lines/s)")
+        print(
+            f"ingested {res.run.requests} requests in {time.perf_counter() - t:.1f}s "
+            f"({res.run.lines_read / (time.perf_counter() - t):,.0f} lines/s)"
+        )
         (data / "ok").write_text("ok")
 
     from jobs.replay import ReplayDirs, _classic_rows, _replay_fast, _replay_stateful_batch, settings_from
@@ -91,7 +94,9 @@ def main() -> None:
     results = {}
     if "stateful" not in args.skip:
         t = time.perf_counter()
-        _replay_stateful_batch(spark, store, config, settings, ReplayDirs(str(wh)), rows, horizon, lambda m: None)
+        _replay_stateful_batch(
+            spark, store, config, settings, ReplayDirs(str(wh)), rows, horizon, lambda m: None
+        )
         results["stateful (applyInPandasWithState, streaming AvailableNow)"] = time.perf_counter() - t
     if "fast" not in args.skip:
         t = time.perf_counter()

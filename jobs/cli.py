@@ -39,18 +39,33 @@ class _Parser(argparse.ArgumentParser):
 
 def _common(p: argparse.ArgumentParser, *, needs_input: bool) -> None:
     if needs_input:
-        p.add_argument("--input", "-i", nargs="+", required=True, metavar="PATH",
-                       help="request-log files or directories (recursive), from any number of brokers")
-    p.add_argument("--warehouse", "-w", metavar="DIR", help="warehouse directory (default: storage.warehouse)")
+        p.add_argument(
+            "--input",
+            "-i",
+            nargs="+",
+            required=True,
+            metavar="PATH",
+            help="request-log files or directories (recursive), from any number of brokers",
+        )
+    p.add_argument(
+        "--warehouse", "-w", metavar="DIR", help="warehouse directory (default: storage.warehouse)"
+    )
     p.add_argument("--conf", action="append", default=[], metavar="FILE", help="YAML config overrides")
-    p.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY=VALUE",
-                   help="override one setting, e.g. --set broker.group.initial.rebalance.delay.ms=0")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        dest="overrides",
+        metavar="KEY=VALUE",
+        help="override one setting, e.g. --set broker.group.initial.rebalance.delay.ms=0",
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Spark-native batch analytics over Kafka group-coordinator "
-                                            "request logs.")
+    parser = _Parser(
+        prog=PROG, description="Spark-native batch analytics over Kafka group-coordinator request logs."
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     descriptions = {
         "ingest": "land broker request logs (text ≤2.7 and JSON 2.8+, rotated, gzipped) into Delta tables",
@@ -64,11 +79,18 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         _common(p, needs_input=name in ("ingest", "run"))
         if name in ("replay", "run"):
-            p.add_argument("--incremental", action="store_true",
-                           help="scheduled audit: replay only what landed since the last run, keeping the "
-                                "coordinator state in the warehouse's checkpoint (default: one-shot batch)")
-            p.add_argument("--path", choices=("auto", "stateful", "fast"), default=None,
-                           help="replay path (default: replay.path)")
+            p.add_argument(
+                "--incremental",
+                action="store_true",
+                help="scheduled audit: replay only what landed since the last run, keeping the "
+                "coordinator state in the warehouse's checkpoint (default: one-shot batch)",
+            )
+            p.add_argument(
+                "--path",
+                choices=("auto", "stateful", "fast"),
+                default=None,
+                help="replay path (default: replay.path)",
+            )
     return parser
 
 
@@ -97,8 +119,12 @@ def write_summary(warehouse: str, updates: dict[str, Any]) -> Path:
 def _session(config: Config) -> Any:
     from jobs.spark_session import get_spark
 
-    conf = {"spark.master": config.spark.master, "spark.driver.memory": config.spark.driver_memory,
-            "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions), **config.spark.extra}
+    conf = {
+        "spark.master": config.spark.master,
+        "spark.driver.memory": config.spark.driver_memory,
+        "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions),
+        **config.spark.extra,
+    }
     return get_spark(conf=conf)
 
 
@@ -114,8 +140,10 @@ def cmd_ingest(args: argparse.Namespace, config: Config) -> int:
     spark = _session(config)
     result = ingest(spark, _store(spark, config), config, args.input, log=_say)
     path = write_summary(config.storage.warehouse, ingest_summary(result))
-    print(f"ingest: batch {result.batch_id or '-'} in {result.seconds:.1f}s "
-          f"({result.files_seen} file(s), {result.slices} read, {result.duplicate_files} duplicate copies)")
+    print(
+        f"ingest: batch {result.batch_id or '-'} in {result.seconds:.1f}s "
+        f"({result.files_seen} file(s), {result.slices} read, {result.duplicate_files} duplicate copies)"
+    )
     print(format_counts_table(result))
     print(f"summary: {path}")
     for err in result.errors:
@@ -127,19 +155,31 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
     from jobs.replay import replay
 
     spark = _session(config)
-    result = replay(spark, _store(spark, config), config, incremental=getattr(args, "incremental", False),
-                    path=getattr(args, "path", None), log=_say)
+    result = replay(
+        spark,
+        _store(spark, config),
+        config,
+        incremental=getattr(args, "incremental", False),
+        path=getattr(args, "path", None),
+        log=_say,
+    )
     write_summary(config.storage.warehouse, result.as_summary())
-    counts = ", ".join(f"{result.counts.get(k, 0)} {k}" for k in ("predictions", "transitions", "rebalances",
-                                                                    "member_sessions"))
+    counts = ", ".join(
+        f"{result.counts.get(k, 0)} {k}"
+        for k in ("predictions", "transitions", "rebalances", "member_sessions")
+    )
     state = "up to date" if result.up_to_date else f"{result.new_rows} request(s) replayed"
     print(f"replay: {result.mode} ({result.path} path), {result.groups} group(s), {state}: {counts}")
     if result.kip848_groups:
-        print(f"replay: {len(result.kip848_groups)} KIP-848 group(s) use ConsumerGroupHeartbeat and are not "
-              f"classic groups (not replayed): {', '.join(result.kip848_groups[:10])}")
+        print(
+            f"replay: {len(result.kip848_groups)} KIP-848 group(s) use ConsumerGroupHeartbeat and are not "
+            f"classic groups (not replayed): {', '.join(result.kip848_groups[:10])}"
+        )
     if result.late_rows:
-        print(f"replay: {result.late_rows} request(s) landed after their time had been replayed "
-              "(raise replay.late_tolerance_ms)")
+        print(
+            f"replay: {result.late_rows} request(s) landed after their time had been replayed "
+            "(raise replay.late_tolerance_ms)"
+        )
     return 0
 
 

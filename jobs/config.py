@@ -19,8 +19,26 @@ import yaml
 
 from transforms.coordinator.config import CoordinatorConfig
 
-KAFKA_VERSIONS = ("2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "3.0", "3.1", "3.2", "3.3", "3.4",
-                  "3.5", "3.6", "3.7", "3.8", "3.9", "4.0")
+KAFKA_VERSIONS = (
+    "2.2",
+    "2.3",
+    "2.4",
+    "2.5",
+    "2.6",
+    "2.7",
+    "2.8",
+    "3.0",
+    "3.1",
+    "3.2",
+    "3.3",
+    "3.4",
+    "3.5",
+    "3.6",
+    "3.7",
+    "3.8",
+    "3.9",
+    "4.0",
+)
 ENGINES = ("auto", "delta-spark", "delta-rs")
 
 
@@ -131,8 +149,10 @@ def _merge(base: dict[str, Any], override: Mapping[str, Any], prefix: str = "") 
     for key, value in override.items():
         dotted = f"{prefix}{key}"
         if key not in base:
-            raise ConfigError(f"config: unknown key {dotted!r} (known under {prefix or 'top level'}: "
-                              f"{', '.join(sorted(base))})")
+            raise ConfigError(
+                f"config: unknown key {dotted!r} (known under {prefix or 'top level'}: "
+                f"{', '.join(sorted(base))})"
+            )
         if isinstance(base[key], dict):
             if not isinstance(value, Mapping):
                 raise ConfigError(f"config: {dotted} must be a mapping, got {value!r}")
@@ -159,7 +179,7 @@ def _set_dotted(data: dict[str, Any], assignment: str) -> None:
         _merge(data["broker"], {rest: value}, "broker.")
         return
     if section == "spark" and rest.startswith("extra."):
-        data["spark"]["extra"][rest[len("extra."):]] = str(value)
+        data["spark"]["extra"][rest[len("extra.") :]] = str(value)
         return
     parts = rest.split(".")
     nested: Any = value
@@ -171,7 +191,7 @@ def _set_dotted(data: dict[str, Any], assignment: str) -> None:
 def _get(data: Mapping[str, Any], path: str) -> Any:
     """Value at a dotted path; under ``broker.`` the rest is one Kafka property name."""
     if path.startswith("broker."):
-        return data["broker"][path[len("broker."):]]
+        return data["broker"][path[len("broker.") :]]
     cur: Any = data
     for part in path.split("."):
         cur = cur[part]
@@ -228,8 +248,10 @@ def _kafka_version(data: Mapping[str, Any]) -> str:
     v = f"{v:.1f}" if isinstance(v, float) else str(v)
     m = re.fullmatch(r"(\d+)\.(\d+)(?:\.\d+)?", v.strip())
     if not m or f"{m.group(1)}.{m.group(2)}" not in KAFKA_VERSIONS:
-        raise ConfigError(f"config: kafka.version must be one of {', '.join(KAFKA_VERSIONS)} "
-                          f"(patch levels allowed, e.g. 2.8.1), got {v!r}")
+        raise ConfigError(
+            f"config: kafka.version must be one of {', '.join(KAFKA_VERSIONS)} "
+            f"(patch levels allowed, e.g. 2.8.1), got {v!r}"
+        )
     return v.strip()
 
 
@@ -238,8 +260,10 @@ def build_config(data: dict[str, Any]) -> Config:
     try:
         ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ConfigError(f"config: input.timezone {tz!r} is not a known time zone "
-                          "(use an IANA name such as UTC or Europe/Berlin)") from None
+        raise ConfigError(
+            f"config: input.timezone {tz!r} is not a known time zone "
+            "(use an IANA name such as UTC or Europe/Berlin)"
+        ) from None
     pattern = _str(data, "input.broker_id_pattern")
     try:
         compiled = re.compile(pattern)
@@ -248,26 +272,40 @@ def build_config(data: dict[str, Any]) -> Config:
     if "broker_id" not in compiled.groupindex:
         raise ConfigError("config: input.broker_id_pattern needs a named group (?P<broker_id>...)")
     min_agreement = _get(data, "validation.min_agreement")
-    if isinstance(min_agreement, bool) or not isinstance(min_agreement, int | float) \
-            or not 0 <= min_agreement <= 1:
-        raise ConfigError(f"config: validation.min_agreement must be a number in [0, 1], got {min_agreement!r}")
+    if (
+        isinstance(min_agreement, bool)
+        or not isinstance(min_agreement, int | float)
+        or not 0 <= min_agreement <= 1
+    ):
+        raise ConfigError(
+            f"config: validation.min_agreement must be a number in [0, 1], got {min_agreement!r}"
+        )
     extra = _get(data, "spark.extra")
     if not isinstance(extra, dict):
         raise ConfigError(f"config: spark.extra must be a mapping, got {extra!r}")
     min_sto = _int(data, "broker.group.min.session.timeout.ms", minimum=0)
     max_sto = _int(data, "broker.group.max.session.timeout.ms", minimum=0, optional=True)
     if max_sto is not None and max_sto < min_sto:
-        raise ConfigError("config: broker.group.max.session.timeout.ms must be ≥ group.min.session.timeout.ms")
+        raise ConfigError(
+            "config: broker.group.max.session.timeout.ms must be ≥ group.min.session.timeout.ms"
+        )
     return Config(
-        storage=StorageConfig(engine=_choice(data, "storage.engine", ENGINES),
-                              warehouse=_str(data, "storage.warehouse")),
-        spark=SparkConfig(master=_str(data, "spark.master"), driver_memory=_str(data, "spark.driver_memory"),
-                          shuffle_partitions=_int(data, "spark.shuffle_partitions", minimum=1),
-                          extra={str(k): str(v) for k, v in extra.items()}),
-        input=InputConfig(timezone=tz, broker_id_pattern=pattern,
-                          file_patterns=_str_list(data, "input.file_patterns")),
-        kafka=KafkaConfig(version=_kafka_version(data),
-                          coordinator=_choice(data, "kafka.coordinator", ("auto", "scala", "java"))),
+        storage=StorageConfig(
+            engine=_choice(data, "storage.engine", ENGINES), warehouse=_str(data, "storage.warehouse")
+        ),
+        spark=SparkConfig(
+            master=_str(data, "spark.master"),
+            driver_memory=_str(data, "spark.driver_memory"),
+            shuffle_partitions=_int(data, "spark.shuffle_partitions", minimum=1),
+            extra={str(k): str(v) for k, v in extra.items()},
+        ),
+        input=InputConfig(
+            timezone=tz, broker_id_pattern=pattern, file_patterns=_str_list(data, "input.file_patterns")
+        ),
+        kafka=KafkaConfig(
+            version=_kafka_version(data),
+            coordinator=_choice(data, "kafka.coordinator", ("auto", "scala", "java")),
+        ),
         broker=BrokerConfig(
             group_min_session_timeout_ms=min_sto,
             group_max_session_timeout_ms=max_sto,
@@ -285,16 +323,18 @@ def build_config(data: dict[str, Any]) -> Config:
             cooperative_protocols=_str_list(data, "replay.cooperative_protocols"),
             follow_up_window_ms=_int(data, "replay.follow_up_window_ms", minimum=0),
         ),
-        validation=ValidationConfig(min_agreement=float(min_agreement),
-                                    completion_tolerance_ms=_int(data, "validation.completion_tolerance_ms",
-                                                                 minimum=0)),
+        validation=ValidationConfig(
+            min_agreement=float(min_agreement),
+            completion_tolerance_ms=_int(data, "validation.completion_tolerance_ms", minimum=0),
+        ),
         report=ReportConfig(great_expectations=_bool(data, "report.great_expectations")),
         raw=copy.deepcopy(data),
     )
 
 
-def load_config(conf_files: Sequence[str | Path] = (), overrides: Sequence[str] = (),
-                warehouse: str | None = None) -> Config:
+def load_config(
+    conf_files: Sequence[str | Path] = (), overrides: Sequence[str] = (), warehouse: str | None = None
+) -> Config:
     """Defaults, then each ``--conf`` file in order, then each ``--set``, then ``--warehouse``."""
     data = default_yaml()
     for f in conf_files:

@@ -46,19 +46,32 @@ BATCH_ROWS = 5000
 
 # One Arrow schema for everything a task emits: a row kind, the request columns, the quarantine columns
 # and the per-slice statistics. The driver splits it into the tables.
-_QUARANTINE_EXTRA = (Column("quarantine_reason", "string"), Column("raw_line", "string"),
-                     Column("ingested_at", "timestamp"))
+_QUARANTINE_EXTRA = (
+    Column("quarantine_reason", "string"),
+    Column("raw_line", "string"),
+    Column("ingested_at", "timestamp"),
+)
 _STATS_COLUMNS = (
-    Column("file_key", "string"), Column("slice_json", "string"), Column("lines_read", "bigint"),
-    Column("end_line", "bigint"), Column("end_offset", "bigint"), Column("n_requests", "bigint"),
-    Column("n_quarantined", "bigint"), Column("n_other_api", "bigint"), Column("n_other", "bigint"),
-    Column("other_api_counts", "string"), Column("error", "string"),
+    Column("file_key", "string"),
+    Column("slice_json", "string"),
+    Column("lines_read", "bigint"),
+    Column("end_line", "bigint"),
+    Column("end_offset", "bigint"),
+    Column("n_requests", "bigint"),
+    Column("n_quarantined", "bigint"),
+    Column("n_other_api", "bigint"),
+    Column("n_other", "bigint"),
+    Column("other_api_counts", "string"),
+    Column("error", "string"),
 )
 TASK_OUTPUT = TableDef(
     name="_ingest_task_output",
-    columns=(Column("row_kind", "string", False),
-             *(Column(c.name, c.type, True, c.doc) for c in REQUESTS.columns),
-             *_QUARANTINE_EXTRA, *_STATS_COLUMNS),
+    columns=(
+        Column("row_kind", "string", False),
+        *(Column(c.name, c.type, True, c.doc) for c in REQUESTS.columns),
+        *_QUARANTINE_EXTRA,
+        *_STATS_COLUMNS,
+    ),
 )
 
 
@@ -86,8 +99,11 @@ class IngestCounts:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "lines_read": self.lines_read, "requests": self.requests, "quarantined": self.quarantined,
-            "other_api_lines": self.other_api_lines, "other_lines": self.other_lines,
+            "lines_read": self.lines_read,
+            "requests": self.requests,
+            "quarantined": self.quarantined,
+            "other_api_lines": self.other_api_lines,
+            "other_lines": self.other_lines,
             "other_api_by_name": dict(sorted(self.other_api_by_name.items())),
             "accounting_ok": self.balanced,
         }
@@ -105,16 +121,25 @@ class IngestResult:
     seconds: float
 
     def as_dict(self) -> dict[str, Any]:
-        return {"batch_id": self.batch_id, "files_seen": self.files_seen, "slices_read": self.slices,
-                "duplicate_files": self.duplicate_files, "this_run": self.run.as_dict(),
-                "errors": self.errors, "seconds": round(self.seconds, 2)}
+        return {
+            "batch_id": self.batch_id,
+            "files_seen": self.files_seen,
+            "slices_read": self.slices,
+            "duplicate_files": self.duplicate_files,
+            "this_run": self.run.as_dict(),
+            "errors": self.errors,
+            "seconds": round(self.seconds, 2),
+        }
 
 
 # ----------------------------------------------------------------------------------------------------
 # Executor side
 # ----------------------------------------------------------------------------------------------------
 
-def parse_slices(slices: Sequence[FileSlice], tz_name: str, ingested_at: datetime) -> Iterator[dict[str, Any]]:
+
+def parse_slices(
+    slices: Sequence[FileSlice], tz_name: str, ingested_at: datetime
+) -> Iterator[dict[str, Any]]:
     """Read and parse slices, yielding task-output rows (requests, quarantine, one stats row a slice)."""
     from zoneinfo import ZoneInfo
 
@@ -134,19 +159,36 @@ def parse_slices(slices: Sequence[FileSlice], tz_name: str, ingested_at: datetim
                 yield row
             elif out.kind is LineKind.QUARANTINE:
                 n_q += 1
-                yield {"row_kind": "quarantine", "source_file": s.path, "line_no": line_no,
-                       "broker_id": s.broker_id, "quarantine_reason": out.reason or "unreadable", "raw_line": line,
-                       "ingested_at": ingested_at, "log_date": _line_date(line) or ingest_date}
+                yield {
+                    "row_kind": "quarantine",
+                    "source_file": s.path,
+                    "line_no": line_no,
+                    "broker_id": s.broker_id,
+                    "quarantine_reason": out.reason or "unreadable",
+                    "raw_line": line,
+                    "ingested_at": ingested_at,
+                    "log_date": _line_date(line) or ingest_date,
+                }
             elif out.kind is LineKind.OTHER_API:
                 n_oa += 1
                 name = out.api_name or "UNKNOWN"
                 other_api[name] = other_api.get(name, 0) + 1
             else:
                 n_o += 1
-        yield {"row_kind": "stats", "file_key": s.file_key, "slice_json": json.dumps(s.to_dict()),
-               "lines_read": stats.lines_read, "end_line": stats.end_line, "end_offset": stats.end_offset,
-               "n_requests": n_req, "n_quarantined": n_q, "n_other_api": n_oa, "n_other": n_o,
-               "other_api_counts": json.dumps(other_api), "error": stats.error}
+        yield {
+            "row_kind": "stats",
+            "file_key": s.file_key,
+            "slice_json": json.dumps(s.to_dict()),
+            "lines_read": stats.lines_read,
+            "end_line": stats.end_line,
+            "end_offset": stats.end_offset,
+            "n_requests": n_req,
+            "n_quarantined": n_q,
+            "n_other_api": n_oa,
+            "n_other": n_o,
+            "other_api_counts": json.dumps(other_api),
+            "error": stats.error,
+        }
 
 
 def _line_date(line: str) -> Any:
@@ -155,7 +197,7 @@ def _line_date(line: str) -> Any:
 
     start = line.find("[") + 1
     try:
-        return date.fromisoformat(line[start:start + 10])
+        return date.fromisoformat(line[start : start + 10])
     except ValueError:
         return None
 
@@ -181,6 +223,7 @@ def _arrow_task(tz_name: str, ingested_at: datetime) -> Any:
 # Driver side
 # ----------------------------------------------------------------------------------------------------
 
+
 def _progress(spark: SparkSession, store: DeltaStore) -> tuple[dict[str, FileProgress], int, IngestCounts]:
     """How far each file identity was read, the last committed batch id, and the running totals."""
     if not store.exists(INGEST_FILES):
@@ -194,10 +237,14 @@ def _progress(spark: SparkSession, store: DeltaStore) -> tuple[dict[str, FilePro
         last_batch = max(last_batch, r["batch_id"])
         prev = progress.get(r["file_key"])
         if prev is None or r["end_line"] >= prev.end_line:
-            progress[r["file_key"]] = FileProgress(r["end_line"], r["end_offset"], r["source_file"],
-                                                   r["file_size"], r["file_mtime_ms"])
-        total.add(IngestCounts(r["lines_read"], r["requests"], r["quarantined"], r["other_api_lines"],
-                               r["other_lines"]))
+            progress[r["file_key"]] = FileProgress(
+                r["end_line"], r["end_offset"], r["source_file"], r["file_size"], r["file_mtime_ms"]
+            )
+        total.add(
+            IngestCounts(
+                r["lines_read"], r["requests"], r["quarantined"], r["other_api_lines"], r["other_lines"]
+            )
+        )
     return progress, last_batch, total
 
 
@@ -205,8 +252,9 @@ def _plan_path(warehouse: str, batch_id: int) -> Path:
     return Path(warehouse) / "_ingest" / f"batch-{batch_id:08d}.json"
 
 
-def ingest(spark: SparkSession, store: DeltaStore, config: Config, inputs: Sequence[str],
-           *, log: Any = None) -> IngestResult:
+def ingest(
+    spark: SparkSession, store: DeltaStore, config: Config, inputs: Sequence[str], *, log: Any = None
+) -> IngestResult:
     """Land the given files/directories into the bronze tables. Idempotent; see module docstring."""
     from pyspark.sql import functions as F
 
@@ -233,28 +281,43 @@ def ingest(spark: SparkSession, store: DeltaStore, config: Config, inputs: Seque
         say(f"ingest: {len(files)} file(s), nothing new to read")
         return IngestResult(None, len(files), 0, duplicates, run, total, errors, time.monotonic() - started)
     plan_file.parent.mkdir(parents=True, exist_ok=True)
-    plan_file.write_text(json.dumps({"batch_id": batch_id, "slices": [s.to_dict() for s in slices]}, indent=1))
+    plan_file.write_text(
+        json.dumps({"batch_id": batch_id, "slices": [s.to_dict() for s in slices]}, indent=1)
+    )
     mb = sum(s.file_size - s.start_offset if not s.compressed else s.file_size for s in slices) / 1e6
     say(f"ingest: batch {batch_id}: reading {len(slices)} slice(s) of {len(files)} file(s), ~{mb:.1f} MB")
 
     ingested_at = datetime.now(UTC).replace(microsecond=0)
     plan_df = spark.createDataFrame([(json.dumps(s.to_dict()),) for s in slices], "slice string")
     plan_df = plan_df.repartition(max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4)))
-    out = plan_df.mapInArrow(_arrow_task(config.input.timezone, ingested_at),
-                             TASK_OUTPUT.spark_schema()).persist()
+    out = plan_df.mapInArrow(
+        _arrow_task(config.input.timezone, ingested_at), TASK_OUTPUT.spark_schema()
+    ).persist()
     try:
         stats_rows = out.filter(F.col("row_kind") == "stats").collect()
         for r in stats_rows:
-            counts = IngestCounts(r["lines_read"], r["n_requests"], r["n_quarantined"], r["n_other_api"],
-                                  r["n_other"], json.loads(r["other_api_counts"]))
+            counts = IngestCounts(
+                r["lines_read"],
+                r["n_requests"],
+                r["n_quarantined"],
+                r["n_other_api"],
+                r["n_other"],
+                json.loads(r["other_api_counts"]),
+            )
             run.add(counts)
             if r["error"]:
                 errors.append(r["error"])
-        say(f"ingest: parsed {run.lines_read} lines: {run.requests} requests, {run.quarantined} quarantined, "
-            f"{run.other_api_lines} other-API, {run.other_lines} other")
+        say(
+            f"ingest: parsed {run.lines_read} lines: {run.requests} requests, {run.quarantined} quarantined, "
+            f"{run.other_api_lines} other-API, {run.other_lines} other"
+        )
         requests_df = _select(out.filter(F.col("row_kind") == "request"), REQUESTS)
-        quarantine_df = _select(out.filter(F.col("row_kind") == "quarantine")
-                                .drop("reason").withColumnRenamed("quarantine_reason", "reason"), QUARANTINE)
+        quarantine_df = _select(
+            out.filter(F.col("row_kind") == "quarantine")
+            .drop("reason")
+            .withColumnRenamed("quarantine_reason", "reason"),
+            QUARANTINE,
+        )
         store.append(requests_df, REQUESTS, app_id=APP_ID, txn_version=batch_id)
         store.append(quarantine_df, QUARANTINE, app_id=APP_ID, txn_version=batch_id)
         progress_rows = []
@@ -262,19 +325,36 @@ def ingest(spark: SparkSession, store: DeltaStore, config: Config, inputs: Seque
             s = FileSlice.from_dict(json.loads(r["slice_json"]))
             if r["lines_read"] == 0:
                 continue
-            progress_rows.append((
-                batch_id, s.file_key, s.path, s.broker_id, s.compressed, s.file_size, s.file_mtime_ms,
-                s.start_line, r["end_line"], s.start_offset, r["end_offset"], r["lines_read"],
-                r["n_requests"], r["n_quarantined"], r["n_other_api"], r["n_other"], ingested_at,
-            ))
+            progress_rows.append(
+                (
+                    batch_id,
+                    s.file_key,
+                    s.path,
+                    s.broker_id,
+                    s.compressed,
+                    s.file_size,
+                    s.file_mtime_ms,
+                    s.start_line,
+                    r["end_line"],
+                    s.start_offset,
+                    r["end_offset"],
+                    r["lines_read"],
+                    r["n_requests"],
+                    r["n_quarantined"],
+                    r["n_other_api"],
+                    r["n_other"],
+                    ingested_at,
+                )
+            )
         progress_df = spark.createDataFrame(progress_rows, INGEST_FILES.spark_schema())
         store.append(progress_df, INGEST_FILES, app_id=APP_ID, txn_version=batch_id)
     finally:
         out.unpersist()
     plan_file.unlink(missing_ok=True)
     total.add(run)
-    return IngestResult(batch_id, len(files), len(slices), duplicates, run, total, errors,
-                        time.monotonic() - started)
+    return IngestResult(
+        batch_id, len(files), len(slices), duplicates, run, total, errors, time.monotonic() - started
+    )
 
 
 def _select(df: DataFrame, table: TableDef) -> DataFrame:
@@ -301,5 +381,13 @@ def format_counts_table(result: IngestResult) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["APP_ID", "IngestCounts", "IngestResult", "InputError", "format_counts_table", "ingest",
-           "ingest_summary", "parse_slices"]
+__all__ = [
+    "APP_ID",
+    "IngestCounts",
+    "IngestResult",
+    "InputError",
+    "format_counts_table",
+    "ingest",
+    "ingest_summary",
+    "parse_slices",
+]

@@ -69,7 +69,7 @@ def is_gzip(path: str) -> bool:
 
 
 def open_log(path: str, compressed: bool) -> Any:
-    return gzip.open(path, "rb") if compressed else open(path, "rb")  # noqa: SIM115
+    return gzip.open(path, "rb") if compressed else open(path, "rb")
 
 
 def discover_files(inputs: Sequence[str], patterns: Sequence[str]) -> list[str]:
@@ -86,7 +86,8 @@ def discover_files(inputs: Sequence[str], patterns: Sequence[str]) -> list[str]:
             found.append(str(p))
             continue
         matches = sorted(
-            str(f) for f in p.rglob("*")
+            str(f)
+            for f in p.rglob("*")
             if f.is_file() and any(fnmatch.fnmatch(f.name, pat) for pat in patterns)
         )
         if not matches:
@@ -124,9 +125,15 @@ def describe_file(path: str, broker_pattern: str) -> LogFile | None:
     if not first:
         return None
     digest = hashlib.sha1(first.rstrip(b"\r\n")).hexdigest()[:20]
-    return LogFile(path=path, broker_id=broker_id, compressed=compressed, size=st.st_size,
-                   mtime_ms=int(st.st_mtime * 1000), file_key=f"{broker_id}:{digest}",
-                   live=Path(path).name == "kafka-request.log")
+    return LogFile(
+        path=path,
+        broker_id=broker_id,
+        compressed=compressed,
+        size=st.st_size,
+        mtime_ms=int(st.st_mtime * 1000),
+        file_key=f"{broker_id}:{digest}",
+        live=Path(path).name == "kafka-request.log",
+    )
 
 
 @dataclass
@@ -179,8 +186,10 @@ def read_slice(s: FileSlice, stats: SliceStats) -> Iterator[tuple[int, str]]:
                 stats.end_line, stats.end_offset = line_no, offset
                 yield line_no, _decode(pending)
     except (OSError, EOFError, zlib.error) as e:
-        stats.error = f"input: {s.path}: unreadable {'gzip' if s.compressed else 'file'} after line " \
-                      f"{stats.end_line} ({e})"
+        stats.error = (
+            f"input: {s.path}: unreadable {'gzip' if s.compressed else 'file'} after line "
+            f"{stats.end_line} ({e})"
+        )
 
 
 def _skip(f: Any, n: int) -> None:
@@ -223,15 +232,25 @@ def plan_slices(files: Sequence[LogFile], progress: dict[str, FileProgress]) -> 
         duplicates += len(candidates) - 1
         done = progress.get(key)
         if done is not None:
-            unchanged = (done.last_path == chosen.path and done.last_size == chosen.size
-                         and done.last_mtime_ms == chosen.mtime_ms)
+            unchanged = (
+                done.last_path == chosen.path
+                and done.last_size == chosen.size
+                and done.last_mtime_ms == chosen.mtime_ms
+            )
             if unchanged or (not chosen.compressed and chosen.size <= done.end_offset):
                 continue
-        slices.append(FileSlice(
-            path=chosen.path, broker_id=chosen.broker_id, file_key=key, compressed=chosen.compressed,
-            live=chosen.live, file_size=chosen.size, file_mtime_ms=chosen.mtime_ms,
-            start_line=(done.end_line + 1) if done else 1,
-            start_offset=done.end_offset if done else 0,
-            end_offset=None if chosen.compressed else chosen.size,
-        ))
+        slices.append(
+            FileSlice(
+                path=chosen.path,
+                broker_id=chosen.broker_id,
+                file_key=key,
+                compressed=chosen.compressed,
+                live=chosen.live,
+                file_size=chosen.size,
+                file_mtime_ms=chosen.mtime_ms,
+                start_line=(done.end_line + 1) if done else 1,
+                start_offset=done.end_offset if done else 0,
+                end_offset=None if chosen.compressed else chosen.size,
+            )
+        )
     return slices, duplicates

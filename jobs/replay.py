@@ -12,8 +12,9 @@ Two paths, one pure core (:class:`transforms.replay.GroupReplayer`), identical o
 * **fast** — ``repartition(group_id)`` + ``sortWithinPartitions`` + ``mapInArrow``, key boundaries handled
   in the function: no per-key overhead, for large backfills (batch only).
 
-The *horizon* of a run: batch replays everything (newest completion + 1 ms); incremental runs replay
-what arrived before ``newest completion − replay.late_tolerance_ms`` and keep the rest for the next run.
+The *horizon* of a run: batch replays everything (what arrived before newest completion + 1 ms);
+incremental runs replay what arrived before ``newest completion + 1 ms − replay.late_tolerance_ms`` and
+keep the rest for the next run (with a zero tolerance the two horizons are the same).
 Output depends only on the rows and the horizon, never on how the rows were chunked.
 """
 
@@ -45,7 +46,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from jobs.delta_store import DeltaStore
 
 OUTPUT_TABLES: dict[str, TableDef] = {
-    "predictions": PREDICTIONS, "transitions": TRANSITIONS, "rebalances": REBALANCES,
+    "predictions": PREDICTIONS,
+    "transitions": TRANSITIONS,
+    "rebalances": REBALANCES,
     "member_sessions": MEMBER_SESSIONS,
 }
 APP_ID = "rebalance-replay/replay"
@@ -61,8 +64,12 @@ def _union_output() -> TableDef:
             if prev is not None and prev.type != c.type:
                 raise TypeError(f"column {c.name} is {prev.type} in one output table and {c.type} in another")
             cols.setdefault(c.name, Column(c.name, c.type, True, c.doc))
-    for c in (Column("pending", "boolean"), Column("kip848", "boolean"), Column("replayed", "bigint"),
-              Column("late", "bigint")):
+    for c in (
+        Column("pending", "boolean"),
+        Column("kip848", "boolean"),
+        Column("replayed", "bigint"),
+        Column("late", "bigint"),
+    ):
         cols[c.name] = c
     return TableDef(name="_replay_output", columns=tuple(cols.values()))
 
@@ -74,8 +81,11 @@ UNION_NAMES = UNION.column_names
 #: whether this is the last call of a batch replay.
 FEED = TableDef(
     name="_replay_feed",
-    columns=(*(Column(c, REQUESTS.column(c).type, True) for c in REPLAY_COLUMNS),
-             Column("bucket_end_ms", "bigint"), Column("final", "boolean")),
+    columns=(
+        *(Column(c, REQUESTS.column(c).type, True) for c in REPLAY_COLUMNS),
+        Column("bucket_end_ms", "bigint"),
+        Column("final", "boolean"),
+    ),
 )
 
 
@@ -93,8 +103,16 @@ def _out_rows(group_id: str, out: ReplayOutput, replayer: GroupReplayer) -> list
     for kind in OUTPUT_KINDS:
         for r in out.rows[kind]:
             rows.append({**r, "kind": kind})
-    rows.append({"kind": "status", "group_id": group_id, "pending": replayer.has_pending_work,
-                 "kip848": replayer.kip848, "replayed": out.replayed, "late": out.late})
+    rows.append(
+        {
+            "kind": "status",
+            "group_id": group_id,
+            "pending": replayer.has_pending_work,
+            "kip848": replayer.kip848,
+            "replayed": out.replayed,
+            "late": out.late,
+        }
+    )
     return rows
 
 
@@ -114,6 +132,7 @@ def _step(replayer: GroupReplayer, rows: list[dict[str, Any]]) -> ReplayOutput:
 # Executor side
 # ----------------------------------------------------------------------------------------------------
 
+
 def stateful_function(settings: ReplaySettings) -> Callable[..., Iterator[Any]]:
     """The ``applyInPandasWithState`` function: state = the group's replayer bytes."""
     feed_schema = FEED.arrow_schema()
@@ -122,12 +141,18 @@ def stateful_function(settings: ReplaySettings) -> Callable[..., Iterator[Any]]:
         import pandas as pd
 
         group_id = key[0]
-        replayer = (GroupReplayer.from_bytes(bytes(state.get[0]), settings) if state.exists
-                    else GroupReplayer(group_id, settings))
+        replayer = (
+            GroupReplayer.from_bytes(bytes(state.get[0]), settings)
+            if state.exists
+            else GroupReplayer(group_id, settings)
+        )
         rows: list[dict[str, Any]] = []
         for pdf in pdfs:
-            rows.extend(pa.Table.from_pandas(pdf[FEED.column_names], schema=feed_schema,
-                                             preserve_index=False).to_pylist())
+            rows.extend(
+                pa.Table.from_pandas(
+                    pdf[FEED.column_names], schema=feed_schema, preserve_index=False
+                ).to_pylist()
+            )
         out = _step(replayer, rows)
         state.update((replayer.to_bytes(),))
         result = _out_rows(group_id, out, replayer)
@@ -158,15 +183,20 @@ def fast_function(settings: ReplaySettings) -> Callable[[Iterator[pa.RecordBatch
 
         def finish_group() -> None:
             assert replayer is not None
-            tick = {"group_id": replayer.group_id, "api_key": None,
-                    "bucket_end_ms": last["bucket_end_ms"], "final": last.get("final")}
+            tick = {
+                "group_id": replayer.group_id,
+                "api_key": None,
+                "bucket_end_ms": last["bucket_end_ms"],
+                "final": last.get("final"),
+            }
             out = _step(replayer, [*rows, tick])
             out_buf.extend(_out_rows(replayer.group_id, out, replayer))
             rows.clear()
 
         def emit() -> pa.RecordBatch:
-            batch = pa.RecordBatch.from_pylist([{c: r.get(c) for c in UNION_NAMES} for r in out_buf],
-                                               schema=schema)
+            batch = pa.RecordBatch.from_pylist(
+                [{c: r.get(c) for c in UNION_NAMES} for r in out_buf], schema=schema
+            )
             out_buf.clear()
             return batch
 
@@ -194,6 +224,7 @@ def fast_function(settings: ReplaySettings) -> Callable[[Iterator[pa.RecordBatch
 # Driver side
 # ----------------------------------------------------------------------------------------------------
 
+
 @dataclass
 class ReplayResult:
     mode: str
@@ -209,10 +240,17 @@ class ReplayResult:
 
     def as_summary(self) -> dict[str, Any]:
         return {
-            "replay": {"mode": self.mode, "path": self.path, "horizon_ms": self.horizon_ms,
-                       "new_rows": self.new_rows, "groups": self.groups, "late_rows": self.late_rows,
-                       "kip848_groups": self.kip848_groups, "seconds": round(self.seconds, 2),
-                       "up_to_date": self.up_to_date},
+            "replay": {
+                "mode": self.mode,
+                "path": self.path,
+                "horizon_ms": self.horizon_ms,
+                "new_rows": self.new_rows,
+                "groups": self.groups,
+                "late_rows": self.late_rows,
+                "kip848_groups": self.kip848_groups,
+                "seconds": round(self.seconds, 2),
+                "up_to_date": self.up_to_date,
+            },
             "predictions": self.counts.get("predictions", 0),
             "transitions": self.counts.get("transitions", 0),
             "rebalances": self.counts.get("rebalances", 0),
@@ -254,8 +292,15 @@ def _classic_rows(df: DataFrame) -> DataFrame:
     return df.filter(F.col("group_id").isNotNull() & F.col("api_key").isin(keep)).select(*REPLAY_COLUMNS)
 
 
-def _write_feed(spark: SparkSession, rows: DataFrame, ticks: list[tuple[str, bool]], feed_dir: Path,
-                run_id: int, horizon_ms: int, bucket_ms: int) -> int:
+def _write_feed(
+    spark: SparkSession,
+    rows: DataFrame,
+    ticks: list[tuple[str, bool]],
+    feed_dir: Path,
+    run_id: int,
+    horizon_ms: int,
+    bucket_ms: int,
+) -> int:
     """Write the run's feed: one parquet file per arrival bucket (mtime ascending), then a file of ticks.
     Returns the number of files written."""
     from pyspark.sql import functions as F
@@ -263,8 +308,9 @@ def _write_feed(spark: SparkSession, rows: DataFrame, ticks: list[tuple[str, boo
     stage = feed_dir.parent / f"_stage-{uuid.uuid4().hex}"
     bucket = F.floor(F.col("arrival_ms") / F.lit(bucket_ms)).cast("long")
     end = F.least((bucket + 1) * F.lit(bucket_ms), F.lit(horizon_ms))
-    shaped = rows.withColumn("bucket_end_ms", end).withColumn("final", F.lit(False)) \
-        .withColumn("_bucket", bucket)
+    shaped = (
+        rows.withColumn("bucket_end_ms", end).withColumn("final", F.lit(False)).withColumn("_bucket", bucket)
+    )
     shaped.repartition("_bucket").write.partitionBy("_bucket").parquet(str(stage))
     feed_dir.mkdir(parents=True, exist_ok=True)
     base_mtime = 1_000_000_000 + run_id * 100_000  # consumed oldest first: runs, then buckets, in order
@@ -290,8 +336,15 @@ def _write_feed(spark: SparkSession, rows: DataFrame, ticks: list[tuple[str, boo
     return written
 
 
-def replay(spark: SparkSession, store: DeltaStore, config: Config, *, incremental: bool = False,
-           path: str | None = None, log: Callable[[str], None] | None = None) -> ReplayResult:
+def replay(
+    spark: SparkSession,
+    store: DeltaStore,
+    config: Config,
+    *,
+    incremental: bool = False,
+    path: str | None = None,
+    log: Callable[[str], None] | None = None,
+) -> ReplayResult:
     """Replay the warehouse's ``requests`` into the output tables. See the module docstring."""
     from pyspark.sql import functions as F
 
@@ -307,13 +360,24 @@ def replay(spark: SparkSession, store: DeltaStore, config: Config, *, incrementa
         say("replay: no requests table yet: run ingest first")
         return ReplayResult(mode, chosen, None, 0, up_to_date=True)
 
-    if (not incremental and manifest.get("mode") == "batch"
-            and manifest.get("requests_version") == requests_version
-            and manifest.get("config") == fingerprint and manifest.get("complete")):
+    if (
+        not incremental
+        and manifest.get("mode") == "batch"
+        and manifest.get("requests_version") == requests_version
+        and manifest.get("config") == fingerprint
+        and manifest.get("complete")
+    ):
         say(f"replay: up to date (requests version {requests_version}, same configuration)")
-        res = ReplayResult(mode, manifest.get("path", chosen), manifest.get("horizon_ms"), 0,
-                           counts=manifest.get("counts", {}), groups=manifest.get("groups", 0),
-                           kip848_groups=manifest.get("kip848_groups", []), up_to_date=True)
+        res = ReplayResult(
+            mode,
+            manifest.get("path", chosen),
+            manifest.get("horizon_ms"),
+            0,
+            counts=manifest.get("counts", {}),
+            groups=manifest.get("groups", 0),
+            kip848_groups=manifest.get("kip848_groups", []),
+            up_to_date=True,
+        )
         res.seconds = time.monotonic() - started
         return res
 
@@ -322,8 +386,9 @@ def replay(spark: SparkSession, store: DeltaStore, config: Config, *, incrementa
         result = _replay_incremental(spark, store, config, settings, dirs, manifest, say)
     else:
         all_rows = _classic_rows(store.read(REQUESTS))
-        stats = all_rows.agg(F.max("completion_ms").alias("max_c"),
-                             F.countDistinct("group_id").alias("groups")).collect()[0]
+        stats = all_rows.agg(
+            F.max("completion_ms").alias("max_c"), F.countDistinct("group_id").alias("groups")
+        ).collect()[0]
         if stats["max_c"] is None:
             say("replay: no classic-group requests to replay")
             return ReplayResult(mode, chosen, None, 0, up_to_date=True)
@@ -336,47 +401,75 @@ def replay(spark: SparkSession, store: DeltaStore, config: Config, *, incrementa
         else:
             result = _replay_stateful_batch(spark, store, config, settings, dirs, all_rows, horizon, say)
         shutil.rmtree(dirs.incremental, ignore_errors=True)  # a batch replay resets the scheduled audit
-        dirs.save_manifest({"mode": "batch", "path": chosen, "requests_version": requests_version,
-                            "config": fingerprint, "complete": True, "horizon_ms": horizon,
-                            "counts": result.counts, "groups": result.groups,
-                            "kip848_groups": result.kip848_groups})
+        dirs.save_manifest(
+            {
+                "mode": "batch",
+                "path": chosen,
+                "requests_version": requests_version,
+                "config": fingerprint,
+                "complete": True,
+                "horizon_ms": horizon,
+                "counts": result.counts,
+                "groups": result.groups,
+                "kip848_groups": result.kip848_groups,
+            }
+        )
     result.seconds = time.monotonic() - started
     return result
 
 
-def _split_and_write(store: DeltaStore, out: DataFrame, *, overwrite: bool, app_id: str | None = None,
-                     txn_version: int | None = None) -> tuple[dict[str, int], list[Any]]:
+def _split_and_write(
+    store: DeltaStore,
+    out: DataFrame,
+    *,
+    overwrite: bool,
+    app_id: str | None = None,
+    txn_version: int | None = None,
+) -> tuple[dict[str, int], list[Any]]:
     """Write each output table's rows; return row counts and the status rows."""
     from pyspark.sql import functions as F
 
     counts: dict[str, int] = {}
     for kind, table in OUTPUT_TABLES.items():
         rows = out.filter(F.col("kind") == kind).select(
-            *[F.col(f.name).cast(f.dataType).alias(f.name) for f in table.spark_schema().fields])
+            *[F.col(f.name).cast(f.dataType).alias(f.name) for f in table.spark_schema().fields]
+        )
         if overwrite:
             store.overwrite(rows, table, app_id=app_id, txn_version=txn_version)
         else:
             store.append(rows, table, app_id=app_id, txn_version=txn_version)
         counts[kind] = rows.count()
-    status = out.filter(F.col("kind") == "status").select("group_id", "pending", "kip848", "replayed",
-                                                          "late").collect()
+    status = (
+        out.filter(F.col("kind") == "status")
+        .select("group_id", "pending", "kip848", "replayed", "late")
+        .collect()
+    )
     return counts, status
 
 
-def _finish_result(mode: str, path: str, horizon: int | None, new_rows: int, counts: dict[str, int],
-                   status: list[Any]) -> ReplayResult:
+def _finish_result(
+    mode: str, path: str, horizon: int | None, new_rows: int, counts: dict[str, int], status: list[Any]
+) -> ReplayResult:
     latest: dict[str, Any] = {}
     late = 0
     for s in status:
         latest[s["group_id"]] = s
         late += s["late"] or 0
     kip848 = sorted(g for g, s in latest.items() if s["kip848"])
-    return ReplayResult(mode, path, horizon, new_rows, counts, groups=len(latest), kip848_groups=kip848,
-                        late_rows=late)
+    return ReplayResult(
+        mode, path, horizon, new_rows, counts, groups=len(latest), kip848_groups=kip848, late_rows=late
+    )
 
 
-def _replay_fast(spark: SparkSession, store: DeltaStore, config: Config, settings: ReplaySettings,
-                 rows: DataFrame, horizon: int, say: Callable[[str], None]) -> ReplayResult:
+def _replay_fast(
+    spark: SparkSession,
+    store: DeltaStore,
+    config: Config,
+    settings: ReplaySettings,
+    rows: DataFrame,
+    horizon: int,
+    say: Callable[[str], None],
+) -> ReplayResult:
     from pyspark.sql import functions as F
 
     feed = rows.withColumn("bucket_end_ms", F.lit(horizon).cast("long")).withColumn("final", F.lit(True))
@@ -397,26 +490,45 @@ def _sort_cols() -> list[str]:
     return list(SORT_COLUMNS)
 
 
-def _stateful_query(spark: SparkSession, feed_dir: Path, checkpoint: Path, settings: ReplaySettings,
-                    on_batch: Callable[[DataFrame, int], None]) -> None:
-    stream = (spark.readStream.schema(FEED.spark_schema()).option("maxFilesPerTrigger", 1)
-              .parquet(str(feed_dir)))
+def _stateful_query(
+    spark: SparkSession,
+    feed_dir: Path,
+    checkpoint: Path,
+    settings: ReplaySettings,
+    on_batch: Callable[[DataFrame, int], None],
+) -> None:
+    stream = (
+        spark.readStream.schema(FEED.spark_schema()).option("maxFilesPerTrigger", 1).parquet(str(feed_dir))
+    )
     replayed = stream.groupBy("group_id").applyInPandasWithState(
-        stateful_function(settings), UNION.spark_schema(), "replayer binary", "append", "NoTimeout")
-    query = (replayed.writeStream.trigger(availableNow=True).option("checkpointLocation", str(checkpoint))
-             .foreachBatch(on_batch).start())
+        stateful_function(settings), UNION.spark_schema(), "replayer binary", "append", "NoTimeout"
+    )
+    query = (
+        replayed.writeStream.trigger(availableNow=True)
+        .option("checkpointLocation", str(checkpoint))
+        .foreachBatch(on_batch)
+        .start()
+    )
     query.awaitTermination()
 
 
-def _replay_stateful_batch(spark: SparkSession, store: DeltaStore, config: Config, settings: ReplaySettings,
-                           dirs: ReplayDirs, rows: DataFrame, horizon: int,
-                           say: Callable[[str], None]) -> ReplayResult:
+def _replay_stateful_batch(
+    spark: SparkSession,
+    store: DeltaStore,
+    config: Config,
+    settings: ReplaySettings,
+    dirs: ReplayDirs,
+    rows: DataFrame,
+    horizon: int,
+    say: Callable[[str], None],
+) -> ReplayResult:
     work = dirs.root / f"batch-{uuid.uuid4().hex[:12]}"
     feed_dir, checkpoint, staging = work / "feed", work / "checkpoint", work / "staging"
     try:
         groups = [r["group_id"] for r in rows.select("group_id").distinct().collect()]
-        files = _write_feed(spark, rows, [(g, True) for g in groups], feed_dir, 0, horizon,
-                            config.replay.bucket_ms)
+        files = _write_feed(
+            spark, rows, [(g, True) for g in groups], feed_dir, 0, horizon, config.replay.bucket_ms
+        )
         say(f"replay: {files} feed file(s) → applyInPandasWithState (fresh checkpoint)")
 
         def on_batch(df: DataFrame, batch_id: int) -> None:
@@ -433,8 +545,15 @@ def _replay_stateful_batch(spark: SparkSession, store: DeltaStore, config: Confi
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _replay_incremental(spark: SparkSession, store: DeltaStore, config: Config, settings: ReplaySettings,
-                        dirs: ReplayDirs, manifest: dict[str, Any], say: Callable[[str], None]) -> ReplayResult:
+def _replay_incremental(
+    spark: SparkSession,
+    store: DeltaStore,
+    config: Config,
+    settings: ReplaySettings,
+    dirs: ReplayDirs,
+    manifest: dict[str, Any],
+    say: Callable[[str], None],
+) -> ReplayResult:
     """The scheduled audit: replay what landed since the last run, keeping state in the checkpoint."""
     from pyspark.sql import functions as F
 
@@ -444,29 +563,43 @@ def _replay_incremental(spark: SparkSession, store: DeltaStore, config: Config, 
     if fresh:
         shutil.rmtree(inc, ignore_errors=True)
         inc.mkdir(parents=True)
-        state: dict[str, Any] = {"run": 0, "checkpoint_id": uuid.uuid4().hex, "max_completion_ms": None,
-                                 "pending_groups": [], "kip848_groups": [], "requests_version": None}
+        state: dict[str, Any] = {
+            "run": 0,
+            "checkpoint_id": uuid.uuid4().hex,
+            "max_completion_ms": None,
+            "pending_groups": [],
+            "kip848_groups": [],
+            "requests_version": None,
+        }
     else:
         state = json.loads(state_file.read_text())
     run_id = state["run"] + 1
     # the rows landed since the last run: the files the Delta log added after the version we stopped at
     since = state.get("requests_version")
     current_version = store.version(REQUESTS)  # first: a commit landing meanwhile waits for the next run
-    added = [f for f in store.files_added_since(REQUESTS, since)
-             if current_version is None or f.version <= current_version]
+    added = [
+        f
+        for f in store.files_added_since(REQUESTS, since)
+        if current_version is None or f.version <= current_version
+    ]
     new_rows = _classic_rows(store.read_files(REQUESTS, added) if added else store.empty(REQUESTS)).persist()
     try:
         agg = new_rows.agg(F.max("completion_ms").alias("m"), F.count(F.lit(1)).alias("n")).collect()[0]
         n_new = int(agg["n"])
-        max_c = max(x for x in (state["max_completion_ms"], agg["m"]) if x is not None) \
-            if (state["max_completion_ms"] is not None or agg["m"] is not None) else None
+        max_c = (
+            max(x for x in (state["max_completion_ms"], agg["m"]) if x is not None)
+            if (state["max_completion_ms"] is not None or agg["m"] is not None)
+            else None
+        )
         if max_c is None:
             say("replay: nothing landed yet")
             return ReplayResult("incremental", "stateful", None, 0, up_to_date=True)
-        horizon = int(max_c) - config.replay.late_tolerance_ms
+        horizon = int(max_c) + 1 - config.replay.late_tolerance_ms
         ticks = [(g, False) for g in state["pending_groups"]]
-        say(f"replay: incremental run {run_id}: {n_new} new row(s), horizon "
-            f"{horizon} ({config.replay.late_tolerance_ms} ms behind the newest completion)")
+        say(
+            f"replay: incremental run {run_id}: {n_new} new row(s), horizon "
+            f"{horizon} ({config.replay.late_tolerance_ms} ms behind the newest completion)"
+        )
         feed_dir = inc / "feed"
         _write_feed(spark, new_rows, ticks, feed_dir, run_id, horizon, config.replay.bucket_ms)
         totals: dict[str, int] = {k: 0 for k in OUTPUT_KINDS}
@@ -478,9 +611,13 @@ def _replay_incremental(spark: SparkSession, store: DeltaStore, config: Config, 
         def on_batch(df: DataFrame, batch_id: int) -> None:
             out = df.persist()
             try:
-                counts, status = _split_and_write(store, out, overwrite=False,
-                                                  app_id=f"{APP_ID}/{state['checkpoint_id']}",
-                                                  txn_version=batch_id)
+                counts, status = _split_and_write(
+                    store,
+                    out,
+                    overwrite=False,
+                    app_id=f"{APP_ID}/{state['checkpoint_id']}",
+                    txn_version=batch_id,
+                )
             finally:
                 out.unpersist()
             for k, v in counts.items():
@@ -492,13 +629,23 @@ def _replay_incremental(spark: SparkSession, store: DeltaStore, config: Config, 
         pending = set(state["pending_groups"])
         for s in statuses:
             (pending.add if s["pending"] else pending.discard)(s["group_id"])
-        state.update(run=run_id, max_completion_ms=int(max_c), pending_groups=sorted(pending),
-                     requests_version=current_version,
-                     kip848_groups=sorted(set(state["kip848_groups"]) | set(result.kip848_groups)))
+        state.update(
+            run=run_id,
+            max_completion_ms=int(max_c),
+            pending_groups=sorted(pending),
+            requests_version=current_version,
+            kip848_groups=sorted(set(state["kip848_groups"]) | set(result.kip848_groups)),
+        )
         result.kip848_groups = state["kip848_groups"]
         state_file.write_text(json.dumps(state))
-        dirs.save_manifest({"mode": "incremental", "runs": run_id, "horizon_ms": horizon,
-                            "config": _config_fingerprint(config)})
+        dirs.save_manifest(
+            {
+                "mode": "incremental",
+                "runs": run_id,
+                "horizon_ms": horizon,
+                "config": _config_fingerprint(config),
+            }
+        )
         return result
     finally:
         new_rows.unpersist()

@@ -28,17 +28,28 @@ from typing import Any
 
 from samples.simulator import ConsumerSpec, SimConfig, simulate
 from transforms.coordinator.config import CoordinatorConfig
-from transforms.log_render import complete_record, render_line, render_other_api_line, render_other_logger_line
+from transforms.log_render import (
+    complete_record,
+    render_line,
+    render_other_api_line,
+    render_other_logger_line,
+)
 
 KAFKA_VERSION = "3.7"
 T0 = int(datetime(2024, 5, 1, 9, 58, 0, tzinfo=UTC).timestamp() * 1000)
 MIN = 60_000
 
+
 def scenarios() -> list[SimConfig]:
     coord = CoordinatorConfig(kafka_version=KAFKA_VERSION)
     orders = SimConfig(
-        group_id="orders-processor", topics={"orders": 12}, kafka_version=KAFKA_VERSION, broker_id="broker-1",
-        broker_host="10.0.0.1", coordinator=coord, until_ms=T0 + 9 * MIN,
+        group_id="orders-processor",
+        topics={"orders": 12},
+        kafka_version=KAFKA_VERSION,
+        broker_id="broker-1",
+        broker_host="10.0.0.1",
+        coordinator=coord,
+        until_ms=T0 + 9 * MIN,
         consumers=[
             ConsumerSpec("1", T0 + 1_000),
             ConsumerSpec("2", T0 + 1_400),
@@ -48,23 +59,47 @@ def scenarios() -> list[SimConfig]:
         ],
     )
     payments = SimConfig(
-        group_id="payments-ledger", topics={"payments": 6}, kafka_version=KAFKA_VERSION, broker_id="broker-2",
-        broker_host="10.0.0.2", coordinator=coord, until_ms=T0 + 9 * MIN,
+        group_id="payments-ledger",
+        topics={"payments": 6},
+        kafka_version=KAFKA_VERSION,
+        broker_id="broker-2",
+        broker_host="10.0.0.2",
+        coordinator=coord,
+        until_ms=T0 + 9 * MIN,
         consumers=[
-            ConsumerSpec("a", T0 + 3_000, group_instance_id="ledger-0", session_timeout_ms=30_000,
-                         crash_ms=T0 + 3 * MIN, restart_ms=T0 + 3 * MIN + 12_000),
-            ConsumerSpec("b", T0 + 3_500, group_instance_id="ledger-1", session_timeout_ms=30_000,
-                         crash_ms=T0 + 5 * MIN),
+            ConsumerSpec(
+                "a",
+                T0 + 3_000,
+                group_instance_id="ledger-0",
+                session_timeout_ms=30_000,
+                crash_ms=T0 + 3 * MIN,
+                restart_ms=T0 + 3 * MIN + 12_000,
+            ),
+            ConsumerSpec(
+                "b",
+                T0 + 3_500,
+                group_instance_id="ledger-1",
+                session_timeout_ms=30_000,
+                crash_ms=T0 + 5 * MIN,
+            ),
         ],
     )
     audit = SimConfig(
-        group_id="audit-trail", topics={"audit": 3}, kafka_version=KAFKA_VERSION, broker_id="broker-2",
-        broker_host="10.0.0.2", coordinator=coord, until_ms=T0 + 9 * MIN,
+        group_id="audit-trail",
+        topics={"audit": 3},
+        kafka_version=KAFKA_VERSION,
+        broker_id="broker-2",
+        broker_host="10.0.0.2",
+        coordinator=coord,
+        until_ms=T0 + 9 * MIN,
         consumers=[ConsumerSpec("x", T0 + 20_000)],
     )
     return [orders, payments, audit]
 
-def _other_api_lines(broker_host: str, start_ms: int, end_ms: int, rnd: random.Random) -> list[tuple[int, str]]:
+
+def _other_api_lines(
+    broker_host: str, start_ms: int, end_ms: int, rnd: random.Random
+) -> list[tuple[int, str]]:
     out = []
     t = start_ms
     while t < end_ms:
@@ -73,16 +108,30 @@ def _other_api_lines(broker_host: str, start_ms: int, end_ms: int, rnd: random.R
         version = {"FETCH": 16, "PRODUCE": 10, "METADATA": 12, "OFFSET_FETCH": 9, "API_VERSIONS": 3}[api]
         when = datetime.fromtimestamp(t / 1000, UTC)
         line = render_other_api_line(
-            api, completion_time=when, tz=UTC, kafka_version=KAFKA_VERSION, api_version=version,
-            correlation_id=rnd.randint(1, 99999), client_id=f"producer-{rnd.randint(1, 3)}",
+            api,
+            completion_time=when,
+            tz=UTC,
+            kafka_version=KAFKA_VERSION,
+            api_version=version,
+            correlation_id=rnd.randint(1, 99999),
+            client_id=f"producer-{rnd.randint(1, 3)}",
             connection=f"{broker_host}:9092-10.2.0.{rnd.randint(2, 40)}:{rnd.randint(40000, 60000)}-7",
-            total_time_ms=round(rnd.uniform(0.2, 500.0), 3))
+            total_time_ms=round(rnd.uniform(0.2, 500.0), 3),
+        )
         out.append((t, line))
         if rnd.random() < 0.05:
-            out.append((t, render_other_logger_line(
-                f"Processor 3 received request: RequestHeader(apiKey={api}, apiVersion={version})",
-                when=when, tz=UTC)))
+            out.append(
+                (
+                    t,
+                    render_other_logger_line(
+                        f"Processor 3 received request: RequestHeader(apiKey={api}, apiVersion={version})",
+                        when=when,
+                        tz=UTC,
+                    ),
+                )
+            )
     return out
+
 
 def generate(out: Path, seed: int = 7) -> dict[str, int]:
     rnd = random.Random(seed)
@@ -92,8 +141,9 @@ def generate(out: Path, seed: int = 7) -> dict[str, int]:
         hosts[cfg.broker_id] = cfg.broker_host
         for rec in simulate(cfg):
             fields: dict[str, Any] = {k: v for k, v in rec.items() if not k.startswith("_")}
-            line = render_line(complete_record(fields, kafka_version=KAFKA_VERSION), kafka_version=KAFKA_VERSION,
-                               tz=UTC)
+            line = render_line(
+                complete_record(fields, kafka_version=KAFKA_VERSION), kafka_version=KAFKA_VERSION, tz=UTC
+            )
             by_broker.setdefault(cfg.broker_id, []).append((rec["completion_ms"], line))
     for broker, host in hosts.items():
         by_broker[broker].extend(_other_api_lines(host, T0, T0 + 9 * MIN, rnd))
@@ -123,6 +173,7 @@ def generate(out: Path, seed: int = 7) -> dict[str, int]:
         counts[broker] = len(lines)
     return counts
 
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=str(Path(__file__).parent / "logs"))
@@ -131,6 +182,6 @@ def main() -> None:
     for broker, n in counts.items():
         print(f"{broker}: {n} lines")
 
+
 if __name__ == "__main__":
     main()
-

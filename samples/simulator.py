@@ -35,12 +35,30 @@ from transforms.kafka_protocol import ApiKey, Errors
 
 #: Request versions a Java client of each era sends (the highest both sides support).
 API_VERSIONS: dict[str, dict[ApiKey, int]] = {
-    "2.4": {ApiKey.JOIN_GROUP: 6, ApiKey.SYNC_GROUP: 4, ApiKey.HEARTBEAT: 4, ApiKey.LEAVE_GROUP: 4,
-            ApiKey.OFFSET_COMMIT: 8, ApiKey.FIND_COORDINATOR: 3},
-    "2.7": {ApiKey.JOIN_GROUP: 7, ApiKey.SYNC_GROUP: 5, ApiKey.HEARTBEAT: 4, ApiKey.LEAVE_GROUP: 4,
-            ApiKey.OFFSET_COMMIT: 8, ApiKey.FIND_COORDINATOR: 3},
-    "3.7": {ApiKey.JOIN_GROUP: 9, ApiKey.SYNC_GROUP: 5, ApiKey.HEARTBEAT: 4, ApiKey.LEAVE_GROUP: 5,
-            ApiKey.OFFSET_COMMIT: 8, ApiKey.FIND_COORDINATOR: 4},
+    "2.4": {
+        ApiKey.JOIN_GROUP: 6,
+        ApiKey.SYNC_GROUP: 4,
+        ApiKey.HEARTBEAT: 4,
+        ApiKey.LEAVE_GROUP: 4,
+        ApiKey.OFFSET_COMMIT: 8,
+        ApiKey.FIND_COORDINATOR: 3,
+    },
+    "2.7": {
+        ApiKey.JOIN_GROUP: 7,
+        ApiKey.SYNC_GROUP: 5,
+        ApiKey.HEARTBEAT: 4,
+        ApiKey.LEAVE_GROUP: 4,
+        ApiKey.OFFSET_COMMIT: 8,
+        ApiKey.FIND_COORDINATOR: 3,
+    },
+    "3.7": {
+        ApiKey.JOIN_GROUP: 9,
+        ApiKey.SYNC_GROUP: 5,
+        ApiKey.HEARTBEAT: 4,
+        ApiKey.LEAVE_GROUP: 5,
+        ApiKey.OFFSET_COMMIT: 8,
+        ApiKey.FIND_COORDINATOR: 4,
+    },
 }
 
 
@@ -62,7 +80,9 @@ class ConsumerSpec:
     assignor: str = "range"
     close_ms: int | None = None  # graceful close: LeaveGroup (dynamic members only)
     crash_ms: int | None = None  # stops sending anything
-    restart_ms: int | None = None  # after a crash: a new process with the same spec (static: same instance id)
+    restart_ms: int | None = (
+        None  # after a crash: a new process with the same spec (static: same instance id)
+    )
 
 
 @dataclass
@@ -104,8 +124,12 @@ class Simulation:
         self.queue: list[tuple[int, int, str, int, int]] = []  # (time, order, action, client, epoch)
         self.order = itertools.count()
         self.clients = [
-            _Client(spec=s, index=i, client_id=f"consumer-{cfg.group_id}-{i + 1}",
-                    connection=f"{cfg.broker_host}:9092-10.1.{i // 250}.{i % 250 + 10}:{50000 + i}-{i}")
+            _Client(
+                spec=s,
+                index=i,
+                client_id=f"consumer-{cfg.group_id}-{i + 1}",
+                connection=f"{cfg.broker_host}:9092-10.1.{i // 250}.{i % 250 + 10}:{50000 + i}-{i}",
+            )
             for i, s in enumerate(cfg.consumers)
         ]
         self.inflight: dict[tuple[str, int], tuple[_Client, GroupRequest, int]] = {}
@@ -156,16 +180,35 @@ class Simulation:
     def _send(self, c: _Client, api: ApiKey, **fields: Any) -> None:
         c.correlation += 1
         if api is ApiKey.FIND_COORDINATOR:  # answered by any broker, outside the group coordinator
-            req = GroupRequest(api=api, api_version=self.versions[api], group_id=self.cfg.group_id,
-                               arrival_ms=self.now, client_id=c.client_id, ref=(c.client_id, c.correlation))
-            answer = Prediction(seq=-1, request=req, response=PredictedResponse(error="NONE",
-                                completion_ms=self.now), state_before=GroupState.EMPTY, generation_before=0,
-                                state_after=GroupState.EMPTY, generation_after=0)
+            req = GroupRequest(
+                api=api,
+                api_version=self.versions[api],
+                group_id=self.cfg.group_id,
+                arrival_ms=self.now,
+                client_id=c.client_id,
+                ref=(c.client_id, c.correlation),
+            )
+            answer = Prediction(
+                seq=-1,
+                request=req,
+                response=PredictedResponse(error="NONE", completion_ms=self.now),
+                state_before=GroupState.EMPTY,
+                generation_before=0,
+                state_after=GroupState.EMPTY,
+                generation_after=0,
+            )
             self.out.append(self._record(c, req, answer, self.now + 1))
             return
-        req = GroupRequest(api=api, api_version=self.versions[api], group_id=self.cfg.group_id,
-                           arrival_ms=self.now, client_id=c.client_id, client_host=c.connection.split("-")[1]
-                           .rsplit(":", 1)[0], ref=(c.client_id, c.correlation), **fields)
+        req = GroupRequest(
+            api=api,
+            api_version=self.versions[api],
+            group_id=self.cfg.group_id,
+            arrival_ms=self.now,
+            client_id=c.client_id,
+            client_host=c.connection.split("-")[1].rsplit(":", 1)[0],
+            ref=(c.client_id, c.correlation),
+            **fields,
+        )
         self.inflight[(c.client_id, c.correlation)] = (c, req, c.correlation)
         self.model.handle(req)
         self._drain()
@@ -175,11 +218,17 @@ class Simulation:
         topics = sorted(self.cfg.topics)
         owned = c.assignment if c.spec.assignor == "cooperative-sticky" else ()
         meta = encode_subscription(topics, owned_partitions=owned, generation_id=c.generation)
-        self._send(c, ApiKey.JOIN_GROUP, member_id=c.member_id, group_instance_id=c.spec.group_instance_id,
-                   session_timeout_ms=c.spec.session_timeout_ms,
-                   rebalance_timeout_ms=c.spec.rebalance_timeout_ms, protocol_type="consumer",
-                   protocols=(Protocol(c.spec.assignor, meta, len(meta)),),
-                   reason=c.rejoin_reason if self.versions[ApiKey.JOIN_GROUP] >= 8 else None)
+        self._send(
+            c,
+            ApiKey.JOIN_GROUP,
+            member_id=c.member_id,
+            group_instance_id=c.spec.group_instance_id,
+            session_timeout_ms=c.spec.session_timeout_ms,
+            rebalance_timeout_ms=c.spec.rebalance_timeout_ms,
+            protocol_type="consumer",
+            protocols=(Protocol(c.spec.assignor, meta, len(meta)),),
+            reason=c.rejoin_reason if self.versions[ApiKey.JOIN_GROUP] >= 8 else None,
+        )
 
     def _on_start(self, c: _Client) -> None:
         c.state = "joining"
@@ -203,25 +252,36 @@ class Simulation:
         if c.spec.group_instance_id is None and c.member_id:
             if self.versions[ApiKey.LEAVE_GROUP] >= 3:
                 reason = "the consumer is being closed" if self.versions[ApiKey.LEAVE_GROUP] >= 5 else None
-                self._send(c, ApiKey.LEAVE_GROUP,
-                           leave_members=(LeaveMember(c.member_id, None, reason),))
+                self._send(c, ApiKey.LEAVE_GROUP, leave_members=(LeaveMember(c.member_id, None, reason),))
             else:
-                self._send(c, ApiKey.LEAVE_GROUP, member_id=c.member_id,
-                           leave_members=(LeaveMember(c.member_id),))
+                self._send(
+                    c, ApiKey.LEAVE_GROUP, member_id=c.member_id, leave_members=(LeaveMember(c.member_id),)
+                )
         c.state = "dead"
         c.epoch += 1
 
     def _on_heartbeat(self, c: _Client) -> None:
         if c.state == "stable":
-            self._send(c, ApiKey.HEARTBEAT, member_id=c.member_id, generation_id=c.generation,
-                       group_instance_id=c.spec.group_instance_id)
+            self._send(
+                c,
+                ApiKey.HEARTBEAT,
+                member_id=c.member_id,
+                generation_id=c.generation,
+                group_instance_id=c.spec.group_instance_id,
+            )
             self.at(self.now + c.spec.heartbeat_interval_ms, "heartbeat", c)
 
     def _on_commit(self, c: _Client) -> None:
         if c.state == "stable" and c.assignment:
             parts = tuple((t, p) for t, ps in c.assignment for p in ps)
-            self._send(c, ApiKey.OFFSET_COMMIT, member_id=c.member_id, generation_id=c.generation,
-                       group_instance_id=c.spec.group_instance_id, commit_partitions=parts)
+            self._send(
+                c,
+                ApiKey.OFFSET_COMMIT,
+                member_id=c.member_id,
+                generation_id=c.generation,
+                group_instance_id=c.spec.group_instance_id,
+                commit_partitions=parts,
+            )
         if c.state == "stable":
             self.at(self.now + c.spec.commit_interval_ms, "commit", c)
 
@@ -281,8 +341,11 @@ class Simulation:
         c.epoch += 1
         if err in ("UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID", "ILLEGAL_GENERATION"):
             c.member_id, c.generation = ("" if err != "ILLEGAL_GENERATION" else c.member_id), -1
-        c.rejoin_reason = "group is already rebalancing" if err == "REBALANCE_IN_PROGRESS" \
+        c.rejoin_reason = (
+            "group is already rebalancing"
+            if err == "REBALANCE_IN_PROGRESS"
             else f"rebalance failed due to {err}"
+        )
         self.at(t, "rejoin", c)
 
     def _on_sync(self, c: _Client) -> None:
@@ -292,12 +355,20 @@ class Simulation:
             assignments = self._assign(p.response.members)
         self._send_sync(c, assignments, p)
 
-    def _send_sync(self, c: _Client, assignments: tuple[tuple[str, bytes | None], ...], p: Prediction) -> None:
+    def _send_sync(
+        self, c: _Client, assignments: tuple[tuple[str, bytes | None], ...], p: Prediction
+    ) -> None:
         v5 = self.versions[ApiKey.SYNC_GROUP] >= 5
-        self._send(c, ApiKey.SYNC_GROUP, member_id=c.member_id, generation_id=c.generation,
-                   group_instance_id=c.spec.group_instance_id,
-                   protocol_type="consumer" if v5 else None,
-                   protocol_name=(p.response.protocol_name if v5 else None), assignments=assignments)
+        self._send(
+            c,
+            ApiKey.SYNC_GROUP,
+            member_id=c.member_id,
+            generation_id=c.generation,
+            group_instance_id=c.spec.group_instance_id,
+            protocol_type="consumer" if v5 else None,
+            protocol_name=(p.response.protocol_name if v5 else None),
+            assignments=assignments,
+        )
 
     def _assign(self, members: tuple[str, ...]) -> tuple[tuple[str, bytes | None], ...]:
         """Kafka's RangeAssignor: per topic, partitions split in member-id order."""
@@ -324,28 +395,60 @@ class Simulation:
         total = float(completion_ms - req.arrival_ms) + 0.123
         remote = max(0.0, total - 0.6)
         rec: dict[str, Any] = {
-            "_order": next(self.line), "log_level": "DEBUG",
-            "api_key": int(req.api), "api_name": req.api.name, "api_version": req.api_version,
-            "correlation_id": req.ref[1] if req.ref else 0, "client_id": c.client_id,
-            "connection": c.connection, "security_protocol": "PLAINTEXT", "principal": "User:ANONYMOUS",
-            "listener": "PLAINTEXT", "client_software_name": "apache-kafka-java",
-            "client_software_version": self.cfg.client_software_version, "completion_ms": completion_ms,
-            "total_time_ms": round(total, 3), "request_queue_time_ms": 0.05, "local_time_ms": 0.31,
-            "remote_time_ms": round(remote, 3), "throttle_time_ms": 0, "response_queue_time_ms": 0.04,
+            "_order": next(self.line),
+            "log_level": "DEBUG",
+            "api_key": int(req.api),
+            "api_name": req.api.name,
+            "api_version": req.api_version,
+            "correlation_id": req.ref[1] if req.ref else 0,
+            "client_id": c.client_id,
+            "connection": c.connection,
+            "security_protocol": "PLAINTEXT",
+            "principal": "User:ANONYMOUS",
+            "listener": "PLAINTEXT",
+            "client_software_name": "apache-kafka-java",
+            "client_software_version": self.cfg.client_software_version,
+            "completion_ms": completion_ms,
+            "total_time_ms": round(total, 3),
+            "request_queue_time_ms": 0.05,
+            "local_time_ms": 0.31,
+            "remote_time_ms": round(remote, 3),
+            "throttle_time_ms": 0,
+            "response_queue_time_ms": 0.04,
             "send_time_ms": round(total - remote - 0.4, 3) if total - remote > 0.4 else 0.05,
-            "group_id": req.group_id, "member_id": req.member_id, "group_instance_id": req.group_instance_id,
-            "generation_id": req.generation_id, "session_timeout_ms": req.session_timeout_ms,
-            "rebalance_timeout_ms": req.rebalance_timeout_ms, "protocol_type": req.protocol_type,
-            "protocol_name": req.protocol_name, "reason": req.reason,
-            "protocols": [{"name": x.name, "metadata": x.metadata, "metadata_length": x.metadata_length}
-                          for x in req.protocols] if req.api is ApiKey.JOIN_GROUP else None,
-            "assignments": [{"member_id": m, "assignment": a, "assignment_length": len(a or b"")}
-                            for m, a in req.assignments] if req.api is ApiKey.SYNC_GROUP else None,
-            "leave_members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                               "reason": m.reason} for m in req.leave_members]
-            if req.api is ApiKey.LEAVE_GROUP else None,
-            "commit_partitions": [{"topic": t, "partition": q, "committed_offset": 1000 + self.now // 100}
-                                  for t, q in req.commit_partitions] if req.api is ApiKey.OFFSET_COMMIT else None,
+            "group_id": req.group_id,
+            "member_id": req.member_id,
+            "group_instance_id": req.group_instance_id,
+            "generation_id": req.generation_id,
+            "session_timeout_ms": req.session_timeout_ms,
+            "rebalance_timeout_ms": req.rebalance_timeout_ms,
+            "protocol_type": req.protocol_type,
+            "protocol_name": req.protocol_name,
+            "reason": req.reason,
+            "protocols": [
+                {"name": x.name, "metadata": x.metadata, "metadata_length": x.metadata_length}
+                for x in req.protocols
+            ]
+            if req.api is ApiKey.JOIN_GROUP
+            else None,
+            "assignments": [
+                {"member_id": m, "assignment": a, "assignment_length": len(a or b"")}
+                for m, a in req.assignments
+            ]
+            if req.api is ApiKey.SYNC_GROUP
+            else None,
+            "leave_members": [
+                {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "reason": m.reason}
+                for m in req.leave_members
+            ]
+            if req.api is ApiKey.LEAVE_GROUP
+            else None,
+            "commit_partitions": [
+                {"topic": t, "partition": q, "committed_offset": 1000 + self.now // 100}
+                for t, q in req.commit_partitions
+            ]
+            if req.api is ApiKey.OFFSET_COMMIT
+            else None,
             "error_name": r.error if r.error in Errors.__members__ else "NONE",
         }
         rec["error_code"] = int(Errors[rec["error_name"]])
@@ -353,20 +456,32 @@ class Simulation:
             node = int("".join(ch for ch in self.cfg.broker_id if ch.isdigit()) or 1)
             rec.update(key_type=0, group_ids=[req.group_id], response_coordinator_node_id=node)
         if req.api is ApiKey.JOIN_GROUP:
-            rec.update(response_generation_id=r.generation_id if r.generation_id is not None else -1,
-                       response_leader=r.leader or "", response_member_id=r.member_id or "",
-                       response_protocol_type=r.protocol_type, response_protocol_name=r.protocol_name,
-                       response_skip_assignment=bool(r.skip_assignment),
-                       response_members=[{"member_id": m, "group_instance_id": None,
-                                          "metadata": self._metadata_of(m), "metadata_length": None}
-                                         for m in (r.members or ())])
+            rec.update(
+                response_generation_id=r.generation_id if r.generation_id is not None else -1,
+                response_leader=r.leader or "",
+                response_member_id=r.member_id or "",
+                response_protocol_type=r.protocol_type,
+                response_protocol_name=r.protocol_name,
+                response_skip_assignment=bool(r.skip_assignment),
+                response_members=[
+                    {
+                        "member_id": m,
+                        "group_instance_id": None,
+                        "metadata": self._metadata_of(m),
+                        "metadata_length": None,
+                    }
+                    for m in (r.members or ())
+                ],
+            )
             for m in rec["response_members"]:
                 m["metadata_length"] = len(m["metadata"] or b"")
         if req.api is ApiKey.SYNC_GROUP:
-            rec.update(response_protocol_type="consumer" if req.api_version >= 5 else None,
-                       response_protocol_name=r.protocol_name if req.api_version >= 5 else None,
-                       response_assignment=r.assignment or b"",
-                       response_assignment_length=len(r.assignment or b""))
+            rec.update(
+                response_protocol_type="consumer" if req.api_version >= 5 else None,
+                response_protocol_name=r.protocol_name if req.api_version >= 5 else None,
+                response_assignment=r.assignment or b"",
+                response_assignment_length=len(r.assignment or b""),
+            )
         if req.api is ApiKey.LEAVE_GROUP:
             rec["response_leave_members"] = [
                 {"member_id": m, "group_instance_id": None, "error_code": int(Errors[e]), "error_name": e}
@@ -401,13 +516,25 @@ def member_uuid(seed: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, seed))
 
 
-def steady_group(group_id: str, members: int, minutes: float, *, start_ms: int,
-                 kafka_version: str = "3.7", broker_id: str = "broker-1") -> SimConfig:
+def steady_group(
+    group_id: str,
+    members: int,
+    minutes: float,
+    *,
+    start_ms: int,
+    kafka_version: str = "3.7",
+    broker_id: str = "broker-1",
+) -> SimConfig:
     """A group of ``members`` dynamic consumers that start together and then heartbeat for ``minutes``."""
     specs = [ConsumerSpec(name=str(i), start_ms=start_ms + 37 * i) for i in range(members)]
-    return SimConfig(group_id=group_id, topics={f"{group_id}-events": max(members, 6)}, consumers=specs,
-                     until_ms=start_ms + int(minutes * 60_000), kafka_version=kafka_version,
-                     broker_id=broker_id)
+    return SimConfig(
+        group_id=group_id,
+        topics={f"{group_id}-events": max(members, 6)},
+        consumers=specs,
+        until_ms=start_ms + int(minutes * 60_000),
+        kafka_version=kafka_version,
+        broker_id=broker_id,
+    )
 
 
 def iter_records(configs: list[SimConfig]) -> Iterator[tuple[SimConfig, dict[str, Any]]]:

@@ -184,8 +184,12 @@ PREDICTIONS = TableDef(
         C("predicted_protocol_name", "string", True, "model's"),
         C("observed_members", "array<string>", True, "logged JoinGroup member list (leader), sorted"),
         C("predicted_members", "array<string>", True, "model's, sorted"),
-        C("observed_member_errors", "array<string>", True, "LeaveGroup per-member / OffsetCommit "
-          "per-partition errors as `key=ERROR`"),
+        C(
+            "observed_member_errors",
+            "array<string>",
+            True,
+            "LeaveGroup per-member / OffsetCommit per-partition errors as `key=ERROR`",
+        ),
         C("predicted_member_errors", "array<string>", True, "model's"),
         C("observed_skip_assignment", "boolean", True, "JoinGroup v9+"),
         C("predicted_skip_assignment", "boolean", True, "model's"),
@@ -236,14 +240,24 @@ REBALANCES = TableDef(
         C("join_completed_ms", "bigint", True, "join phase completed (CompletingRebalance or Empty)"),
         C("stable_ms", "bigint", True, "reached Stable"),
         C("ended_ms", "bigint", True, "reached Stable or Empty, or was superseded"),
-        C("outcome", "string", False, "stable, empty, superseded (another rebalance began), dead (the "
-          "coordinator unloaded the group), unfinished (still open when the log ends; batch replays only)"),
+        C(
+            "outcome",
+            "string",
+            False,
+            "stable, empty, superseded (another rebalance began), dead (the "
+            "coordinator unloaded the group), unfinished (still open when the log ends; batch replays only)",
+        ),
         C("total_duration_ms", "bigint", True, "started → ended"),
         C("join_phase_ms", "bigint", True, "started → join completed"),
         C("sync_phase_ms", "bigint", True, "join completed → stable"),
-        C("trigger", "string", False, "new_member, member_left, session_expiry, rebalance_timeout_eviction, "
-          "leader_rejoin, metadata_change, protocol_change, static_member_replaced, pending_sync_expiry, "
-          "coordinator_moved, group_created, unknown"),
+        C(
+            "trigger",
+            "string",
+            False,
+            "new_member, member_left, session_expiry, rebalance_timeout_eviction, "
+            "leader_rejoin, metadata_change, protocol_change, static_member_replaced, pending_sync_expiry, "
+            "coordinator_moved, group_created, unknown",
+        ),
         C("trigger_cause", "string", True, "Kafka's reason text"),
         C("trigger_member_id", "string", True, "member that triggered it"),
         C("trigger_client_reason", "string", True, "client's JoinGroup/LeaveGroup reason (v8+/v5+)"),
@@ -255,8 +269,12 @@ REBALANCES = TableDef(
         C("leader", "string", True, "leader of the new generation"),
         C("protocol_type", "string", True, "protocol type"),
         C("protocol_name", "string", True, "selected protocol (assignor)"),
-        C("partitions_moved", "int", True, "partitions whose owner changed (decoded assignments; null "
-          "when the log has no assignment bytes)"),
+        C(
+            "partitions_moved",
+            "int",
+            True,
+            "partitions whose owner changed (decoded assignments; null when the log has no assignment bytes)",
+        ),
         C("partitions_assigned", "int", True, "partitions assigned in the new generation"),
         C("cooperative_follow_up", "boolean", False, "a cooperative protocol's follow-up round"),
         C("log_date", "date", False, "partition: UTC date of started_ms"),
@@ -279,9 +297,14 @@ MEMBER_SESSIONS = TableDef(
         C("heartbeats", "bigint", False, "heartbeats in this generation"),
         C("commits", "bigint", False, "offset commits in this generation"),
         C("ended_ms", "bigint", True, "end of the membership in this generation"),
-        C("end_reason", "string", False, "next_generation, left, session_expiry, rebalance_timeout_eviction, "
-          "pending_sync_expiry, fenced, max_size, reconciled (track mode removed it to agree with the broker), "
-          "dead (the group was unloaded or re-created), open (still a member when the log ends)"),
+        C(
+            "end_reason",
+            "string",
+            False,
+            "next_generation, left, session_expiry, rebalance_timeout_eviction, pending_sync_expiry, "
+            "fenced, max_size, reconciled (track mode removed it to agree with the broker), "
+            "dead (the group was unloaded or re-created), open (still a member when the log ends)",
+        ),
         C("session_timeout_ms", "int", True, "member's session timeout"),
         C("rebalance_timeout_ms", "int", True, "member's rebalance timeout"),
         C("is_leader", "boolean", False, "led this generation"),
@@ -309,6 +332,8 @@ def table_by_name(name: str) -> TableDef:
 
 def tables_markdown() -> str:
     """``docs/tables.md``: every table, generated from these definitions."""
-    head = ("# Tables\n\nGenerated from `schemas/tables.py` (`python -m schemas`); do not edit by hand. Every "
-            "table is a Delta table in `<warehouse>/<name>`.\n\n")
+    head = (
+        "# Tables\n\nGenerated from `schemas/tables.py` (`python -m schemas`); do not edit by hand. Every "
+        "table is a Delta table in `<warehouse>/<name>`.\n\n"
+    )
     return head + "\n".join(t.markdown() for t in ALL_TABLES)

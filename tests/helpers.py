@@ -23,11 +23,14 @@ def read_table(path: Path | str) -> list[dict[str, Any]]:
 
 def canonical(rows: Iterable[dict[str, Any]], drop: Sequence[str] = ()) -> list[str]:
     """Rows as sorted JSON strings, for order-insensitive exact comparison."""
-    return sorted(json.dumps({k: v for k, v in r.items() if k not in drop}, sort_keys=True, default=str)
-                  for r in rows)
+    return sorted(
+        json.dumps({k: v for k, v in r.items() if k not in drop}, sort_keys=True, default=str) for r in rows
+    )
 
 
-def render_group_lines(configs: Sequence[SimConfig], kafka_version: str = "3.7") -> dict[str, list[tuple[int, int, str]]]:
+def render_group_lines(
+    configs: Sequence[SimConfig], kafka_version: str = "3.7"
+) -> dict[str, list[tuple[int, int, str]]]:
     """Simulate the groups; per broker, ``(completion_ms, arrival_ms, line)`` in completion order."""
     out: dict[str, list[tuple[int, int, str]]] = {}
     for cfg in configs:
@@ -35,14 +38,17 @@ def render_group_lines(configs: Sequence[SimConfig], kafka_version: str = "3.7")
             fields = {k: v for k, v in rec.items() if not k.startswith("_")}
             full = complete_record(fields, kafka_version=kafka_version)
             line = render_line(full, kafka_version=kafka_version, tz=UTC)
-            out.setdefault(cfg.broker_id, []).append((int(full["completion_ms"]), int(full["arrival_ms"]), line))
+            out.setdefault(cfg.broker_id, []).append(
+                (int(full["completion_ms"]), int(full["arrival_ms"]), line)
+            )
     for lines in out.values():
         lines.sort(key=lambda x: x[0])
     return out
 
 
-def write_lines(root: Path, broker: str, lines: Iterable[str], *, append: bool = False,
-                name: str = "kafka-request.log") -> Path:
+def write_lines(
+    root: Path, broker: str, lines: Iterable[str], *, append: bool = False, name: str = "kafka-request.log"
+) -> Path:
     d = root / broker
     d.mkdir(parents=True, exist_ok=True)
     path = d / name
@@ -60,7 +66,7 @@ def quiet_cuts(lines: Sequence[tuple[int, int, str]], parts: int) -> list[int]:
         target = n * k // parts
         for i in range(target, n - 1):
             done = max(c for c, _, _ in lines[: i + 1])
-            if all(a > done for _, a, _ in lines[i + 1:]):
+            if all(a > done for _, a, _ in lines[i + 1 :]):
                 cuts.append(i + 1)
                 break
     return cuts

@@ -98,19 +98,29 @@ def request_from_row(row: Mapping[str, Any]) -> GroupRequest:
     if api is ApiKey.HEARTBEAT or api is ApiKey.OFFSET_COMMIT:
         observed = ObservedResponse(
             error=get("error_name"),
-            partition_errors=None if partitions is None else tuple(
-                (p["topic"] or "", p["partition"] or 0, p["error_name"] or "NONE") for p in partitions),
+            partition_errors=None
+            if partitions is None
+            else tuple(
+                (p["topic"] or "", p["partition"] or 0, p["error_name"] or "NONE") for p in partitions
+            ),
             completion_ms=get("completion_ms"),
         )
         commits = get("commit_partitions")
         return GroupRequest(
-            api=api, api_version=int(row["api_version"]), group_id=row["group_id"],
-            arrival_ms=int(row["arrival_ms"]), member_id=get("member_id"),
-            group_instance_id=get("group_instance_id"), client_id=get("client_id"),
-            client_host=_host(get("client_address")), generation_id=get("generation_id"),
-            commit_partitions=() if not commits else tuple(
-                (c["topic"] or "", c["partition"] or 0) for c in commits),
-            observed=observed, ref=ref,
+            api=api,
+            api_version=int(row["api_version"]),
+            group_id=row["group_id"],
+            arrival_ms=int(row["arrival_ms"]),
+            member_id=get("member_id"),
+            group_instance_id=get("group_instance_id"),
+            client_id=get("client_id"),
+            client_host=_host(get("client_address")),
+            generation_id=get("generation_id"),
+            commit_partitions=()
+            if not commits
+            else tuple((c["topic"] or "", c["partition"] or 0) for c in commits),
+            observed=observed,
+            ref=ref,
         )
     members = get("response_members")
     observed = ObservedResponse(
@@ -141,12 +151,16 @@ def request_from_row(row: Mapping[str, Any]) -> GroupRequest:
         protocol_type=get("protocol_type"),
         protocol_name=get("protocol_name"),
         protocols=tuple(
-            Protocol(p["name"], p.get("metadata"), p.get("metadata_length")) for p in (get("protocols") or ())),
+            Protocol(p["name"], p.get("metadata"), p.get("metadata_length")) for p in (get("protocols") or ())
+        ),
         reason=get("reason"),
-        assignments=tuple((a.get("member_id") or "", a.get("assignment")) for a in (get("assignments") or ())),
+        assignments=tuple(
+            (a.get("member_id") or "", a.get("assignment")) for a in (get("assignments") or ())
+        ),
         leave_members=tuple(
             LeaveMember(m.get("member_id") or "", m.get("group_instance_id"), m.get("reason"))
-            for m in (get("leave_members") or ())),
+            for m in (get("leave_members") or ())
+        ),
         observed=observed,
         ref=ref,
     )
@@ -154,13 +168,41 @@ def request_from_row(row: Mapping[str, Any]) -> GroupRequest:
 
 #: Bronze columns a replayer needs (the Spark side selects only these).
 REPLAY_COLUMNS = (
-    "source_file", "line_no", "broker_id", "api_key", "api_version", "group_id", "correlation_id",
-    "client_id", "connection", "client_address", "arrival_ms", "completion_ms", "member_id",
-    "group_instance_id", "generation_id", "session_timeout_ms", "rebalance_timeout_ms", "protocol_type",
-    "protocol_name", "protocols", "reason", "assignments", "leave_members", "commit_partitions", "error_name",
-    "response_generation_id", "response_leader", "response_member_id", "response_protocol_type",
-    "response_protocol_name", "response_skip_assignment", "response_members", "response_assignment",
-    "response_leave_members", "response_commit_partitions",
+    "source_file",
+    "line_no",
+    "broker_id",
+    "api_key",
+    "api_version",
+    "group_id",
+    "correlation_id",
+    "client_id",
+    "connection",
+    "client_address",
+    "arrival_ms",
+    "completion_ms",
+    "member_id",
+    "group_instance_id",
+    "generation_id",
+    "session_timeout_ms",
+    "rebalance_timeout_ms",
+    "protocol_type",
+    "protocol_name",
+    "protocols",
+    "reason",
+    "assignments",
+    "leave_members",
+    "commit_partitions",
+    "error_name",
+    "response_generation_id",
+    "response_leader",
+    "response_member_id",
+    "response_protocol_type",
+    "response_protocol_name",
+    "response_skip_assignment",
+    "response_members",
+    "response_assignment",
+    "response_leave_members",
+    "response_commit_partitions",
 )
 
 
@@ -191,8 +233,11 @@ class GroupReplayer:
         self.group_id = group_id
         self.settings = settings
         self.model = GroupCoordinatorModel(group_id, settings.coordinator)
-        self.tracker = RebalanceTracker(group_id, cooperative_protocols=settings.cooperative_protocols,
-                                        follow_up_window_ms=settings.follow_up_window_ms)
+        self.tracker = RebalanceTracker(
+            group_id,
+            cooperative_protocols=settings.cooperative_protocols,
+            follow_up_window_ms=settings.follow_up_window_ms,
+        )
         self.buffer: list[Mapping[str, Any]] = []  # landed, not yet replayed (arrival ≥ horizon)
         self.brokers: dict[str, str] = {}  # "file:line" → broker id, for requests still parked in the model
         self.horizon_ms: int | None = None  # everything before it has been replayed
@@ -270,8 +315,13 @@ class GroupReplayer:
         if key in self.late:
             self.late.discard(key)
             p = replace(p, scored=False, unscored_reason=LATE_REASON)
-        return prediction_row(p, completion_tolerance_ms=self.settings.completion_tolerance_ms,
-                              broker_id=broker_id, source_file=source_file, line_no=line_no)
+        return prediction_row(
+            p,
+            completion_tolerance_ms=self.settings.completion_tolerance_ms,
+            broker_id=broker_id,
+            source_file=source_file,
+            line_no=line_no,
+        )
 
     @property
     def has_pending_work(self) -> bool:
@@ -299,7 +349,9 @@ class GroupReplayer:
     def from_bytes(cls, data: bytes, settings: ReplaySettings) -> GroupReplayer:
         doc = json.loads(zlib.decompress(data))
         if doc.get("v") != STATE_VERSION:
-            raise ValueError(f"replay state version {doc.get('v')} is not {STATE_VERSION}: use a fresh checkpoint")
+            raise ValueError(
+                f"replay state version {doc.get('v')} is not {STATE_VERSION}: use a fresh checkpoint"
+            )
         r = cls(doc["group"], settings)
         r.model = GroupCoordinatorModel.from_bytes(base64.b64decode(doc["model"]), settings.coordinator)
         r.tracker = RebalanceTracker.from_bytes(base64.b64decode(doc["tracker"]))

@@ -53,7 +53,6 @@ fields that disagree (``[]`` when matched). Unscored rows have ``matched = False
 from __future__ import annotations
 
 import functools
-
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass

@@ -18,7 +18,8 @@ from jobs.cli import main
 pytestmark = pytest.mark.spark
 
 JSON_JOIN = (
-    '[2024-05-01 10:00:03,456] DEBUG Completed request:{"isForwarded":false,"requestHeader":{"requestApiKey":11,'
+    '[2024-05-01 10:00:03,456] DEBUG Completed request:{"i'
+    'sForwarded":false,"requestHeader":{"requestApiKey":11,'
     '"requestApiVersion":9,"correlationId":7,"clientId":"consumer-g1-1","requestApiKeyName":"JOIN_GROUP"},'
     '"request":{"groupId":"g1","sessionTimeoutMs":45000,"rebalanceTimeoutMs":300000,"memberId":"",'
     '"groupInstanceId":null,"protocolType":"consumer","protocols":[{"name":"range","metadata":'
@@ -28,29 +29,36 @@ JSON_JOIN = (
     '"connection":"10.0.0.1:9092-10.0.0.9:53422-12","totalTimeMs":1.234,"requestQueueTimeMs":0.05,'
     '"localTimeMs":0.9,"remoteTimeMs":0.0,"throttleTimeMs":0,"responseQueueTimeMs":0.06,"sendTimeMs":0.1,'
     '"securityProtocol":"PLAINTEXT","principal":"User:ANONYMOUS","listener":"PLAINTEXT",'
-    '"clientInformation":{"softwareName":"apache-kafka-java","softwareVersion":"3.7.1"}} (kafka.request.logger)'
+    '"clientInformation":{"softwareName":"apache-kafka-jav'
+    'a","softwareVersion":"3.7.1"}} (kafka.request.logger)'
 )
 JSON_HEARTBEAT = (
-    '[2024-05-01 10:00:04,001] DEBUG Completed request:{"isForwarded":false,"requestHeader":{"requestApiKey":12,'
+    '[2024-05-01 10:00:04,001] DEBUG Completed request:{"i'
+    'sForwarded":false,"requestHeader":{"requestApiKey":12,'
     '"requestApiVersion":4,"correlationId":41,"clientId":"consumer-g1-1","requestApiKeyName":"HEARTBEAT"},'
     '"request":{"groupId":"g1","generationId":3,"memberId":"consumer-g1-1-6f1c","groupInstanceId":null},'
     '"response":{"throttleTimeMs":0,"errorCode":27},"connection":"10.0.0.1:9092-10.0.0.9:53422-12",'
     '"totalTimeMs":0.412,"requestQueueTimeMs":0.05,"localTimeMs":0.2,"remoteTimeMs":0.0,"throttleTimeMs":0,'
     '"responseQueueTimeMs":0.06,"sendTimeMs":0.1,"securityProtocol":"PLAINTEXT","principal":"User:ANONYMOUS",'
-    '"listener":"PLAINTEXT","clientInformation":{"softwareName":"apache-kafka-java","softwareVersion":"3.7.1"}}'
+    '"listener":"PLAINTEXT","clientInformation":{"software'
+    'Name":"apache-kafka-java","softwareVersion":"3.7.1"}}'
     " (kafka.request.logger)"
 )
 JSON_FETCH = (
-    '[2024-05-01 10:00:04,100] DEBUG Completed request:{"isForwarded":false,"requestHeader":{"requestApiKey":1,'
+    '[2024-05-01 10:00:04,100] DEBUG Completed request:{"i'
+    'sForwarded":false,"requestHeader":{"requestApiKey":1,'
     '"requestApiVersion":16,"correlationId":9,"clientId":"consumer-g1-1","requestApiKeyName":"FETCH"},'
     '"request":{},"response":{},"connection":"10.0.0.1:9092-10.0.0.9:53422-12","totalTimeMs":500.1,'
     '"requestQueueTimeMs":0.05,"localTimeMs":0.2,"remoteTimeMs":499.0,"throttleTimeMs":0,'
     '"responseQueueTimeMs":0.06,"sendTimeMs":0.1,"securityProtocol":"PLAINTEXT","principal":"User:ANONYMOUS",'
-    '"listener":"PLAINTEXT","clientInformation":{"softwareName":"apache-kafka-java","softwareVersion":"3.7.1"}}'
+    '"listener":"PLAINTEXT","clientInformation":{"software'
+    'Name":"apache-kafka-java","softwareVersion":"3.7.1"}}'
     " (kafka.request.logger)"
 )
 JSON_BROKEN = '[2024-05-01 10:00:05,000] DEBUG Completed request:{"isForwarded":false,"requestHeader":{"requ'
-OTHER_LOGGER = "[2024-05-01 10:00:05,100] TRACE Processor 3 received request: x (kafka.network.RequestChannel$)"
+OTHER_LOGGER = (
+    "[2024-05-01 10:00:05,100] TRACE Processor 3 received request: x (kafka.network.RequestChannel$)"
+)
 TEXT_HEARTBEAT = (
     "[2020-11-02 08:15:00,250] DEBUG Completed request:RequestHeader(apiKey=HEARTBEAT, apiVersion=3, "
     "clientId=consumer-legacy-1, correlationId=120) -- {group_id=legacy,generation_id=5,"
@@ -89,12 +97,21 @@ def test_multi_broker_both_eras_idempotent_and_resumable(tmp_path: Path, spark: 
 
     assert main(["ingest", "--input", str(logs), "--warehouse", str(wh)]) == 0
     s = _summary(wh)
-    assert (s["lines_read"], s["requests"], s["quarantined"], s["other_api_lines"], s["other_lines"]) == (7, 3, 1, 1, 2)
+    assert (s["lines_read"], s["requests"], s["quarantined"], s["other_api_lines"], s["other_lines"]) == (
+        7,
+        3,
+        1,
+        1,
+        2,
+    )
     assert s["lines_read"] == s["requests"] + s["quarantined"] + s["other_api_lines"] + s["other_lines"]
 
     requests = DeltaTable(str(wh / "requests")).to_pyarrow_table().to_pylist()
     assert sorted((r["broker_id"], r["api_name"], r["line_no"]) for r in requests) == [
-        ("broker-1", "HEARTBEAT", 2), ("broker-1", "JOIN_GROUP", 1), ("broker-2", "HEARTBEAT", 1)]
+        ("broker-1", "HEARTBEAT", 2),
+        ("broker-1", "JOIN_GROUP", 1),
+        ("broker-2", "HEARTBEAT", 1),
+    ]
     join = next(r for r in requests if r["api_name"] == "JOIN_GROUP")
     assert join["error_name"] == "MEMBER_ID_REQUIRED"
     assert join["arrival_ms"] == join["completion_ms"] - 1
@@ -142,7 +159,10 @@ def test_errors_are_one_line(tmp_path: Path, spark: object, capsys: pytest.Captu
     assert "unreadable gzip" in capsys.readouterr().err
     good = tmp_path / "logs" / "broker-1" / "kafka-request.log"
     _write(good, [JSON_HEARTBEAT])
-    assert main(["ingest", "--input", str(good), "--warehouse", str(wh), "--set", "input.timezone=Nowhere/X"]) == 2
+    assert (
+        main(["ingest", "--input", str(good), "--warehouse", str(wh), "--set", "input.timezone=Nowhere/X"])
+        == 2
+    )
     assert "is not a known time zone" in capsys.readouterr().err
     assert main(["ingest", "--warehouse", str(wh)]) == 2
     assert "--input" in capsys.readouterr().err
@@ -151,8 +171,12 @@ def test_errors_are_one_line(tmp_path: Path, spark: object, capsys: pytest.Captu
 def test_timezone_shifts_completion(tmp_path: Path, spark: object) -> None:
     logs, wh = tmp_path / "logs", tmp_path / "wh"
     _write(logs / "broker-1" / "kafka-request.log", [JSON_HEARTBEAT])
-    assert main(["ingest", "--input", str(logs), "--warehouse", str(wh),
-                 "--set", "input.timezone=Europe/Berlin"]) == 0
+    assert (
+        main(
+            ["ingest", "--input", str(logs), "--warehouse", str(wh), "--set", "input.timezone=Europe/Berlin"]
+        )
+        == 0
+    )
     (row,) = DeltaTable(str(wh / "requests")).to_pyarrow_table().to_pylist()
     # 10:00:04.001 in Berlin (CEST, UTC+2) is 08:00:04.001 UTC
     assert row["completion_ms"] == 1714550404001

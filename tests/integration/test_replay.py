@@ -24,7 +24,10 @@ OUTPUTS = ("predictions", "transitions", "rebalances", "member_sessions")
 def story_configs() -> list[SimConfig]:
     """Two groups whose lives cover the common rebalance triggers."""
     dyn = SimConfig(
-        group_id="shop-orders", topics={"orders": 8}, until_ms=T0 + 170 * S, broker_id="broker-1",
+        group_id="shop-orders",
+        topics={"orders": 8},
+        until_ms=T0 + 170 * S,
+        broker_id="broker-1",
         broker_host="10.0.0.1",
         consumers=[
             ConsumerSpec("1", T0 + 1 * S, session_timeout_ms=10_000),
@@ -34,13 +37,27 @@ def story_configs() -> list[SimConfig]:
         ],
     )
     static = SimConfig(
-        group_id="ledger", topics={"ledger": 4}, until_ms=T0 + 170 * S, broker_id="broker-2",
+        group_id="ledger",
+        topics={"ledger": 4},
+        until_ms=T0 + 170 * S,
+        broker_id="broker-2",
         broker_host="10.0.0.2",
         consumers=[
-            ConsumerSpec("a", T0 + 5 * S, group_instance_id="ledger-0", session_timeout_ms=20_000,
-                         crash_ms=T0 + 50 * S, restart_ms=T0 + 55 * S),
-            ConsumerSpec("b", T0 + 5 * S + 200, group_instance_id="ledger-1", session_timeout_ms=20_000,
-                         crash_ms=T0 + 100 * S),
+            ConsumerSpec(
+                "a",
+                T0 + 5 * S,
+                group_instance_id="ledger-0",
+                session_timeout_ms=20_000,
+                crash_ms=T0 + 50 * S,
+                restart_ms=T0 + 55 * S,
+            ),
+            ConsumerSpec(
+                "b",
+                T0 + 5 * S + 200,
+                group_instance_id="ledger-1",
+                session_timeout_ms=20_000,
+                crash_ms=T0 + 100 * S,
+            ),
         ],
     )
     return [dyn, static]
@@ -70,8 +87,9 @@ def _summary(wh: Path) -> dict[str, Any]:
     return data
 
 
-def test_batch_paths_agree_and_tell_the_story(tmp_path: Path, spark: object,
-                                              story: dict[str, list[tuple[int, int, str]]]) -> None:
+def test_batch_paths_agree_and_tell_the_story(
+    tmp_path: Path, spark: object, story: dict[str, list[tuple[int, int, str]]]
+) -> None:
     logs = _write_all(tmp_path / "logs", story)
     wh_stateful, wh_fast = tmp_path / "wh-stateful", tmp_path / "wh-fast"
     for wh, path in ((wh_stateful, "stateful"), (wh_fast, "fast")):
@@ -84,10 +102,13 @@ def test_batch_paths_agree_and_tell_the_story(tmp_path: Path, spark: object,
     predictions = read_table(wh_stateful / "predictions")
     scored = [p for p in predictions if p["scored"]]
     assert scored and all(p["matched"] for p in scored), [p for p in scored if not p["matched"]][:3]
-    assert len(predictions) == sum(1 for lines in story.values() for _, _, line in lines
-                                   if "FIND_COORDINATOR" not in line)
+    assert len(predictions) == sum(
+        1 for lines in story.values() for _, _, line in lines if "FIND_COORDINATOR" not in line
+    )
 
-    rebalances = sorted(read_table(wh_stateful / "rebalances"), key=lambda r: (r["group_id"], r["rebalance_seq"]))
+    rebalances = sorted(
+        read_table(wh_stateful / "rebalances"), key=lambda r: (r["group_id"], r["rebalance_seq"])
+    )
     shop = [r for r in rebalances if r["group_id"] == "shop-orders"]
     assert [r["trigger"] for r in shop] == ["group_created", "new_member", "member_left", "session_expiry"]
     assert all(r["outcome"] == "stable" for r in shop)
@@ -109,8 +130,9 @@ def test_batch_paths_agree_and_tell_the_story(tmp_path: Path, spark: object,
     assert first_leader != second_leader and ledger[1]["generation_from"] == 1
 
 
-def test_incremental_chunks_equal_fresh_and_batch(tmp_path: Path, spark: object,
-                                                  story: dict[str, list[tuple[int, int, str]]]) -> None:
+def test_incremental_chunks_equal_fresh_and_batch(
+    tmp_path: Path, spark: object, story: dict[str, list[tuple[int, int, str]]]
+) -> None:
     inc = ("--set", "replay.late_tolerance_ms=0", "--set", "replay.bucket_ms=30000")
     # the same logs landed in three chunks, one scheduled run after each
     chunked, logs = tmp_path / "wh-chunked", tmp_path / "logs-chunked"
@@ -144,12 +166,23 @@ def test_incremental_chunks_equal_fresh_and_batch(tmp_path: Path, spark: object,
     assert len(c["member_sessions"]) == len(a["member_sessions"]) + len(open_sessions)
 
 
-def test_rerun_changes_nothing(tmp_path: Path, spark: object, story: dict[str, list[tuple[int, int, str]]]) -> None:
+def test_rerun_changes_nothing(
+    tmp_path: Path, spark: object, story: dict[str, list[tuple[int, int, str]]]
+) -> None:
     logs, wh = _write_all(tmp_path / "logs", story), tmp_path / "wh"
     _cli("run", "--input", str(logs), "--warehouse", str(wh))
     first = _summary(wh)
-    for key in ("lines_read", "requests", "quarantined", "other_api_lines", "predictions", "matched",
-                "agreement", "rebalances", "findings"):
+    for key in (
+        "lines_read",
+        "requests",
+        "quarantined",
+        "other_api_lines",
+        "predictions",
+        "matched",
+        "agreement",
+        "rebalances",
+        "findings",
+    ):
         assert key in first, key
     assert first["agreement"] == 1.0 and first["rebalances"] == 6
     tables = {t: (read_table(wh / t), _delta_version(wh / t)) for t in ("requests", *OUTPUTS)}
@@ -176,35 +209,49 @@ def _edit(lines: list[str], needle: str, old: str, new: str) -> list[str]:
     raise AssertionError(f"no line with {needle}")
 
 
-def test_wrong_observed_response_is_a_mismatch(tmp_path: Path, spark: object,
-                                               story: dict[str, list[tuple[int, int, str]]]) -> None:
+def test_wrong_observed_response_is_a_mismatch(
+    tmp_path: Path, spark: object, story: dict[str, list[tuple[int, int, str]]]
+) -> None:
     lines = [line for _, _, line in story["broker-1"]]
     # a heartbeat in the middle of a stable period answered with REBALANCE_IN_PROGRESS: wrong
-    idx = next(i for i, line in enumerate(lines) if i > len(lines) // 5 and '"HEARTBEAT"' in line
-               and '"errorCode":0}' in line)
+    idx = next(
+        i
+        for i, line in enumerate(lines)
+        if i > len(lines) // 5 and '"HEARTBEAT"' in line and '"errorCode":0}' in line
+    )
     lines[idx] = lines[idx].replace('"errorCode":0}', '"errorCode":27}', 1)
     logs, wh = tmp_path / "logs", tmp_path / "wh"
     write_lines(logs, "broker-1", lines)
     _cli("ingest", "--input", str(logs), "--warehouse", str(wh))
     _cli("replay", "--warehouse", str(wh))
     _cli("validate", "--warehouse", str(wh))
-    bad = sorted((p for p in read_table(wh / "predictions") if p["scored"] and not p["matched"]),
-                 key=lambda p: p["line_no"])
+    bad = sorted(
+        (p for p in read_table(wh / "predictions") if p["scored"] and not p["matched"]),
+        key=lambda p: p["line_no"],
+    )
     # the edited line is the mismatch; track mode believes the broker for that member's next heartbeat,
     # which the broker answers NONE again, and then it is back in step
-    assert (bad[0]["line_no"], bad[0]["mismatch_kinds"], bad[0]["observed_error"], bad[0]["predicted_error"]) == (
-        idx + 1, ["error"], "REBALANCE_IN_PROGRESS", "NONE")
+    assert (
+        bad[0]["line_no"],
+        bad[0]["mismatch_kinds"],
+        bad[0]["observed_error"],
+        bad[0]["predicted_error"],
+    ) == (idx + 1, ["error"], "REBALANCE_IN_PROGRESS", "NONE")
     assert len(bad) <= 2 and all(p["mismatch_kinds"] == ["error"] for p in bad)
     s = _summary(wh)
     assert s["matched"] == s["scored"] - len(bad) and s["mismatch_kinds"] == {"error": len(bad)}
 
 
-def test_deleted_line_is_absorbed_by_track_mode(tmp_path: Path, spark: object,
-                                                story: dict[str, list[tuple[int, int, str]]]) -> None:
+def test_deleted_line_is_absorbed_by_track_mode(
+    tmp_path: Path, spark: object, story: dict[str, list[tuple[int, int, str]]]
+) -> None:
     lines = [line for _, _, line in story["broker-1"]]
     # lose the JoinGroup of the member that joins at +60 s (its MEMBER_ID_REQUIRED round trip survives)
-    idx = next(i for i, line in enumerate(lines) if '"JOIN_GROUP"' in line and "consumer-shop-orders-4" in line
-               and '"errorCode":0' in line)
+    idx = next(
+        i
+        for i, line in enumerate(lines)
+        if '"JOIN_GROUP"' in line and "consumer-shop-orders-4" in line and '"errorCode":0' in line
+    )
     del lines[idx]
     results = {}
     for mode in ("track", "predict"):
@@ -219,15 +266,27 @@ def test_deleted_line_is_absorbed_by_track_mode(tmp_path: Path, spark: object,
     assert results["predict"] > results["track"], results
 
 
-def test_kip848_groups_are_reported_not_replayed(tmp_path: Path, spark: object,
-                                                 story: dict[str, list[tuple[int, int, str]]]) -> None:
+def test_kip848_groups_are_reported_not_replayed(
+    tmp_path: Path, spark: object, story: dict[str, list[tuple[int, int, str]]]
+) -> None:
     from transforms.log_render import complete_record, render_line
 
-    cgh = complete_record({
-        "api_name": "CONSUMER_GROUP_HEARTBEAT", "api_version": 0, "completion_ms": T0 + 5 * S, "total_time_ms": 1.2,
-        "group_id": "new-protocol", "member_id": "", "member_epoch": 0, "rebalance_timeout_ms": 300000,
-        "error_code": 0, "response_member_id": "Aa1Bb2Cc3Dd4Ee5Ff6Gg7H", "response_member_epoch": 1,
-    }, kafka_version="3.7")
+    cgh = complete_record(
+        {
+            "api_name": "CONSUMER_GROUP_HEARTBEAT",
+            "api_version": 0,
+            "completion_ms": T0 + 5 * S,
+            "total_time_ms": 1.2,
+            "group_id": "new-protocol",
+            "member_id": "",
+            "member_epoch": 0,
+            "rebalance_timeout_ms": 300000,
+            "error_code": 0,
+            "response_member_id": "Aa1Bb2Cc3Dd4Ee5Ff6Gg7H",
+            "response_member_epoch": 1,
+        },
+        kafka_version="3.7",
+    )
     lines = [line for _, _, line in story["broker-1"]] + [render_line(cgh, kafka_version="3.7", tz=UTC)]
     logs, wh = tmp_path / "logs", tmp_path / "wh"
     write_lines(logs, "broker-1", lines)

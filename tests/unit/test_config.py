@@ -20,8 +20,14 @@ def test_defaults_load() -> None:
 
 
 def test_set_overrides_broker_property_with_dots() -> None:
-    c = load_config(overrides=["broker.group.initial.rebalance.delay.ms=0", "broker.group.max.size=5",
-                               "kafka.version=2.7", "input.timezone=Europe/Berlin"])
+    c = load_config(
+        overrides=[
+            "broker.group.initial.rebalance.delay.ms=0",
+            "broker.group.max.size=5",
+            "kafka.version=2.7",
+            "input.timezone=Europe/Berlin",
+        ]
+    )
     assert c.broker.group_initial_rebalance_delay_ms == 0
     assert c.broker.group_max_size == 5
     assert c.kafka.version == "2.7"
@@ -33,7 +39,9 @@ def test_set_overrides_broker_property_with_dots() -> None:
 
 def test_conf_file_merges_subset(tmp_path: Path) -> None:
     f = tmp_path / "c.yaml"
-    f.write_text("broker:\n  group.max.size: 3\nreplay:\n  mode: predict\nspark:\n  extra:\n    spark.x: '1'\n")
+    f.write_text(
+        "broker:\n  group.max.size: 3\nreplay:\n  mode: predict\nspark:\n  extra:\n    spark.x: '1'\n"
+    )
     c = load_config([f])
     assert c.broker.group_max_size == 3
     assert c.broker.group_initial_rebalance_delay_ms == 3000  # untouched keys keep defaults
@@ -81,7 +89,7 @@ def test_missing_and_bad_conf_files(tmp_path: Path) -> None:
         load_config([bad])
     unknown = tmp_path / "unknown.yaml"
     unknown.write_text("replay:\n  speed: 3\n")
-    with pytest.raises(ConfigError, match="unknown key 'replay.speed'"):
+    with pytest.raises(ConfigError, match=r"unknown key 'replay\.speed'"):
         load_config([unknown])
 
 

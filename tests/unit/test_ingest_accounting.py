@@ -29,15 +29,22 @@ def corrupted(draw: st.DrawFn) -> str:
     if op == "truncate":
         return line[:i]
     if op == "flip":
-        return line[:i] + draw(st.characters(blacklist_categories=["Cs"], blacklist_characters="\n\r")) + line[i + 1:]
+        return (
+            line[:i]
+            + draw(st.characters(blacklist_categories=["Cs"], blacklist_characters="\n\r"))
+            + line[i + 1 :]
+        )
     if op == "insert":
-        return line[:i] + draw(st.text(max_size=5).filter(lambda t: "\n" not in t and "\r" not in t)) + line[i:]
-    return line[:i] + line[i + 5:]
+        return (
+            line[:i] + draw(st.text(max_size=5).filter(lambda t: "\n" not in t and "\r" not in t)) + line[i:]
+        )
+    return line[:i] + line[i + 5 :]
 
 
 lines_strategy = st.lists(
     st.one_of(corrupted(), st.text(max_size=80).filter(lambda t: "\n" not in t and "\r" not in t)),
-    min_size=1, max_size=40,
+    min_size=1,
+    max_size=40,
 )
 
 
@@ -57,8 +64,9 @@ def test_every_line_is_accounted_for(tmp_path: Path, lines: list[str]) -> None:
     quarantined = [r for r in rows if r["row_kind"] == "quarantine"]
     assert stats["lines_read"] == len(lines)
     assert stats["n_requests"] == len(requests) and stats["n_quarantined"] == len(quarantined)
-    assert stats["lines_read"] == (stats["n_requests"] + stats["n_quarantined"] + stats["n_other_api"]
-                                   + stats["n_other"])
+    assert stats["lines_read"] == (
+        stats["n_requests"] + stats["n_quarantined"] + stats["n_other_api"] + stats["n_other"]
+    )
     assert sum(json.loads(stats["other_api_counts"]).values()) == stats["n_other_api"]
     # each line number appears once among the rows that keep a line
     kept = [r["line_no"] for r in requests + quarantined]

@@ -25,7 +25,7 @@ L = "[2024-05-01 10:00:0{i},000] DEBUG Completed request:{{}} (kafka.request.log
 
 
 def _lines(n: int, start: int = 0) -> str:
-    return "".join(L.format(i=i % 10) .replace("{}", f"{{\"n\":{start + i}}}") for i in range(n))
+    return "".join(L.format(i=i % 10).replace("{}", f'{{"n":{start + i}}}') for i in range(n))
 
 
 def _read_all(path: Path, progress: dict[str, FileProgress] | None = None) -> list[tuple[int, str]]:
