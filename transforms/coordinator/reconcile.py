@@ -4,19 +4,27 @@ The model first predicts (the Prediction keeps that original answer), then, if t
 says otherwise, adjusts its state the least it can and records a ``RECONCILED`` event:
 
 * what an accepted response proves is adopted — the member exists (an unknown member id accepted by
-  Heartbeat/OffsetCommit/SyncGroup is *inferred*: added with unknown protocols and timeouts), the
-  group's generation, leader, protocol and, from the leader's JoinGroup response, the full member list;
+  Heartbeat/OffsetCommit/SyncGroup is *inferred*: added with unknown protocols and timeouts, assumed
+  unchanged when it rejoins), a *later* generation (generations never go back: an answer about an
+  older generation is stale), the leader, the protocol and, from the leader's JoinGroup response, the
+  full member list;
 * a member the broker does not know (``UNKNOWN_MEMBER_ID``) is removed through Kafka's removal path
   (so the rebalance it caused in the broker also starts in the model); a fenced static member
   (``FENCED_INSTANCE_ID``) is dropped silently (its replacement's id will show up);
 * ``REBALANCE_IN_PROGRESS`` when the model is Stable starts the rebalance the model missed; ``NONE``
   to a heartbeat while the model is preparing a rebalance aborts the model's (spurious) rebalance;
-* a JoinGroup/SyncGroup the broker answered while the model still holds it parked (checked at the
-  observed completion time plus ``late_answer_grace_ms``) gets a Prediction ``NO_RESPONSE`` /
-  ``completion_ms=None`` (the model had not answered), and the model completes the join phase / the
-  sync phase / removes the member accordingly;
+* a JoinGroup the broker held (its observed answer comes later) but the model answered at once (e.g.
+  the MEMBER_ID_REQUIRED line is missing, so the model does not know the id) is applied the way the
+  broker did: the member joins and waits for the join phase;
+* a JoinGroup/SyncGroup the broker answered while the model still holds it (checked at the observed
+  completion time plus ``late_answer_grace_ms``, or as soon as the member sends a request it could
+  only send after that answer) gets a Prediction ``NO_RESPONSE`` / ``completion_ms=None`` (the model had
+  not answered), and the model completes the join phase *as observed* (the broker's generation and
+  leader, evicting nobody: members the broker evicted are removed when it answers them
+  ``UNKNOWN_MEMBER_ID``), completes the sync phase, or removes the member;
 * an observation the model cannot place (``ILLEGAL_GENERATION`` while the model agrees on the
-  generation) sends the model back to warm-up (predictions unscored until it is confident again).
+  generation, a commit answered ``REBALANCE_IN_PROGRESS`` outside CompletingRebalance) sends the model
+  back to warm-up (predictions unscored until it is confident again).
 
 During warm-up the same adoption rules run in predict mode too: they are how a model that starts in
 the middle of a group's life learns it.
