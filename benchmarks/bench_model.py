@@ -191,9 +191,7 @@ def run(events: int, n_groups: int, n_members: int, mode: str, profile: bool, li
         f"groups={n_groups} members/group={n_members} mode={mode} events={handled} predictions={predictions}"
     )
     print(f"handle+drain: {elapsed:.3f} s wall -> {handled / elapsed:,.0f} events/s")
-    print(
-        f"handle+drain: {cpu:.3f} s CPU  -> {handled / cpu:,.0f} events/s (what a shared machine cannot steal)"
-    )
+    print(f"handle+drain: {cpu:.3f} s CPU  -> {handled / cpu:,.0f} events/s (process CPU time)")
     print(
         f"peak traced memory while replaying 50k more events: {peak / 1e6:.1f} MB; "
         f"process max RSS (incl. the pre-built request batch): {rss_mb:.0f} MB"
