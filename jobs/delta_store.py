@@ -30,9 +30,10 @@ import shutil
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
@@ -112,6 +113,15 @@ class AddedFile:
 # --------------------------------------------------------------------------------------------------
 
 
+@dataclass
+class NewRows:
+    """Rows a table gained since the last time they were consumed; call ``consumed()`` once they have
+    been processed, so the next call starts after them."""
+
+    rows: DataFrame
+    consumed: Callable[[], None]
+
+
 class DeltaStore(ABC):
     """Delta tables under one warehouse folder, each ``TableDef`` in ``<warehouse>/<table.name>``."""
 
@@ -184,6 +194,25 @@ class DeltaStore(ABC):
     @abstractmethod
     def read_files(self, table: TableDef, files: Sequence[AddedFile]) -> DataFrame:
         """The rows of the given files (from :meth:`files_added_since`), columns as in :meth:`read`."""
+
+    def new_rows(self, table: TableDef, progress_dir: str) -> NewRows:
+        """The rows appended to ``table`` since the last :meth:`NewRows.consumed` under ``progress_dir``
+        (all rows the first time): the incremental feed of scheduled jobs.
+
+        This engine: the files the Delta log added after the version recorded in ``progress_dir``.
+        """
+        progress = Path(progress_dir) / "version.json"
+        since = json.loads(progress.read_text())["version"] if progress.exists() else None
+        current = self.version(table)  # first: a commit landing meanwhile waits for the next call
+        files = [f for f in self.files_added_since(table, since) if current is None or f.version <= current]
+
+        def consumed() -> None:
+            progress.parent.mkdir(parents=True, exist_ok=True)
+            tmp = progress.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"version": current}))
+            os.replace(tmp, progress)
+
+        return NewRows(self.read_files(table, files) if files else self.empty(table), consumed)
 
     # ---- shared helpers -------------------------------------------------------------------------
 
@@ -1139,6 +1168,28 @@ class DeltaSparkStore(DeltaStore):
                 "(e.g. spark.jars.packages=io.delta:delta-spark_2.13:<version>)"
             )
         self._delta_table_api()  # fail now, not at the first write, without the Python package
+
+    def new_rows(self, table: TableDef, progress_dir: str) -> NewRows:
+        """This engine: Delta's streaming source (``readStream.format("delta")``, ``Trigger.AvailableNow``,
+        its checkpoint under ``progress_dir``) stages the new rows; ``consumed()`` drops the stage. Rows
+        staged by a run that failed before consuming them are served again."""
+        stage = Path(progress_dir) / "staged"
+        query = (
+            self.spark.readStream.format("delta")
+            .load(self.path(table))
+            .writeStream.trigger(availableNow=True)
+            .option("checkpointLocation", str(Path(progress_dir) / "checkpoint"))
+            .foreachBatch(
+                lambda df, batch_id: df.write.mode("overwrite").parquet(str(stage / f"b={batch_id}"))
+            )
+            .start()
+        )
+        query.awaitTermination()
+        batches = sorted(str(p) for p in stage.glob("b=*")) if stage.exists() else []
+        rows = (
+            self.spark.read.schema(table.spark_schema()).parquet(*batches) if batches else self.empty(table)
+        )
+        return NewRows(rows, lambda: shutil.rmtree(stage, ignore_errors=True))
 
     @staticmethod
     def _delta_table_api() -> Any:

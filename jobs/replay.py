@@ -569,20 +569,14 @@ def _replay_incremental(
             "max_completion_ms": None,
             "pending_groups": [],
             "kip848_groups": [],
-            "requests_version": None,
         }
     else:
         state = json.loads(state_file.read_text())
     run_id = state["run"] + 1
-    # the rows landed since the last run: the files the Delta log added after the version we stopped at
-    since = state.get("requests_version")
-    current_version = store.version(REQUESTS)  # first: a commit landing meanwhile waits for the next run
-    added = [
-        f
-        for f in store.files_added_since(REQUESTS, since)
-        if current_version is None or f.version <= current_version
-    ]
-    new_rows = _classic_rows(store.read_files(REQUESTS, added) if added else store.empty(REQUESTS)).persist()
+    # the rows landed since the last run (the store knows how: Delta's streaming source, or the files the
+    # Delta log added since the version the last run stopped at)
+    landed = store.new_rows(REQUESTS, str(inc / "source"))
+    new_rows = _classic_rows(landed.rows).persist()
     try:
         agg = new_rows.agg(F.max("completion_ms").alias("m"), F.count(F.lit(1)).alias("n")).collect()[0]
         n_new = int(agg["n"])
@@ -633,11 +627,11 @@ def _replay_incremental(
             run=run_id,
             max_completion_ms=int(max_c),
             pending_groups=sorted(pending),
-            requests_version=current_version,
             kip848_groups=sorted(set(state["kip848_groups"]) | set(result.kip848_groups)),
         )
         result.kip848_groups = state["kip848_groups"]
         state_file.write_text(json.dumps(state))
+        landed.consumed()
         dirs.save_manifest(
             {
                 "mode": "incremental",
