@@ -374,3 +374,37 @@ def test_timer_tie_order(tie_order: str, reason: str) -> None:
     result = run_case(case)
     removed = [e for e in result.events if e.kind is EventKind.MEMBER_REMOVED]
     assert [e.removal_reason.value for e in removed if e.removal_reason] == [reason]
+
+
+def test_hot_path_objects_are_ordinary_dataclass_instances() -> None:
+    """The compiled constructors build real, frozen instances: equal, hashable, picklable, replaceable."""
+    import dataclasses
+    import pickle
+
+    from transforms.coordinator.engine import _new_liveness_event, _new_stable_prediction, new_response
+
+    req = GroupRequest(ApiKey.HEARTBEAT, 4, G, 5, member_id="m", generation_id=1)
+    resp = new_response("NONE", 5, None)
+    pred = _new_stable_prediction(0, req, resp, 1, 1)
+    event = _new_liveness_event(0, 5, EventKind.HEARTBEAT, 1, "m", None)
+    from transforms.coordinator.types import ModelEvent, PredictedResponse, Prediction
+
+    assert type(resp) is PredictedResponse and resp == PredictedResponse(error="NONE", completion_ms=5)
+    assert type(pred) is Prediction and pred == Prediction(
+        seq=0,
+        request=req,
+        response=resp,
+        state_before=GroupState.STABLE,
+        generation_before=1,
+        state_after=GroupState.STABLE,
+        generation_after=1,
+    )
+    assert type(event) is ModelEvent and event == ModelEvent(
+        seq=0, time_ms=5, kind=EventKind.HEARTBEAT, generation_id=1, state=GroupState.STABLE, member_id="m"
+    )
+    for obj in (resp, pred, event):
+        assert pickle.loads(pickle.dumps(obj)) == obj
+        assert hash(obj) == hash(pickle.loads(pickle.dumps(obj)))
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, type(obj).__slots__[0], 3)
+    assert dataclasses.replace(pred, scored=False).scored is False
