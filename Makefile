@@ -12,8 +12,10 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' \
 	  || { echo "rebalance-replay needs Python 3.11 (found: $$($(PYTHON) --version 2>&1)); set PYTHON=/path/to/python3.11"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@echo "installing rebalance-replay and its dependencies into $(VENV) (first run: a few minutes; log: $(VENV)/install.log)"
+	@{ $(BIN)/python -m pip install --disable-pip-version-check --upgrade pip \
+	   && $(BIN)/python -m pip install --disable-pip-version-check -e '.[dev]'; } > $(VENV)/install.log 2>&1 \
+	  || { tail -n 30 $(VENV)/install.log; echo "install failed: see $(VENV)/install.log"; exit 1; }
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -22,10 +24,10 @@ check-java:
 	@command -v java >/dev/null 2>&1 || test -x "$$JAVA_HOME/bin/java" \
 	  || { echo "Java 17 is required to run Spark: install a JDK 17 and put java on PATH (or set JAVA_HOME)"; exit 1; }
 
-demo: install check-java
+demo: check-java install
 	$(BIN)/rebalance-replay run --input samples/logs --warehouse $(WAREHOUSE)
 
-test: install check-java
+test: check-java install
 	$(BIN)/python -m pytest
 
 test-fast: install
