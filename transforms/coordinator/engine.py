@@ -556,22 +556,7 @@ class GroupCoordinatorModel:
                     from transforms.coordinator.reconcile import reconcile_answer
 
                     reconciled = reconcile_answer(self, call, out.response)
-                g = self._group
-                self._predictions.append(
-                    Prediction(
-                        seq=call.seq,
-                        request=call.request,
-                        response=out.response,
-                        state_before=call.state_before,
-                        generation_before=call.generation_before,
-                        state_after=DEAD if g is None else g.state,
-                        generation_after=-1 if g is None else g.generation_id,
-                        scored=call.scored,
-                        unscored_reason=call.unscored_reason,
-                        reconciled=reconciled,
-                        mismatch_kinds=self._notes.pop(call.seq, ()),
-                    )
-                )
+                self._append_prediction(call, out.response, reconciled=reconciled)
 
     def _needs_reconcile(self) -> bool:
         return self._track or not self._confident
@@ -643,12 +628,8 @@ class GroupCoordinatorModel:
                 return True
         return False
 
-    def _emit_unreconciled(self, call: ParkedCall, response: PredictedResponse) -> None:
-        """An answer that says nothing about the group (blind answers while loading): no reconciliation."""
-        call.emitted = True
-        if not self._confident:
-            call.scored = False
-            call.unscored_reason = self._warm_reason
+    def _append_prediction(self, call: ParkedCall, response: PredictedResponse, *, reconciled: bool) -> None:
+        """The one place a parked call's Prediction is built (answered, unreconciled or never answered)."""
         g = self._group
         self._predictions.append(
             Prediction(
@@ -661,10 +642,18 @@ class GroupCoordinatorModel:
                 generation_after=-1 if g is None else g.generation_id,
                 scored=call.scored,
                 unscored_reason=call.unscored_reason,
-                reconciled=False,
+                reconciled=reconciled,
                 mismatch_kinds=self._notes.pop(call.seq, ()),
             )
         )
+
+    def _emit_unreconciled(self, call: ParkedCall, response: PredictedResponse) -> None:
+        """An answer that says nothing about the group (blind answers while loading): no reconciliation."""
+        call.emitted = True
+        if not self._confident:
+            call.scored = False
+            call.unscored_reason = self._warm_reason
+        self._append_prediction(call, response, reconciled=False)
 
     def _check_warm_window(self) -> None:
         last = self._last_discovery_ms

@@ -41,7 +41,6 @@ from transforms.coordinator.types import (
     GroupState,
     ObservedResponse,
     PredictedResponse,
-    Prediction,
     RemovalReason,
 )
 from transforms.kafka_protocol import ApiKey
@@ -513,22 +512,8 @@ def reconcile_late_answer(model: GroupCoordinatorModel, call: ParkedCall, emit: 
 
 
 def _emit_no_response(model: GroupCoordinatorModel, call: ParkedCall) -> None:
-    req = call.request
-    g = model._group
-    model._predictions.append(
-        Prediction(
-            seq=call.seq,
-            request=req,
-            response=PredictedResponse(error="NO_RESPONSE", completion_ms=None),
-            state_before=call.state_before,
-            generation_before=call.generation_before,
-            state_after=DEAD if g is None else g.state,
-            generation_after=-1 if g is None else g.generation_id,
-            scored=call.scored,
-            unscored_reason=call.unscored_reason,
-            reconciled=True,
-            mismatch_kinds=model._notes.pop(call.seq, ()),
-        )
+    model._append_prediction(
+        call, PredictedResponse(error="NO_RESPONSE", completion_ms=None), reconciled=True
     )
 
 

@@ -168,7 +168,7 @@ class ModelEvent:
     from_state: GroupState | None = None  # TRANSITION only
     member_id: str | None = None
     group_instance_id: str | None = None
-    cause: str | None = None  # Kafka's reason string, e.g. "Adding new member ... with group instance id None"
+    cause: str | None = None  # Kafka's reason, e.g. "Adding new member ... with group instance id None"
     removal_reason: RemovalReason | None = None
     client_reason: str | None = None  # JoinGroup v8+/LeaveGroup v5+ reason given by the client
     detail: str | None = None
