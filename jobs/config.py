@@ -93,6 +93,7 @@ class ReplayConfig:
     path: str
     late_tolerance_ms: int
     bucket_ms: int
+    max_rows_per_call: int
     fast_path_min_groups: int
     cooperative_protocols: tuple[str, ...]
     follow_up_window_ms: int
@@ -319,6 +320,7 @@ def build_config(data: dict[str, Any]) -> Config:
             path=_choice(data, "replay.path", ("auto", "stateful", "fast")),
             late_tolerance_ms=_int(data, "replay.late_tolerance_ms", minimum=0),
             bucket_ms=_int(data, "replay.bucket_ms", minimum=1000),
+            max_rows_per_call=_int(data, "replay.max_rows_per_call", minimum=1000),
             fast_path_min_groups=_int(data, "replay.fast_path_min_groups", minimum=0),
             cooperative_protocols=_str_list(data, "replay.cooperative_protocols"),
             follow_up_window_ms=_int(data, "replay.follow_up_window_ms", minimum=0),

@@ -292,6 +292,29 @@ def _classic_rows(df: DataFrame) -> DataFrame:
     return df.filter(F.col("group_id").isNotNull() & F.col("api_key").isin(keep)).select(*REPLAY_COLUMNS)
 
 
+def bucket_ms_for(bucket_ms: int, busiest: int, max_rows_per_call: int) -> int:
+    """The bucket size for a run: ``bucket_ms`` halved until the busiest group's busiest bucket (``busiest``
+    rows at ``bucket_ms``) fits ``max_rows_per_call`` (assuming a steady rate), never under one second."""
+    while busiest > max_rows_per_call and bucket_ms > 1000:
+        bucket_ms = max(1000, bucket_ms // 2)
+        busiest = (busiest + 1) // 2
+    return bucket_ms
+
+
+def _bounded_bucket_ms(rows: DataFrame, bucket_ms: int, max_rows_per_call: int) -> int:
+    """Shrink the bucket so one stateful call (one group, one bucket) holds at most ``max_rows_per_call``
+    rows: a 1,000-member group over a day is replayed in small time slices, never in one frame."""
+    from pyspark.sql import functions as F
+
+    busiest = (
+        rows.groupBy("group_id", F.floor(F.col("arrival_ms") / F.lit(bucket_ms)).alias("b"))
+        .count()
+        .agg(F.max("count"))
+        .collect()[0][0]
+    )
+    return bucket_ms_for(bucket_ms, int(busiest or 0), max_rows_per_call)
+
+
 def _write_feed(
     spark: SparkSession,
     rows: DataFrame,
@@ -300,12 +323,14 @@ def _write_feed(
     run_id: int,
     horizon_ms: int,
     bucket_ms: int,
+    max_rows_per_call: int,
 ) -> int:
     """Write the run's feed: one parquet file per arrival bucket (mtime ascending), then a file of ticks.
     Returns the number of files written."""
     from pyspark.sql import functions as F
 
     stage = feed_dir.parent / f"_stage-{uuid.uuid4().hex}"
+    bucket_ms = _bounded_bucket_ms(rows, bucket_ms, max_rows_per_call)
     bucket = F.floor(F.col("arrival_ms") / F.lit(bucket_ms)).cast("long")
     end = F.least((bucket + 1) * F.lit(bucket_ms), F.lit(horizon_ms))
     shaped = (
@@ -527,7 +552,14 @@ def _replay_stateful_batch(
     try:
         groups = [r["group_id"] for r in rows.select("group_id").distinct().collect()]
         files = _write_feed(
-            spark, rows, [(g, True) for g in groups], feed_dir, 0, horizon, config.replay.bucket_ms
+            spark,
+            rows,
+            [(g, True) for g in groups],
+            feed_dir,
+            0,
+            horizon,
+            config.replay.bucket_ms,
+            config.replay.max_rows_per_call,
         )
         say(f"replay: {files} feed file(s) → applyInPandasWithState (fresh checkpoint)")
 
@@ -595,7 +627,16 @@ def _replay_incremental(
             f"{horizon} ({config.replay.late_tolerance_ms} ms behind the newest completion)"
         )
         feed_dir = inc / "feed"
-        _write_feed(spark, new_rows, ticks, feed_dir, run_id, horizon, config.replay.bucket_ms)
+        _write_feed(
+            spark,
+            new_rows,
+            ticks,
+            feed_dir,
+            run_id,
+            horizon,
+            config.replay.bucket_ms,
+            config.replay.max_rows_per_call,
+        )
         totals: dict[str, int] = {k: 0 for k in OUTPUT_KINDS}
         statuses: list[Any] = []
         if fresh:  # a fresh scheduled audit starts from empty output tables

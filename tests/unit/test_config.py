@@ -95,3 +95,13 @@ def test_missing_and_bad_conf_files(tmp_path: Path) -> None:
 
 def test_kafka_patch_version_accepted() -> None:
     assert load_config(overrides=["kafka.version=2.8.1"]).kafka.version == "2.8.1"
+
+
+def test_bucket_shrinks_until_the_busiest_group_fits() -> None:
+    from jobs.replay import bucket_ms_for
+
+    hour = 3_600_000
+    assert bucket_ms_for(hour, 150_000, 200_000) == hour
+    # a 1,000-member group heartbeating every 3 s: ~1.2M requests an hour → three halvings
+    assert bucket_ms_for(hour, 1_200_000, 200_000) == hour // 8
+    assert bucket_ms_for(hour, 10**12, 200_000) == 1000  # never under a second
