@@ -125,6 +125,8 @@ def _session(config: Config) -> Any:
         "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions),
         **config.spark.extra,
     }
+    # a progress bar for people at a terminal; none in CI logs or files
+    conf.setdefault("spark.ui.showConsoleProgress", "true" if sys.stderr.isatty() else "false")
     return get_spark(conf=conf)
 
 

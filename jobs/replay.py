@@ -565,6 +565,7 @@ def _replay_stateful_batch(
 
         def on_batch(df: DataFrame, batch_id: int) -> None:
             df.write.mode("append").parquet(str(staging / f"batch={batch_id}"))
+            say(f"replay: micro-batch {batch_id + 1}/{files} done")
 
         _stateful_query(spark, feed_dir, checkpoint, settings, on_batch)
         if staging.exists():
@@ -627,7 +628,7 @@ def _replay_incremental(
             f"{horizon} ({config.replay.late_tolerance_ms} ms behind the newest completion)"
         )
         feed_dir = inc / "feed"
-        _write_feed(
+        files = _write_feed(
             spark,
             new_rows,
             ticks,
@@ -639,6 +640,7 @@ def _replay_incremental(
         )
         totals: dict[str, int] = {k: 0 for k in OUTPUT_KINDS}
         statuses: list[Any] = []
+        done: list[int] = []  # micro-batches of this run (the checkpoint numbers them across runs)
         if fresh:  # a fresh scheduled audit starts from empty output tables
             empty = spark.createDataFrame([], UNION.spark_schema())
             _split_and_write(store, empty, overwrite=True)
@@ -658,6 +660,8 @@ def _replay_incremental(
             for k, v in counts.items():
                 totals[k] += v
             statuses.extend(status)
+            done.append(batch_id)
+            say(f"replay: micro-batch {len(done)}/{files} committed ({counts['predictions']} predictions)")
 
         _stateful_query(spark, feed_dir, inc / "checkpoint", settings, on_batch)
         result = _finish_result("incremental", "stateful", horizon, n_new, totals, statuses)
