@@ -208,8 +208,26 @@ def cmd_run(args: argparse.Namespace, config: Config) -> int:
             _say(f"{PROG}: run: {stage} is not available yet; skipped")
             continue
         status = max(status, handler(args, config))
-    print(f"summary: {Path(config.storage.warehouse) / 'summary.json'}")
+    path = Path(config.storage.warehouse) / "summary.json"
+    print(headline(json.loads(path.read_text())) if path.exists() else "")
+    print(f"summary: {path}")
     return status
+
+
+def headline(summary: dict[str, Any]) -> str:
+    """The figures a person looks for first, from ``summary.json``."""
+    agreement = summary.get("agreement")
+    parts = [
+        f"{summary.get('requests', 0)} requests",
+        f"{summary.get('quarantined', 0)} quarantined",
+        f"{summary.get('predictions', 0)} predictions",
+        "agreement " + ("n/a" if agreement is None else f"{agreement:.2%}"),
+        f"{summary.get('rebalances', 0)} rebalances",
+    ]
+    lines = ["run: " + ", ".join(parts)]
+    if summary.get("data_docs"):
+        lines.append(f"run: Data Docs: {summary['data_docs']}")
+    return "\n".join(lines)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Config], int]] = {
