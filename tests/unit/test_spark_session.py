@@ -37,6 +37,8 @@ def no_java(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     monkeypatch.setenv("PATH", str(empty))
+    # a session another test already started in this process would be reused before any Java check
+    monkeypatch.setattr("jobs.spark_session._existing_session", lambda: None)
     return empty
 
 
