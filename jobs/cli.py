@@ -91,7 +91,34 @@ def build_parser() -> argparse.ArgumentParser:
                 default=None,
                 help="replay path (default: replay.path)",
             )
+            for flag, side in (("--from", "start"), ("--to", "end")):
+                p.add_argument(
+                    flag,
+                    dest=f"window_{side}",
+                    type=_instant,
+                    default=None,
+                    metavar="TIME",
+                    help=f"batch replay of a time window: {side} of arrival times (ISO 8601, UTC unless "
+                    "an offset is given, or epoch ms)" + (", exclusive" if side == "end" else ""),
+                )
     return parser
+
+
+def _instant(text: str) -> int:
+    """``--from``/``--to``: epoch ms, or an ISO 8601 time (UTC unless it carries an offset)."""
+    from datetime import UTC, datetime
+
+    if text.strip().isdigit():
+        return int(text)
+    try:
+        t = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a time (use e.g. 2024-05-01T10:00:00, 2024-05-01T12:00+02:00 or epoch ms)"
+        ) from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return int(t.timestamp() * 1000)
 
 
 def _say(msg: str) -> None:
@@ -156,6 +183,12 @@ def cmd_ingest(args: argparse.Namespace, config: Config) -> int:
 def cmd_replay(args: argparse.Namespace, config: Config) -> int:
     from jobs.replay import replay
 
+    window = (getattr(args, "window_start", None), getattr(args, "window_end", None))
+    if getattr(args, "incremental", False) and window != (None, None):
+        raise UsageError("--from/--to select a window for a batch replay; they do not go with --incremental")
+    if None not in window and window[0] >= window[1]:  # type: ignore[operator]
+        raise UsageError("--from must be before --to")
+
     spark = _session(config)
     result = replay(
         spark,
@@ -163,6 +196,7 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
         config,
         incremental=getattr(args, "incremental", False),
         path=getattr(args, "path", None),
+        window=window,
         log=_say,
     )
     write_summary(config.storage.warehouse, result.as_summary())

@@ -368,9 +368,16 @@ def replay(
     *,
     incremental: bool = False,
     path: str | None = None,
+    window: tuple[int | None, int | None] = (None, None),
     log: Callable[[str], None] | None = None,
 ) -> ReplayResult:
-    """Replay the warehouse's ``requests`` into the output tables. See the module docstring."""
+    """Replay the warehouse's ``requests`` into the output tables. See the module docstring.
+
+    ``window`` (batch only): replay only requests that arrived in ``[start, end)`` (epoch ms, either side
+    open) — forensics on an incident; the model warm-starts if the window opens mid-life.
+    """
+    if incremental and window != (None, None):
+        raise ValueError("replay: --from/--to select a window for a batch replay, not for --incremental")
     from pyspark.sql import functions as F
 
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
@@ -379,7 +386,9 @@ def replay(
     manifest = dirs.load_manifest()
     mode = "incremental" if incremental else "batch"
     requests_version = store.version(REQUESTS)
-    fingerprint = _config_fingerprint(config)
+    fingerprint = _config_fingerprint(config) + (
+        f"/{window[0]}-{window[1]}" if window != (None, None) else ""
+    )
     chosen = path or config.replay.path
     if requests_version is None:
         say("replay: no requests table yet: run ingest first")
@@ -411,6 +420,10 @@ def replay(
         result = _replay_incremental(spark, store, config, settings, dirs, manifest, say)
     else:
         all_rows = _classic_rows(store.read(REQUESTS))
+        if window[0] is not None:
+            all_rows = all_rows.filter(F.col("arrival_ms") >= F.lit(window[0]))
+        if window[1] is not None:
+            all_rows = all_rows.filter(F.col("arrival_ms") < F.lit(window[1]))
         stats = all_rows.agg(
             F.max("completion_ms").alias("max_c"), F.countDistinct("group_id").alias("groups")
         ).collect()[0]

@@ -294,3 +294,24 @@ def test_kip848_groups_are_reported_not_replayed(
     _cli("replay", "--warehouse", str(wh))
     assert _summary(wh)["replay"]["kip848_groups"] == ["new-protocol"]
     assert not [p for p in read_table(wh / "predictions") if p["group_id"] == "new-protocol"]
+
+
+def test_time_window_forensics(
+    tmp_path: Path, spark: object, story: dict[str, list[tuple[int, int, str]]]
+) -> None:
+    logs, wh = _write_all(tmp_path / "logs", story), tmp_path / "wh"
+    _cli("ingest", "--input", str(logs), "--warehouse", str(wh))
+    start, end = T0 + 80 * S, T0 + 140 * S
+    _cli("replay", "--warehouse", str(wh), "--from", "2024-06-03T12:01:20Z", "--to", str(end))
+    predictions = read_table(wh / "predictions")
+    assert predictions and all(start <= p["arrival_ms"] < end for p in predictions)
+    # the window opens on live groups: the model warms up from what it sees, then scores; the one true
+    # disagreement is the heartbeat that reveals the expiry of a ledger member never seen joining
+    warm = [p for p in predictions if not p["scored"] and (p["unscored_reason"] or "").startswith("warm-up")]
+    scored = [p for p in predictions if p["scored"]]
+    bad = [(p["group_id"], p["api"], p["observed_error"]) for p in scored if not p["matched"]]
+    assert warm and len(scored) > 100 and bad == [("ledger", "HEARTBEAT", "REBALANCE_IN_PROGRESS")]
+    shop = [r for r in read_table(wh / "rebalances") if r["group_id"] == "shop-orders"]
+    assert [r["trigger"] for r in shop] == ["member_left", "session_expiry"]
+    assert main(["replay", "--warehouse", str(wh), "--incremental", "--from", str(start)]) == 2
+    assert main(["replay", "--warehouse", str(wh), "--from", "yesterday"]) == 2

@@ -1500,6 +1500,13 @@ class GroupCoordinatorModel:
             error = self._validate_member(group, member_id, req.group_instance_id, strict=False)
         if error is None and req.generation_id != group.generation_id:
             error = ILLEGAL_GENERATION
+        if error is None and group.state in (COMPLETING, STABLE):
+            # a live group always has a protocol; none known means the model has not observed it (warm
+            # start from mid-life): learn it from the first SyncGroup that names it instead of rejecting
+            if not group.protocol_type and req.protocol_type:
+                group.protocol_type = req.protocol_type
+            if not group.protocol_name and req.protocol_name:
+                group.protocol_name = req.protocol_name
         if (
             error is None
             and f.sync_protocol_check

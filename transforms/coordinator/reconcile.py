@@ -288,6 +288,10 @@ def _reconcile_member_request(model: GroupCoordinatorModel, call: ParkedCall, ob
         if group.state in (STABLE, COMPLETING, EMPTY):
             _reconciled(model, f"the broker is rebalancing ({what})", member_id)
             model.prepare_rebalance(group, f"reconciled: {what}", member_id or None)
+            if any(m.inferred for m in group.members.values()):
+                # a member known only from its heartbeats (timeouts unknown) may have expired on the
+                # broker: the model cannot tell who left, so it is back in warm-up until it sees again
+                lose_confidence(model, f"{what}: a member whose timeouts are unknown may have expired")
     elif observed == "UNKNOWN_MEMBER_ID":
         if group is None:
             return
