@@ -16,12 +16,13 @@ from __future__ import annotations
 import base64
 import json
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from transforms.coordinator.config import CoordinatorConfig
 from transforms.coordinator.engine import GroupCoordinatorModel
+from transforms.coordinator.fastobj import constructor
 from transforms.coordinator.types import (
     GroupRequest,
     LeaveMember,
@@ -84,6 +85,28 @@ def _errors_pairs(items: Sequence[Mapping[str, Any]] | None, key: str) -> tuple[
 
 _APIS = {int(a): a for a in ApiKey}
 
+#: hot-path constructors (see transforms.coordinator.fastobj) for Heartbeat / OffsetCommit rows
+_new_liveness_observed: Callable[..., ObservedResponse] = constructor(
+    ObservedResponse, ("error", "partition_errors", "completion_ms")
+)
+_new_liveness_request: Callable[..., GroupRequest] = constructor(
+    GroupRequest,
+    (
+        "api",
+        "api_version",
+        "group_id",
+        "arrival_ms",
+        "member_id",
+        "group_instance_id",
+        "client_id",
+        "client_host",
+        "generation_id",
+        "commit_partitions",
+        "observed",
+        "ref",
+    ),
+)
+
 
 def request_from_row(row: Mapping[str, Any]) -> GroupRequest:
     """A bronze ``requests`` row (as a mapping) → the model's :class:`GroupRequest`.
@@ -96,31 +119,29 @@ def request_from_row(row: Mapping[str, Any]) -> GroupRequest:
     partitions = get("response_commit_partitions")
     ref = (row["source_file"], int(row["line_no"]))
     if api is ApiKey.HEARTBEAT or api is ApiKey.OFFSET_COMMIT:
-        observed = ObservedResponse(
-            error=get("error_name"),
-            partition_errors=None
+        observed = _new_liveness_observed(
+            get("error_name"),
+            None
             if partitions is None
             else tuple(
                 (p["topic"] or "", p["partition"] or 0, p["error_name"] or "NONE") for p in partitions
             ),
-            completion_ms=get("completion_ms"),
+            get("completion_ms"),
         )
         commits = get("commit_partitions")
-        return GroupRequest(
-            api=api,
-            api_version=int(row["api_version"]),
-            group_id=row["group_id"],
-            arrival_ms=int(row["arrival_ms"]),
-            member_id=get("member_id"),
-            group_instance_id=get("group_instance_id"),
-            client_id=get("client_id"),
-            client_host=_host(get("client_address")),
-            generation_id=get("generation_id"),
-            commit_partitions=()
-            if not commits
-            else tuple((c["topic"] or "", c["partition"] or 0) for c in commits),
-            observed=observed,
-            ref=ref,
+        return _new_liveness_request(
+            api,
+            int(row["api_version"]),
+            row["group_id"],
+            int(row["arrival_ms"]),
+            get("member_id"),
+            get("group_instance_id"),
+            get("client_id"),
+            _host(get("client_address")),
+            get("generation_id"),
+            () if not commits else tuple((c["topic"] or "", c["partition"] or 0) for c in commits),
+            observed,
+            ref,
         )
     members = get("response_members")
     observed = ObservedResponse(
