@@ -14,6 +14,7 @@ import pytest
 from deltalake import DeltaTable
 
 from jobs.cli import main
+from tests.helpers import read_table
 
 pytestmark = pytest.mark.spark
 
@@ -86,7 +87,7 @@ def _summary(wh: Path) -> dict[str, object]:
 
 
 def _count(wh: Path, table: str) -> int:
-    return int(DeltaTable(str(wh / table)).to_pyarrow_table().num_rows)
+    return len(read_table(wh / table))
 
 
 def test_multi_broker_both_eras_idempotent_and_resumable(tmp_path: Path, spark: object) -> None:
@@ -106,7 +107,7 @@ def test_multi_broker_both_eras_idempotent_and_resumable(tmp_path: Path, spark: 
     )
     assert s["lines_read"] == s["requests"] + s["quarantined"] + s["other_api_lines"] + s["other_lines"]
 
-    requests = DeltaTable(str(wh / "requests")).to_pyarrow_table().to_pylist()
+    requests = read_table(wh / "requests")
     assert sorted((r["broker_id"], r["api_name"], r["line_no"]) for r in requests) == [
         ("broker-1", "HEARTBEAT", 2),
         ("broker-1", "JOIN_GROUP", 1),
@@ -119,7 +120,7 @@ def test_multi_broker_both_eras_idempotent_and_resumable(tmp_path: Path, spark: 
     text = next(r for r in requests if r["broker_id"] == "broker-2")
     assert (text["log_era"], text["group_id"], text["generation_id"]) == ("text", "legacy", 5)
     assert text["client_software_version"] == "2.7.0"
-    quarantine = DeltaTable(str(wh / "quarantine")).to_pyarrow_table().to_pylist()
+    quarantine = read_table(wh / "quarantine")
     assert len(quarantine) == 1 and quarantine[0]["line_no"] == 4
     assert quarantine[0]["raw_line"] == JSON_BROKEN and quarantine[0]["reason"]
     # partitioned by date, one commit per table
@@ -177,6 +178,6 @@ def test_timezone_shifts_completion(tmp_path: Path, spark: object) -> None:
         )
         == 0
     )
-    (row,) = DeltaTable(str(wh / "requests")).to_pyarrow_table().to_pylist()
+    (row,) = read_table(wh / "requests")
     # 10:00:04.001 in Berlin (CEST, UTC+2) is 08:00:04.001 UTC
     assert row["completion_ms"] == 1714550404001
