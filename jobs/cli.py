@@ -292,12 +292,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"{PROG}: interrupted")
         return 130
     except Exception as e:  # a one-line message, never a stack trace, unless --debug
-        from jobs.errors import user_message
+        from jobs.errors import is_user_facing, user_message
 
         msg = user_message(e)
         if debug:
             traceback.print_exc()
-        _say(f"{PROG}: error: {msg}" + ("" if debug else " (rerun with --debug for details)"))
+        hint = "" if debug or is_user_facing(e) else " (rerun with --debug for details)"
+        _say(f"{PROG}: error: {msg}{hint}")
         return 1
 
 

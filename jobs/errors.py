@@ -2,6 +2,26 @@
 
 from __future__ import annotations
 
+#: Exceptions whose message is already a one-line, user-facing explanation.
+USER_FACING = frozenset(
+    {
+        "JavaMissingError",
+        "TableFeatureError",
+        "ConfigError",
+        "InputError",
+        "MissingTableError",
+        "HistoryUnavailableError",
+    }
+)
+
+
+class MissingTableError(RuntimeError):
+    """A stage needs a table an earlier stage writes (e.g. validate before replay)."""
+
+
+def is_user_facing(e: BaseException) -> bool:
+    return type(e).__name__ in USER_FACING
+
 
 def user_message(e: BaseException) -> str:
     """One line for an exception: our own errors as they are, Spark/JVM errors reduced to their gist."""

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from jobs.config import Config
+from jobs.errors import MissingTableError
 from schemas import MEMBER_SESSIONS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
 from schemas.core import Column, TableDef
 from transforms.kafka_protocol import STATE_CHANGING_APIS, ApiKey
@@ -391,8 +392,9 @@ def replay(
     )
     chosen = path or config.replay.path
     if requests_version is None:
-        say("replay: no requests table yet: run ingest first")
-        return ReplayResult(mode, chosen, None, 0, up_to_date=True)
+        raise MissingTableError(
+            f"replay: no requests table in {config.storage.warehouse}; run `rebalance-replay ingest` first"
+        )
 
     if (
         not incremental

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from jobs.errors import MissingTableError
 from schemas import PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
 from schemas.core import TableDef
 from transforms.kafka_protocol import MAX_API_VERSION, STATE_CHANGING_APIS, ApiKey
@@ -89,10 +90,6 @@ KEPT_API_NAMES = tuple(sorted(a.name for a in ApiKey))
 GROUP_API_NAMES = tuple(sorted(a.name for a in STATE_CHANGING_APIS))
 
 Log = Callable[[str], object]
-
-
-class MissingTableError(RuntimeError):
-    """The warehouse has no ``predictions`` table: replay has not run."""
 
 
 # --------------------------------------------------------------------------------------------------
