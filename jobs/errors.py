@@ -27,14 +27,7 @@ def user_message(e: BaseException) -> str:
     """One line for an exception: our own errors as they are, Spark/JVM errors reduced to their gist."""
     name = type(e).__name__
     text = str(e).strip()
-    if name in (
-        "JavaMissingError",
-        "TableFeatureError",
-        "ConfigError",
-        "InputError",
-        "MissingTableError",
-        "HistoryUnavailableError",
-    ):
+    if name in USER_FACING:
         return text.splitlines()[0] if text else name
     first = ""
     for line in text.splitlines():
