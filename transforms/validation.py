@@ -278,6 +278,8 @@ def prediction_row(
                 scored, unscored_reason = False, NOTHING_TO_COMPARE
             else:
                 mismatches = list(result.mismatches)
+                if p.mismatch_kinds:  # anomalies the model itself noticed in the observed response
+                    mismatches = sorted(set(mismatches) | set(p.mismatch_kinds))
     matched = scored and not mismatches
     if not scored:
         mismatches = []

@@ -461,3 +461,34 @@ def test_nothing_to_compare_is_unscored() -> None:
         prediction(request(ApiKey.HEARTBEAT, 4, observed=ObservedResponse()), PredictedResponse("NONE", None))
     )
     assert (r["scored"], r["matched"], r["unscored_reason"]) == (False, False, NOTHING_TO_COMPARE)
+
+
+def test_anomalies_noticed_by_the_model_are_mismatches() -> None:
+    req = GroupRequest(
+        api=ApiKey.HEARTBEAT,
+        api_version=4,
+        group_id="g",
+        arrival_ms=1000,
+        member_id="m",
+        generation_id=1,
+        observed=ObservedResponse(error="NONE", completion_ms=1001),
+    )
+    p = Prediction(
+        seq=0,
+        request=req,
+        response=PredictedResponse(error="NONE", completion_ms=1001),
+        state_before=GroupState.STABLE,
+        generation_before=1,
+        state_after=GroupState.STABLE,
+        generation_after=1,
+    )
+    ok = prediction_row(p, completion_tolerance_ms=5, broker_id="b", source_file="f", line_no=1)
+    assert ok["matched"] and ok["mismatch_kinds"] == []
+    flagged = prediction_row(
+        replace(p, mismatch_kinds=("member_id_format",)),
+        completion_tolerance_ms=5,
+        broker_id="b",
+        source_file="f",
+        line_no=1,
+    )
+    assert not flagged["matched"] and flagged["mismatch_kinds"] == ["member_id_format"]
