@@ -63,7 +63,7 @@ API_VERSIONS: dict[str, dict[ApiKey, int]] = {
 
 
 #: Actions that belong to the process's life, not to one membership: never made stale by a rejoin.
-LIFECYCLE = frozenset({"start", "close", "crash", "restart"})
+LIFECYCLE = frozenset({"start", "close", "crash", "restart", "refresh"})
 
 
 @dataclass
@@ -83,6 +83,9 @@ class ConsumerSpec:
     restart_ms: int | None = (
         None  # after a crash: a new process with the same spec (static: same instance id)
     )
+    slow_rejoin_ms: int = 0  # extra delay before rejoining a rebalance (a slow poll loop)
+    refresh_ms: int | None = None  # rejoins while stable then (its topic metadata changed)
+    hang_sync_after_ms: int | None = None  # the first join answered after this never sends SyncGroup
 
 
 @dataclass
@@ -150,6 +153,8 @@ class Simulation:
                 self.at(c.spec.close_ms, "close", c)
             if c.spec.crash_ms is not None:
                 self.at(c.spec.crash_ms, "crash", c)
+            if c.spec.refresh_ms is not None:
+                self.at(c.spec.refresh_ms, "refresh", c)
         step = 100  # the coordinator's timers run between client actions in small steps
         while self.now < self.cfg.until_ms:
             t = self.queue[0][0] if self.queue else self.cfg.until_ms + step
@@ -289,6 +294,12 @@ class Simulation:
         if c.state != "dead":
             self._join(c)
 
+    def _on_refresh(self, c: _Client) -> None:
+        if c.state == "stable":  # the Java client rejoins when its subscribed topics' metadata changes
+            c.epoch += 1
+            c.rejoin_reason = "cached metadata has changed"
+            self._join(c)
+
     # -- responses ------------------------------------------------------------------------------------
     def _respond(self, p: Prediction) -> None:
         key = p.request.ref
@@ -308,6 +319,9 @@ class Simulation:
                 c.member_id = p.response.member_id or ""
                 c.rejoin_reason = "rebalance failed due to MemberIdRequiredException"
                 self.at(t, "rejoin", c)
+            elif err == "NONE" and c.spec.hang_sync_after_ms is not None and t >= c.spec.hang_sync_after_ms:
+                c.state = "dead"  # stuck before SyncGroup (e.g. a blocked rebalance listener): silent
+                c.epoch += 1
             elif err == "NONE":
                 c.member_id = p.response.member_id or c.member_id
                 c.generation = p.response.generation_id if p.response.generation_id is not None else -1
@@ -346,7 +360,7 @@ class Simulation:
             if err == "REBALANCE_IN_PROGRESS"
             else f"rebalance failed due to {err}"
         )
-        self.at(t, "rejoin", c)
+        self.at(t + (c.spec.slow_rejoin_ms if err == "REBALANCE_IN_PROGRESS" else 0), "rejoin", c)
 
     def _on_sync(self, c: _Client) -> None:
         p = self.sync_plan.pop(c.index)

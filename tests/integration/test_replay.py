@@ -315,3 +315,40 @@ def test_time_window_forensics(
     assert [r["trigger"] for r in shop] == ["member_left", "session_expiry"]
     assert main(["replay", "--warehouse", str(wh), "--incremental", "--from", str(start)]) == 2
     assert main(["replay", "--warehouse", str(wh), "--from", "yesterday"]) == 2
+
+
+def test_more_rebalance_stories(tmp_path: Path, spark: object) -> None:
+    """Leader rejoin (metadata change) with a slow member evicted at the rebalance timeout, and a member
+    that never sends SyncGroup removed by the pending-sync timeout."""
+    slow = dict(session_timeout_ms=30_000, rebalance_timeout_ms=10_000)
+    cfg = SimConfig(
+        group_id="metrics-rollup",
+        topics={"metrics": 6},
+        until_ms=T0 + 170 * S,
+        broker_id="broker-3",
+        broker_host="10.0.0.3",
+        consumers=[
+            ConsumerSpec("a", T0 + 1 * S, refresh_ms=T0 + 40 * S, **slow),
+            ConsumerSpec("b", T0 + 1 * S + 200, slow_rejoin_ms=15_000, close_ms=T0 + 80 * S, **slow),
+            ConsumerSpec("c", T0 + 1 * S + 400, hang_sync_after_ms=T0 + 90 * S, **slow),
+            ConsumerSpec("d", T0 + 100 * S, **slow),
+        ],
+    )
+    logs, wh = _write_all(tmp_path / "logs", render_group_lines([cfg])), tmp_path / "wh"
+    _cli("ingest", "--input", str(logs), "--warehouse", str(wh))
+    _cli("replay", "--warehouse", str(wh))
+    rebalances = sorted(read_table(wh / "rebalances"), key=lambda r: r["rebalance_seq"])
+    story = [(r["trigger"], [m.split("-")[3] for m in r["evicted"]]) for r in rebalances]
+    # member ids are consumer-metrics-rollup-<n>-<uuid>: n = 1 (a), 2 (b), 3 (c), 4 (d)
+    assert story == [
+        ("group_created", []),
+        ("leader_rejoin", ["2"]),  # b did not rejoin within the 10 s rebalance timeout
+        ("new_member", []),  # b again, with a new member id
+        ("member_left", []),
+        ("new_member", []),  # d
+        ("pending_sync_expiry", ["3"]),  # c got its JoinGroup answer and never sent SyncGroup
+    ]
+    assert rebalances[1]["trigger_client_reason"] == "cached metadata has changed"
+    assert rebalances[1]["join_phase_ms"] == 10_000
+    scored = [p for p in read_table(wh / "predictions") if p["scored"]]
+    assert scored and all(p["matched"] for p in scored)
