@@ -165,8 +165,9 @@ def generate(out: Path, seed: int = 7) -> dict[str, int]:
         older = [line for t, line in lines if t < hour_cut]
         newer = [line for t, line in lines if t >= hour_cut]
         if broker == "broker-1":
-            with gzip.open(d / "kafka-request.log.2024-05-01-09.gz", "wt", encoding="utf-8") as f:
-                f.writelines(line + "\n" for line in older)
+            data = "".join(line + "\n" for line in older).encode("utf-8")
+            # mtime=0: the same sample bytes every time it is regenerated
+            (d / "kafka-request.log.2024-05-01-09.gz").write_bytes(gzip.compress(data, mtime=0))
         else:
             (d / "kafka-request.log.2024-05-01-09").write_text("".join(line + "\n" for line in older))
         (d / "kafka-request.log").write_text("".join(line + "\n" for line in newer))
