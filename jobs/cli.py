@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from jobs.bookkeeping import write_json
 from jobs.config import Config, ConfigError, load_config
 from jobs.log_files import InputError
 
@@ -136,10 +137,7 @@ def write_summary(warehouse: str, updates: dict[str, Any]) -> Path:
             current = {}
     current.update(updates)
     current.setdefault("findings", {})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(current, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    write_json(path, current, indent=2)
     return path
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from jobs.bookkeeping import write_json
 from schemas.core import TableDef
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -207,10 +208,7 @@ class DeltaStore(ABC):
         files = [f for f in self.files_added_since(table, since) if current is None or f.version <= current]
 
         def consumed() -> None:
-            progress.parent.mkdir(parents=True, exist_ok=True)
-            tmp = progress.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"version": current}))
-            os.replace(tmp, progress)
+            write_json(progress, {"version": current})
 
         return NewRows(self.read_files(table, files) if files else self.empty(table), consumed)
 

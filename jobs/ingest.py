@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from jobs.bookkeeping import write_json
 from jobs.config import Config
 from jobs.log_files import (
     FileProgress,
@@ -167,7 +168,7 @@ def parse_slices(
                     "quarantine_reason": out.reason or "unreadable",
                     "raw_line": line,
                     "ingested_at": ingested_at,
-                    "log_date": _line_date(line) or ingest_date,
+                    "log_date": out.log_date or ingest_date,
                 }
             elif out.kind is LineKind.OTHER_API:
                 n_oa += 1
@@ -189,17 +190,6 @@ def parse_slices(
             "other_api_counts": json.dumps(other_api),
             "error": stats.error,
         }
-
-
-def _line_date(line: str) -> Any:
-    """The date of a log line's timestamp when it has one (for partitioning quarantine rows)."""
-    from datetime import date
-
-    start = line.find("[") + 1
-    try:
-        return date.fromisoformat(line[start : start + 10])
-    except ValueError:
-        return None
 
 
 def _arrow_task(tz_name: str, ingested_at: datetime) -> Any:
@@ -280,10 +270,7 @@ def ingest(
     if not slices:
         say(f"ingest: {len(files)} file(s), nothing new to read")
         return IngestResult(None, len(files), 0, duplicates, run, total, errors, time.monotonic() - started)
-    plan_file.parent.mkdir(parents=True, exist_ok=True)
-    plan_file.write_text(
-        json.dumps({"batch_id": batch_id, "slices": [s.to_dict() for s in slices]}, indent=1)
-    )
+    write_json(plan_file, {"batch_id": batch_id, "slices": [s.to_dict() for s in slices]}, indent=1)
     mb = sum(s.file_size - s.start_offset if not s.compressed else s.file_size for s in slices) / 1e6
     say(f"ingest: batch {batch_id}: reading {len(slices)} slice(s) of {len(files)} file(s), ~{mb:.1f} MB")
 
