@@ -90,17 +90,18 @@ def main() -> None:
     rows = _classic_rows(store.read(REQUESTS)).persist()
     n = rows.count()
     horizon = int(rows.agg({"completion_ms": "max"}).collect()[0][0]) + 1
+    groups = sorted(r["group_id"] for r in rows.select("group_id").distinct().collect())
     print(f"{n:,} classic-group requests, {args.groups} groups")
     results = {}
     if "stateful" not in args.skip:
         t = time.perf_counter()
         _replay_stateful_batch(
-            spark, store, config, settings, ReplayDirs(str(wh)), rows, horizon, lambda m: None
+            spark, store, config, settings, ReplayDirs(str(wh)), rows, groups, n, horizon, lambda m: None
         )
         results["stateful (applyInPandasWithState, streaming AvailableNow)"] = time.perf_counter() - t
     if "fast" not in args.skip:
         t = time.perf_counter()
-        _replay_fast(spark, store, config, settings, rows, horizon, lambda m: None)
+        _replay_fast(spark, store, settings, rows, n, horizon)
         results["fast (repartition + sortWithinPartitions + mapInArrow)"] = time.perf_counter() - t
     if "model" not in args.skip:
         table = rows.toArrow()

@@ -34,12 +34,20 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from jobs.bookkeeping import write_json
 from jobs.config import Config
 from jobs.errors import MissingTableError
 from schemas import MEMBER_SESSIONS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
 from schemas.core import Column, TableDef
 from transforms.kafka_protocol import STATE_CHANGING_APIS, ApiKey
-from transforms.replay import OUTPUT_KINDS, REPLAY_COLUMNS, GroupReplayer, ReplayOutput, ReplaySettings
+from transforms.replay import (
+    OUTPUT_KINDS,
+    REPLAY_COLUMNS,
+    SORT_COLUMNS,
+    GroupReplayer,
+    ReplayOutput,
+    ReplaySettings,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -99,7 +107,7 @@ def settings_from(config: Config) -> ReplaySettings:
     )
 
 
-def _out_rows(group_id: str, out: ReplayOutput, replayer: GroupReplayer) -> list[dict[str, Any]]:
+def _out_rows(replayer: GroupReplayer, out: ReplayOutput) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for kind in OUTPUT_KINDS:
         for r in out.rows[kind]:
@@ -107,7 +115,7 @@ def _out_rows(group_id: str, out: ReplayOutput, replayer: GroupReplayer) -> list
     rows.append(
         {
             "kind": "status",
-            "group_id": group_id,
+            "group_id": replayer.group_id,
             "pending": replayer.has_pending_work,
             "kip848": replayer.kip848,
             "replayed": out.replayed,
@@ -156,7 +164,7 @@ def stateful_function(settings: ReplaySettings) -> Callable[..., Iterator[Any]]:
             )
         out = _step(replayer, rows)
         state.update((replayer.to_bytes(),))
-        result = _out_rows(group_id, out, replayer)
+        result = _out_rows(replayer, out)
         yield pd.DataFrame({c: pd.Series([r.get(c) for r in result], dtype=object) for c in UNION_NAMES})
 
     return fn
@@ -179,7 +187,7 @@ def fast_function(settings: ReplaySettings) -> Callable[[Iterator[pa.RecordBatch
             assert replayer is not None
             replayer.feed(rows)
             out = replayer.process(rows[-1]["arrival_ms"])
-            out_buf.extend(r for r in _out_rows(replayer.group_id, out, replayer) if r["kind"] != "status")
+            out_buf.extend(r for r in _out_rows(replayer, out) if r["kind"] != "status")
             rows.clear()
 
         def finish_group() -> None:
@@ -191,7 +199,7 @@ def fast_function(settings: ReplaySettings) -> Callable[[Iterator[pa.RecordBatch
                 "final": last.get("final"),
             }
             out = _step(replayer, [*rows, tick])
-            out_buf.extend(_out_rows(replayer.group_id, out, replayer))
+            out_buf.extend(_out_rows(replayer, out))
             rows.clear()
 
         def emit() -> pa.RecordBatch:
@@ -275,10 +283,7 @@ class ReplayDirs:
         return {}
 
     def save_manifest(self, data: dict[str, Any]) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.manifest.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-        os.replace(tmp, self.manifest)
+        write_json(self.manifest, data, indent=1)
 
 
 def _config_fingerprint(config: Config) -> str:
@@ -426,20 +431,27 @@ def replay(
             all_rows = all_rows.filter(F.col("arrival_ms") >= F.lit(window[0]))
         if window[1] is not None:
             all_rows = all_rows.filter(F.col("arrival_ms") < F.lit(window[1]))
-        stats = all_rows.agg(
-            F.max("completion_ms").alias("max_c"), F.countDistinct("group_id").alias("groups")
-        ).collect()[0]
-        if stats["max_c"] is None:
+        # one pass for everything the run needs to know: groups, rows, newest completion
+        per_group = (
+            all_rows.groupBy("group_id")
+            .agg(F.count(F.lit(1)).alias("n"), F.max("completion_ms").alias("max_c"))
+            .collect()
+        )
+        if not per_group:
             say("replay: no classic-group requests to replay")
             return ReplayResult(mode, chosen, None, 0, up_to_date=True)
-        horizon = int(stats["max_c"]) + 1
+        groups = sorted(r["group_id"] for r in per_group)
+        n_rows = sum(int(r["n"]) for r in per_group)
+        horizon = max(int(r["max_c"]) for r in per_group) + 1
         if chosen == "auto":
-            chosen = "fast" if stats["groups"] >= config.replay.fast_path_min_groups else "stateful"
-        say(f"replay: batch over {stats['groups']} group(s), {chosen} path")
+            chosen = "fast" if len(groups) >= config.replay.fast_path_min_groups else "stateful"
+        say(f"replay: batch over {len(groups)} group(s), {chosen} path")
         if chosen == "fast":
-            result = _replay_fast(spark, store, config, settings, all_rows, horizon, say)
+            result = _replay_fast(spark, store, settings, all_rows, n_rows, horizon)
         else:
-            result = _replay_stateful_batch(spark, store, config, settings, dirs, all_rows, horizon, say)
+            result = _replay_stateful_batch(
+                spark, store, config, settings, dirs, all_rows, groups, n_rows, horizon, say
+            )
         shutil.rmtree(dirs.incremental, ignore_errors=True)  # a batch replay resets the scheduled audit
         dirs.save_manifest(
             {
@@ -469,7 +481,8 @@ def _split_and_write(
     """Write each output table's rows; return row counts and the status rows."""
     from pyspark.sql import functions as F
 
-    counts: dict[str, int] = {}
+    by_kind = {r["kind"]: r["count"] for r in out.groupBy("kind").count().collect()}
+    counts = {kind: int(by_kind.get(kind, 0)) for kind in OUTPUT_TABLES}
     for kind, table in OUTPUT_TABLES.items():
         rows = out.filter(F.col("kind") == kind).select(
             *[F.col(f.name).cast(f.dataType).alias(f.name) for f in table.spark_schema().fields]
@@ -478,7 +491,6 @@ def _split_and_write(
             store.overwrite(rows, table, app_id=app_id, txn_version=txn_version)
         else:
             store.append(rows, table, app_id=app_id, txn_version=txn_version)
-        counts[kind] = rows.count()
     status = (
         out.filter(F.col("kind") == "status")
         .select("group_id", "pending", "kip848", "replayed", "late")
@@ -504,30 +516,22 @@ def _finish_result(
 def _replay_fast(
     spark: SparkSession,
     store: DeltaStore,
-    config: Config,
     settings: ReplaySettings,
     rows: DataFrame,
+    n_rows: int,
     horizon: int,
-    say: Callable[[str], None],
 ) -> ReplayResult:
     from pyspark.sql import functions as F
 
     feed = rows.withColumn("bucket_end_ms", F.lit(horizon).cast("long")).withColumn("final", F.lit(True))
     n = max(1, spark.sparkContext.defaultParallelism * 2)
-    ordered = feed.repartition(n, "group_id").sortWithinPartitions("group_id", *_sort_cols())
+    ordered = feed.repartition(n, "group_id").sortWithinPartitions("group_id", *SORT_COLUMNS)
     out = ordered.mapInArrow(fast_function(settings), UNION.spark_schema()).persist()
     try:
         counts, status = _split_and_write(store, out, overwrite=True)
-        new_rows = rows.count()
     finally:
         out.unpersist()
-    return _finish_result("batch", "fast", horizon, new_rows, counts, status)
-
-
-def _sort_cols() -> list[str]:
-    from transforms.replay import SORT_COLUMNS
-
-    return list(SORT_COLUMNS)
+    return _finish_result("batch", "fast", horizon, n_rows, counts, status)
 
 
 def _stateful_query(
@@ -559,13 +563,14 @@ def _replay_stateful_batch(
     settings: ReplaySettings,
     dirs: ReplayDirs,
     rows: DataFrame,
+    groups: list[str],
+    n_rows: int,
     horizon: int,
     say: Callable[[str], None],
 ) -> ReplayResult:
     work = dirs.root / f"batch-{uuid.uuid4().hex[:12]}"
     feed_dir, checkpoint, staging = work / "feed", work / "checkpoint", work / "staging"
     try:
-        groups = [r["group_id"] for r in rows.select("group_id").distinct().collect()]
         files = _write_feed(
             spark,
             rows,
@@ -587,8 +592,12 @@ def _replay_stateful_batch(
             out = spark.read.schema(UNION.spark_schema()).parquet(*[str(p) for p in staging.glob("batch=*")])
         else:
             out = spark.createDataFrame([], UNION.spark_schema())
-        counts, status = _split_and_write(store, out, overwrite=True)
-        return _finish_result("batch", "stateful", horizon, rows.count(), counts, status)
+        out = out.persist()  # read once from the staging files, then split into the four tables
+        try:
+            counts, status = _split_and_write(store, out, overwrite=True)
+        finally:
+            out.unpersist()
+        return _finish_result("batch", "stateful", horizon, n_rows, counts, status)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -628,11 +637,7 @@ def _replay_incremental(
     try:
         agg = new_rows.agg(F.max("completion_ms").alias("m"), F.count(F.lit(1)).alias("n")).collect()[0]
         n_new = int(agg["n"])
-        max_c = (
-            max(x for x in (state["max_completion_ms"], agg["m"]) if x is not None)
-            if (state["max_completion_ms"] is not None or agg["m"] is not None)
-            else None
-        )
+        max_c = max((x for x in (state["max_completion_ms"], agg["m"]) if x is not None), default=None)
         if max_c is None:
             say("replay: nothing landed yet")
             return ReplayResult("incremental", "stateful", None, 0, up_to_date=True)
@@ -690,7 +695,7 @@ def _replay_incremental(
             kip848_groups=sorted(set(state["kip848_groups"]) | set(result.kip848_groups)),
         )
         result.kip848_groups = state["kip848_groups"]
-        state_file.write_text(json.dumps(state))
+        write_json(state_file, state)
         landed.consumed()
         dirs.save_manifest(
             {
