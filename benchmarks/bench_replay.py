@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from jobs.config import load_config  # noqa: E402
-from samples.simulator import simulate, steady_group  # noqa: E402
+from simulator.clients import simulate, steady_group  # noqa: E402
 from transforms.log_render import complete_record, render_line  # noqa: E402
 
 T0 = int(datetime(2024, 5, 1, tzinfo=UTC).timestamp() * 1000)

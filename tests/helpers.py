@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow.fs as pafs
 from deltalake import DeltaTable
 
-from samples.simulator import SimConfig, simulate
+from simulator.clients import SimConfig, simulate
 from transforms.log_render import complete_record, render_line
 
 

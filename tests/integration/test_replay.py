@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from jobs.cli import main
-from samples.simulator import ConsumerSpec, SimConfig
+from simulator.clients import ConsumerSpec, SimConfig
 from tests.helpers import canonical, quiet_times, read_table, render_group_lines, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from samples.simulator import SimConfig, simulate
+from simulator.clients import SimConfig, simulate
 from tests.integration.test_replay import T0, story_configs
 from transforms.coordinator.config import CoordinatorConfig
 from transforms.log_render import complete_record

@@ -1,6 +1,6 @@
 """Regenerate the bundled sample logs (``samples/logs``) used by ``make demo``.
 
-    .venv/bin/python -m samples.generate [--out samples/logs]
+    .venv/bin/python -m simulator.sample [--out samples/logs]
 
 A two-broker Kafka 3.7 cluster (JSON-era request logs) on 2024-05-01, coordinator of three groups:
 
@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from samples.simulator import ConsumerSpec, SimConfig, simulate
+from simulator.clients import ConsumerSpec, SimConfig, simulate
 from transforms.coordinator.config import CoordinatorConfig
 from transforms.log_render import (
     complete_record,

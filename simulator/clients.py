@@ -7,7 +7,7 @@ commits, LeaveGroup on close, rejoin on REBALANCE_IN_PROGRESS / UNKNOWN_MEMBER_I
 its response becomes a bronze-shaped record that ``transforms.log_render`` turns into a real-format
 ``kafka-request.log`` line.
 
-Used to make the bundled sample (``samples/generate.py``), Spark test inputs and benchmark logs. It is
+Used to make the bundled sample (``simulator/sample.py``), Spark test inputs and benchmark logs. It is
 not an oracle for the model: the model's own unit tests carry Kafka's expectations.
 """
 
