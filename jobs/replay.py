@@ -40,10 +40,10 @@ from jobs.errors import MissingTableError
 from schemas import MEMBER_SESSIONS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
 from schemas.core import Column, TableDef
 from transforms.kafka_protocol import STATE_CHANGING_APIS, ApiKey
+from transforms.ordering import SORT_COLUMNS
 from transforms.replay import (
     OUTPUT_KINDS,
     REPLAY_COLUMNS,
-    SORT_COLUMNS,
     GroupReplayer,
     ReplayOutput,
     ReplaySettings,

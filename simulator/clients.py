@@ -62,6 +62,11 @@ API_VERSIONS: dict[str, dict[ApiKey, int]] = {
 }
 
 
+#: The Java client's ``request.timeout.ms`` default and the lapse added to the rebalance timeout for
+#: JoinGroup (``AbstractCoordinator.JOIN_GROUP_TIMEOUT_LAPSE``).
+REQUEST_TIMEOUT_MS = 30_000
+JOIN_GROUP_TIMEOUT_LAPSE_MS = 5_000
+
 #: Actions that belong to the process's life, not to one membership: never made stale by a rejoin.
 LIFECYCLE = frozenset({"start", "close", "crash", "restart", "refresh"})
 
@@ -114,6 +119,7 @@ class _Client:
     correlation: int = 0
     rejoin_reason: str = ""
     epoch: int = 0  # bumps on crash/restart: stale scheduled actions are ignored
+    reconnects: int = 0
 
 
 class Simulation:
@@ -166,7 +172,11 @@ class Simulation:
             c = self.clients[idx]
             if epoch != c.epoch and action not in LIFECYCLE:  # a stale heartbeat/commit/rejoin/sync
                 continue
-            getattr(self, f"_on_{action}")(c)
+            name, _, arg = action.partition(":")
+            if arg:
+                getattr(self, f"_on_{name}")(c, int(arg))
+            else:
+                getattr(self, f"_on_{action}")(c)
         self._advance(self.cfg.until_ms)
         return sorted(self.out, key=lambda r: (r["completion_ms"], r["_order"]))
 
@@ -220,6 +230,9 @@ class Simulation:
 
     def _join(self, c: _Client) -> None:
         c.state = "joining"
+        # the Java client's JoinGroup request timeout: max(request.timeout.ms, rebalance timeout + 5 s)
+        timeout = max(REQUEST_TIMEOUT_MS, c.spec.rebalance_timeout_ms + JOIN_GROUP_TIMEOUT_LAPSE_MS)
+        self.at(self.now + timeout, f"join_timeout:{c.correlation + 1}", c)
         topics = sorted(self.cfg.topics)
         owned = c.assignment if c.spec.assignor == "cooperative-sticky" else ()
         meta = encode_subscription(topics, owned_partitions=owned, generation_id=c.generation)
@@ -234,6 +247,16 @@ class Simulation:
             protocols=(Protocol(c.spec.assignor, meta, len(meta)),),
             reason=c.rejoin_reason if self.versions[ApiKey.JOIN_GROUP] >= 8 else None,
         )
+
+    def _on_join_timeout(self, c: _Client, correlation: int) -> None:
+        """The JoinGroup is still unanswered at the client's request timeout: the client drops the
+        connection and sends it again on a new one. The broker never answers the first (no log line)."""
+        if c.state != "joining" or (c.client_id, correlation) not in self.inflight:
+            return
+        del self.inflight[(c.client_id, correlation)]
+        c.reconnects += 1
+        c.connection = c.connection.rsplit("-", 1)[0] + f"-{c.index + 1000 * c.reconnects}"
+        self._join(c)
 
     def _on_start(self, c: _Client) -> None:
         c.state = "joining"
@@ -329,6 +352,9 @@ class Simulation:
                 c.rejoin_reason = ""
                 self.sync_plan[c.index] = p  # the client answers after a network round trip
                 self.at(t, "sync", c)
+            elif err in ("GROUP_MAX_SIZE_REACHED", "INCONSISTENT_GROUP_PROTOCOL", "INVALID_SESSION_TIMEOUT"):
+                c.state = "dead"  # fatal for the Java consumer: poll() throws, the application stops
+                c.epoch += 1
             elif err in ("UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID", "ILLEGAL_GENERATION"):
                 c.member_id, c.generation = "", -1
                 c.rejoin_reason = f"rebalance failed due to {err}"

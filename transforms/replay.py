@@ -14,6 +14,7 @@ sorted-partition fast path (``mapInArrow``) produce the same rows.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,18 +32,21 @@ from transforms.coordinator.types import (
     Protocol,
 )
 from transforms.kafka_protocol import STATE_CHANGING_APIS, ApiKey
+from transforms.ordering import is_routine, predecessors, search_order, sort_key, tie_sets
 from transforms.rebalances import RebalanceTracker
-from transforms.validation import prediction_row
+from transforms.validation import compare, prediction_row
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 LATE_REASON = "late: landed after its arrival time had been replayed (raise replay.late_tolerance_ms)"
 
 #: Row kinds a replayer emits: one per output table.
 OUTPUT_KINDS = ("predictions", "transitions", "rebalances", "member_sessions")
 
-#: The replay order inside a group: arrival, then a deterministic tie-break.
-SORT_COLUMNS = ("arrival_ms", "broker_id", "connection", "correlation_id", "source_file", "line_no")
+#: Clock resolutions a broker's log may show (ms), coarsest first, and how many logged completion times
+#: it takes before a coarse one is believed.
+CLOCK_DIVISORS = (1000, 100, 10, 1)
+CLOCK_MIN_SAMPLES = 16
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,10 @@ class ReplaySettings:
     completion_tolerance_ms: int = 5
     cooperative_protocols: frozenset[str] = frozenset({"cooperative-sticky"})
     follow_up_window_ms: int = 10_000
+    #: same-instant requests: every allowed order is tried up to this many requests, a greedy search
+    #: beyond, none above ``order_search_max`` (see transforms.ordering)
+    order_search_exhaustive_max: int = 5
+    order_search_max: int = 64
 
 
 @dataclass
@@ -64,10 +72,6 @@ class ReplayOutput:
 
     def count(self) -> int:
         return sum(len(v) for v in self.rows.values())
-
-
-def sort_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    return tuple("" if row.get(c) is None else row.get(c) for c in SORT_COLUMNS)
 
 
 def _host(address: str | None) -> str | None:
@@ -265,6 +269,9 @@ class GroupReplayer:
         self.late: set[str] = set()  # "file:line" of late requests whose prediction is still to come
         self.replayed = 0
         self.kip848 = False  # the group speaks ConsumerGroupHeartbeat: not a classic group
+        # the broker clock's resolution, told from the logged completion times (see clock_resolution_ms)
+        self.clock_samples = 0
+        self.clock_divisor = CLOCK_DIVISORS[0]
 
     # -- feeding ------------------------------------------------------------------------------------
     def feed(self, rows: Iterable[Mapping[str, Any]]) -> None:
@@ -276,7 +283,23 @@ class GroupReplayer:
             if int(api) == ApiKey.CONSUMER_GROUP_HEARTBEAT:
                 self.kip848 = True
             if int(api) in STATE_CHANGING_APIS:
+                self._sample_clock(row.get("completion_ms"))
                 self.buffer.append(row)  # trimmed to REPLAY_COLUMNS only when the state is serialised
+
+    def _sample_clock(self, completion_ms: Any) -> None:
+        if completion_ms is None:
+            return
+        self.clock_samples += 1
+        while self.clock_divisor > 1 and int(completion_ms) % self.clock_divisor:
+            self.clock_divisor = next(d for d in CLOCK_DIVISORS if d < self.clock_divisor)
+
+    @property
+    def completion_tolerance_ms(self) -> int:
+        """The configured tolerance, widened to the broker clock's resolution when the log shows a coarse
+        clock (every logged time a multiple of 10/100/1000 ms over at least ``CLOCK_MIN_SAMPLES`` lines):
+        a time read off a clock ticking every R ms is off by up to R."""
+        resolution = self.clock_divisor if self.clock_samples >= CLOCK_MIN_SAMPLES else 1
+        return max(self.settings.completion_tolerance_ms, resolution)
 
     # -- replaying ----------------------------------------------------------------------------------
     def process(self, until_ms: int) -> ReplayOutput:
@@ -290,7 +313,61 @@ class GroupReplayer:
         while cut < len(self.buffer) and self.buffer[cut]["arrival_ms"] < until_ms:
             cut += 1
         ready, self.buffer = self.buffer[:cut], self.buffer[cut:]
-        for row in ready:
+        for tie in tie_sets(ready):
+            if (
+                len(tie) > 1
+                and not is_routine(tie)
+                and (self.horizon_ms is None or tie[0]["arrival_ms"] >= self.horizon_ms)
+            ):
+                tie = self._order_tie(tie)
+            self._replay_rows(tie, out)
+        if self.horizon_ms is None or until_ms > self.horizon_ms:
+            self.model.advance_to(until_ms)
+            self.horizon_ms = until_ms
+        self._collect(out)
+        return out
+
+    def _order_tie(self, tie: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """Requests that arrived in the same instant, in the order that respects the log's constraints
+        and agrees best with the observed responses (transforms.ordering)."""
+        requests = [request_from_row(row) for row in tie]
+        t = requests[0].arrival_ms
+        tolerance = self.completion_tolerance_ms
+
+        def disagreements(order: Sequence[int]) -> int:
+            model = copy.deepcopy(self.model)
+            first = len(model._predictions)
+            for i in order:
+                model.handle(requests[i])
+            bad = 0
+            for p in model._predictions[first:]:
+                obs = p.request.observed
+                if (
+                    obs is not None
+                    and compare(p.request, obs, p.response, completion_tolerance_ms=tolerance).mismatches
+                ):
+                    bad += 1
+            group = model.group
+            if group is not None:  # held by the model although the broker had answered by now
+                for member in group.members.values():
+                    for call in (member.awaiting_join, member.awaiting_sync):
+                        if call is None or call.emitted or call.request.observed is None:
+                            continue
+                        done = call.request.observed.completion_ms
+                        if done is not None and done <= t:
+                            bad += 1
+            return bad
+
+        order = search_order(
+            predecessors(tie),
+            disagreements,
+            exhaustive_max=self.settings.order_search_exhaustive_max,
+            search_max=self.settings.order_search_max,
+        )
+        return [tie[i] for i in order]
+
+    def _replay_rows(self, rows: Iterable[Mapping[str, Any]], out: ReplayOutput) -> None:
+        for row in rows:
             key = f"{row['source_file']}:{row['line_no']}"
             request = request_from_row(row)
             if self.horizon_ms is not None and request.arrival_ms < self.horizon_ms:
@@ -303,11 +380,6 @@ class GroupReplayer:
             self.model.handle(request)
             self.replayed += 1
             out.replayed += 1
-        if self.horizon_ms is None or until_ms > self.horizon_ms:
-            self.model.advance_to(until_ms)
-            self.horizon_ms = until_ms
-        self._collect(out)
-        return out
 
     def finish(self) -> ReplayOutput:
         """Rows for rebalances and member sessions still open at the end of the log (batch replays)."""
@@ -338,7 +410,7 @@ class GroupReplayer:
             p = replace(p, scored=False, unscored_reason=LATE_REASON)
         return prediction_row(
             p,
-            completion_tolerance_ms=self.settings.completion_tolerance_ms,
+            completion_tolerance_ms=self.completion_tolerance_ms,
             broker_id=broker_id,
             source_file=source_file,
             line_no=line_no,
@@ -360,6 +432,7 @@ class GroupReplayer:
             "buffer": _encode([{c: row.get(c) for c in REPLAY_COLUMNS} for row in self.buffer]),
             "brokers": self.brokers,
             "late": sorted(self.late),
+            "clock": [self.clock_samples, self.clock_divisor],
             "horizon": self.horizon_ms,
             "replayed": self.replayed,
             "kip848": self.kip848,
@@ -379,6 +452,7 @@ class GroupReplayer:
         r.buffer = _decode(doc["buffer"])
         r.brokers = doc["brokers"]
         r.late = set(doc["late"])
+        r.clock_samples, r.clock_divisor = doc["clock"]
         r.horizon_ms = doc["horizon"]
         r.replayed = doc["replayed"]
         r.kip848 = doc["kip848"]
