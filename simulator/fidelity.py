@@ -101,15 +101,16 @@ def scenario_configs(seed: int, *, minutes: int = 4) -> list[SimConfig]:
     hung[1].hang_sync_after_ms = T0 + 30 * S
     configs.append(SimConfig(f"{b}-hung", {"hung": 4}, hung, end, broker_id="broker-1"))
 
-    # a JoinGroup held longer than the client's request timeout: re-sent on a new connection
+    # a JoinGroup held longer than the client's request timeout (max(30 s, rebalance timeout + 5 s)) while
+    # the group waits for a slow member: re-sent on a new connection; the first is never answered (no line)
     held = [
         ConsumerSpec("j0", T0 + 1 * S, session_timeout_ms=10_000, rebalance_timeout_ms=20_000),
         ConsumerSpec(
             "j1",
             T0 + 1 * S,
-            session_timeout_ms=10_000,
+            session_timeout_ms=60_000,
             rebalance_timeout_ms=120_000,
-            slow_rejoin_ms=40_000,
+            slow_rejoin_ms=45_000,
         ),
         ConsumerSpec(
             "j2", T0 + 60 * S + rng.randrange(S), session_timeout_ms=10_000, rebalance_timeout_ms=20_000

@@ -48,6 +48,9 @@ OUTPUT_KINDS = ("predictions", "transitions", "rebalances", "member_sessions")
 CLOCK_DIVISORS = (1000, 100, 10, 1)
 CLOCK_MIN_SAMPLES = 16
 
+#: The largest session timeout a broker accepts by default (group.max.session.timeout.ms, 3.x)
+MAX_SESSION_TIMEOUT_MS = 1_800_000
+
 
 @dataclass(frozen=True)
 class ReplaySettings:
@@ -251,6 +254,94 @@ def _decode(obj: Any) -> Any:
     return obj
 
 
+#: ``source_file`` of a JoinGroup the replay infers although the log has no line for it
+INFERRED_SOURCE = "(inferred: unanswered JoinGroup)"
+
+#: The Java client's JoinGroup request timeout is max(request.timeout.ms, rebalance timeout + 5 s)
+#: (``AbstractCoordinator``); the default request.timeout.ms.
+CLIENT_REQUEST_TIMEOUT_MS = 30_000
+JOIN_GROUP_TIMEOUT_LAPSE_MS = 5_000
+
+
+def infer_unlogged_joins(
+    rows: Sequence[Mapping[str, Any]], last_answer: Mapping[str, int]
+) -> list[dict[str, Any]]:
+    """JoinGroups the broker held but never answered, so the log has no line for them.
+
+    A client whose JoinGroup waits longer than its request timeout drops the connection and sends the
+    JoinGroup again; the broker never answers the first. The log shows a member ``M`` answered at ``P``
+    (a heartbeat told to rebalance, a ``MEMBER_ID_REQUIRED`` handing out its id, …), then silence, then a
+    JoinGroup from ``M`` arriving at ``R ≥ P + timeout`` that the broker accepted as ``M``'s — so ``M``
+    was kept alive meanwhile, which only a parked JoinGroup does. The inferred JoinGroup arrives at
+    ``R − timeout`` (when the client sent the first one), provided that is after ``P`` and within ``M``'s
+    session timeout of it. ``rows``: one group's rows in replay order; ``last_answer``: member id → the
+    completion time of its last request replayed before ``rows``.
+    """
+    seen = dict(last_answer)
+    inferred: list[dict[str, Any]] = []
+    for row in rows:
+        member = row.get("member_id")
+        api = int(row["api_key"])
+        if member and api == ApiKey.JOIN_GROUP and row.get("error_name") == "NONE":
+            previous = seen.get(member)
+            rebalance_timeout = row.get("rebalance_timeout_ms") or row.get("session_timeout_ms") or 0
+            timeout = max(CLIENT_REQUEST_TIMEOUT_MS, int(rebalance_timeout) + JOIN_GROUP_TIMEOUT_LAPSE_MS)
+            first_sent = int(row["arrival_ms"]) - timeout
+            session = int(row.get("session_timeout_ms") or 0)
+            if previous is not None and previous <= first_sent < previous + session:
+                inferred.append(
+                    {
+                        **row,
+                        "source_file": INFERRED_SOURCE,
+                        "line_no": -int(row["line_no"]),
+                        "arrival_ms": first_sent,
+                        "completion_ms": None,
+                        "correlation_id": (row.get("correlation_id") or 0) - 1,
+                        "error_name": None,
+                        "response_generation_id": None,
+                        "response_leader": None,
+                        "response_member_id": None,
+                        "response_protocol_name": None,
+                        "response_protocol_type": None,
+                        "response_skip_assignment": None,
+                        "response_members": None,
+                    }
+                )
+        done = row.get("completion_ms")
+        if done is not None:
+            for m in (member, row.get("response_member_id")):
+                if m:
+                    seen[m] = int(done)
+    return inferred
+
+
+def born_in_log(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the log proves the group was born inside it, or None. ``rows``: the group's first rows, in
+    replay order. Proof: the first accepted JoinGroup was answered with generation 1 (Kafka's first
+    generation of a group that did not exist or was Empty at generation 0) and nothing before its answer
+    came from a member of a live group (a Heartbeat, SyncGroup, OffsetCommit or LeaveGroup)."""
+    for row in rows:
+        api = int(row["api_key"])
+        if api != ApiKey.JOIN_GROUP:
+            return None
+        if row.get("error_name") != "NONE":
+            continue
+        if row.get("response_generation_id") != 1:
+            return None
+        done = row.get("completion_ms")
+        if done is None:
+            return None
+        if all(
+            int(r["api_key"]) == ApiKey.JOIN_GROUP
+            or (r["arrival_ms"] == done and r.get("generation_id") == 1)
+            for r in rows
+            if r["arrival_ms"] <= done
+        ):
+            return f"the log shows the group's birth: JoinGroup answered with generation 1 at {done}"
+        return None
+    return None
+
+
 class GroupReplayer:
     """Replays one group; see the module docstring."""
 
@@ -271,6 +362,7 @@ class GroupReplayer:
         self.kip848 = False  # the group speaks ConsumerGroupHeartbeat: not a classic group
         # the broker clock's resolution, told from the logged completion times (see clock_resolution_ms)
         self.clock_samples = 0
+        self.last_answer: dict[str, int] = {}  # member id → completion time of its last request
         self.clock_divisor = CLOCK_DIVISORS[0]
 
     # -- feeding ------------------------------------------------------------------------------------
@@ -309,10 +401,19 @@ class GroupReplayer:
             self.buffer.clear()  # reported as a KIP-848 group by the job; the classic model does not apply
             return out
         self.buffer.sort(key=sort_key)
+        self.model.set_clock_resolution(self.completion_tolerance_ms)
         cut = 0
         while cut < len(self.buffer) and self.buffer[cut]["arrival_ms"] < until_ms:
             cut += 1
         ready, self.buffer = self.buffer[:cut], self.buffer[cut:]
+        unlogged = infer_unlogged_joins(ready, self.last_answer)
+        if unlogged:
+            ready = sorted([*ready, *unlogged], key=sort_key)
+        self._remember_answers(ready, until_ms)
+        if self.replayed == 0 and ready:
+            birth = born_in_log(ready)
+            if birth is not None:
+                self.model.assume_born(birth)
         for tie in tie_sets(ready):
             if (
                 len(tie) > 1
@@ -326,6 +427,20 @@ class GroupReplayer:
             self.horizon_ms = until_ms
         self._collect(out)
         return out
+
+    def _remember_answers(self, rows: Sequence[Mapping[str, Any]], until_ms: int) -> None:
+        """Each member's last answer time (for infer_unlogged_joins in later calls); forgotten once it is
+        older than any session timeout Kafka allows."""
+        for row in rows:
+            done = row.get("completion_ms")
+            if done is None:
+                continue
+            for m in (row.get("member_id"), row.get("response_member_id")):
+                if m:
+                    self.last_answer[m] = int(done)
+        stale = until_ms - MAX_SESSION_TIMEOUT_MS
+        for m in [m for m, t in self.last_answer.items() if t < stale]:
+            del self.last_answer[m]
 
     def _order_tie(self, tie: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """Requests that arrived in the same instant, in the order that respects the log's constraints
@@ -376,8 +491,10 @@ class GroupReplayer:
                 out.late += 1
                 self.late.add(key)
                 request = replace(request, arrival_ms=self.horizon_ms)
-            self.brokers[key] = row["broker_id"]
             self.model.handle(request)
+            if row["source_file"] == INFERRED_SOURCE:
+                continue
+            self.brokers[key] = row["broker_id"]
             self.replayed += 1
             out.replayed += 1
 
@@ -393,6 +510,7 @@ class GroupReplayer:
 
     def _collect(self, out: ReplayOutput) -> None:
         predictions, events = self.model.drain()
+        predictions = [p for p in predictions if p.request.ref is None or p.request.ref[0] != INFERRED_SOURCE]
         self.tracker.consume(predictions, events)
         for p in predictions:
             out.extend("predictions", [self._prediction_row(p)])
@@ -433,6 +551,7 @@ class GroupReplayer:
             "brokers": self.brokers,
             "late": sorted(self.late),
             "clock": [self.clock_samples, self.clock_divisor],
+            "last_answer": self.last_answer,
             "horizon": self.horizon_ms,
             "replayed": self.replayed,
             "kip848": self.kip848,
@@ -453,6 +572,7 @@ class GroupReplayer:
         r.brokers = doc["brokers"]
         r.late = set(doc["late"])
         r.clock_samples, r.clock_divisor = doc["clock"]
+        r.last_answer = doc["last_answer"]
         r.horizon_ms = doc["horizon"]
         r.replayed = doc["replayed"]
         r.kip848 = doc["kip848"]

@@ -192,6 +192,9 @@ class GroupCoordinatorModel:
         self._sync_key = f"sync-{group_id}"
         self._hb_prefix = f"heartbeat-{group_id}-"
         self._offsets_key = f"offsets-expiration-{group_id}"
+        # how far an observed answer time may be from the model's and still be "the same instant": the
+        # configured grace, widened by the replayer to the broker clock's resolution (set_clock_resolution)
+        self.answer_grace_ms = config.late_answer_grace_ms
 
     # ============================================================================================
     # public API
@@ -217,6 +220,16 @@ class GroupCoordinatorModel:
     @property
     def now_ms(self) -> int | None:
         return self._now
+
+    def assume_born(self, why: str) -> None:
+        """The log shows the group's birth (its first generation): before any request, start confident
+        from "no such group" instead of warming up."""
+        if self._now is None and self._group is None and not self._confident:
+            self._become_confident(why)
+
+    def set_clock_resolution(self, resolution_ms: int) -> None:
+        """The log's timestamps tick every ``resolution_ms``: observed answer times are that coarse."""
+        self.answer_grace_ms = max(self.config.late_answer_grace_ms, resolution_ms)
 
     def timer_keys(self) -> list[str]:
         return [t.key for t in self._timers.timers()]
@@ -538,7 +551,7 @@ class GroupCoordinatorModel:
         obs = call.request.observed
         if self._needs_reconcile() and obs is not None and obs.completion_ms is not None:
             self._parked[call.seq] = call
-            due = max(obs.completion_ms + self.config.late_answer_grace_ms, self._clock)
+            due = max(obs.completion_ms + self.answer_grace_ms, self._clock)
             self._timers.arm(f"observed-{call.seq}", due, BOOKKEEPING_PRIORITY, T_OBSERVED, (call.seq,))
         return call
 

@@ -334,10 +334,7 @@ def _reconcile_join(
     if observed == "NONE":
         group = ensure_group(model, what)
         mid = obs.member_id or req.member_id or ""
-        late = (
-            obs.completion_ms is not None
-            and obs.completion_ms > model._clock + model.config.late_answer_grace_ms
-        )
+        late = obs.completion_ms is not None and obs.completion_ms > model._clock + model.answer_grace_ms
         if late and mid:
             # the broker parked this JoinGroup (it answers later) while the model answered it at once:
             # apply it the way the broker did — the member joins and waits for the join phase
