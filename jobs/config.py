@@ -97,6 +97,8 @@ class ReplayConfig:
     fast_path_min_groups: int
     cooperative_protocols: tuple[str, ...]
     follow_up_window_ms: int
+    order_search_exhaustive_max: int
+    order_search_max: int
 
 
 @dataclass(frozen=True)
@@ -324,6 +326,8 @@ def build_config(data: dict[str, Any]) -> Config:
             fast_path_min_groups=_int(data, "replay.fast_path_min_groups", minimum=0),
             cooperative_protocols=_str_list(data, "replay.cooperative_protocols"),
             follow_up_window_ms=_int(data, "replay.follow_up_window_ms", minimum=0),
+            order_search_exhaustive_max=_int(data, "replay.order_search_exhaustive_max", minimum=1),
+            order_search_max=_int(data, "replay.order_search_max", minimum=1),
         ),
         validation=ValidationConfig(
             min_agreement=float(min_agreement),

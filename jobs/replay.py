@@ -104,6 +104,8 @@ def settings_from(config: Config) -> ReplaySettings:
         completion_tolerance_ms=config.validation.completion_tolerance_ms,
         cooperative_protocols=frozenset(config.replay.cooperative_protocols),
         follow_up_window_ms=config.replay.follow_up_window_ms,
+        order_search_exhaustive_max=config.replay.order_search_exhaustive_max,
+        order_search_max=config.replay.order_search_max,
     )
 
 

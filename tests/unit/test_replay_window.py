@@ -42,7 +42,7 @@ def test_window_learns_the_protocol_of_a_live_group() -> None:
     ]
 
 
-def test_window_cannot_predict_the_expiry_of_a_member_seen_only_in_heartbeats() -> None:
+def test_window_does_not_score_the_expiry_of_a_member_seen_only_in_heartbeats() -> None:
     ledger = story_configs()[1]
     _, predictions = _window(ledger, T0 + 80_000, T0 + 140_000)
     bad = [
@@ -50,9 +50,12 @@ def test_window_cannot_predict_the_expiry_of_a_member_seen_only_in_heartbeats() 
         for p in predictions
         if p["scored"] and not p["matched"]
     ]
-    # the broker expires ledger-1 (20 s session, never seen joining in this window): the first heartbeat
-    # answered REBALANCE_IN_PROGRESS is a true disagreement; then the model knows it is missing something
-    # and is back in warm-up instead of scoring guesses
-    assert bad == [("HEARTBEAT", "REBALANCE_IN_PROGRESS", "NONE")]
+    # the broker expires ledger-1 (20 s session, never seen joining in this window): once that member has
+    # been silent for longer than the smallest session timeout the model cannot know whether it is still
+    # a member, so the heartbeat the broker answers REBALANCE_IN_PROGRESS is not scored (it used to be a
+    # disagreement); what the model does score agrees
+    assert bad == []
+    uncertain = [p for p in predictions if (p["unscored_reason"] or "").endswith("may have expired")]
+    assert any(p["observed_error"] == "REBALANCE_IN_PROGRESS" for p in uncertain)
     after = [p for p in predictions if p["arrival_ms"] > T0 + 118_004]
     assert after and not any(p["scored"] and not p["matched"] for p in after)

@@ -180,6 +180,9 @@ class GroupCoordinatorModel:
         self._warm_reason = "warm-up: group state not yet known"
         self._last_discovery_ms: int | None = None
         self._observed_full_join = False
+        # inferred members (timeouts unknown) → when last seen alive: one silent for longer than the
+        # smallest session timeout may have expired in the broker, so answers are not scored meanwhile
+        self._inferred_seen: dict[str, int] = {}
         # coordinator moves
         self._moved_episode = False
         self._loading = False
@@ -291,6 +294,8 @@ class GroupCoordinatorModel:
         test compares both paths)."""
         group = self._group
         if group is None or group.state is not STABLE or not self._confident or self._loading:
+            return False
+        if self._inferred_seen:  # answers may be unscored (see _silent_inferred_member)
             return False
         member_id = request.member_id
         member = group.members.get(member_id) if member_id else None
@@ -427,7 +432,9 @@ class GroupCoordinatorModel:
     def _arm_heartbeat(self, member: ClassicGroupMember, timeout_ms: int) -> None:
         """``rescheduleClassicGroupMemberHeartbeat`` / ``completeAndScheduleNextExpiration``."""
         if member.inferred:
-            return  # timeouts unknown (warm start): never expires on its own
+            # timeouts unknown (warm start): never expires on its own; remember when it was last alive
+            self._inferred_seen[member.member_id] = self._clock
+            return
         self._timers.arm(
             self._hb_prefix + member.member_id,
             self._clock + timeout_ms,
@@ -614,6 +621,14 @@ class GroupCoordinatorModel:
             if self._group is not None and self._group.state == DEAD:
                 # the group is served again (another broker loaded it)
                 self._load_persisted("group served again after a coordinator move")
+        if self._confident and self._inferred_seen and self._group is not None:
+            silent = self._silent_inferred_member(self._group)
+            if silent is not None:
+                call.scored = False
+                call.unscored_reason = (
+                    f"warm-up: member {silent} (seen only through its requests, session timeout unknown) "
+                    "may have expired"
+                )
         if not self._confident:
             if self._last_discovery_ms is None:
                 self._last_discovery_ms = self._clock
@@ -622,6 +637,18 @@ class GroupCoordinatorModel:
                 call.scored = False
                 call.unscored_reason = self._warm_reason
         return False
+
+    def _silent_inferred_member(self, group: ClassicGroup) -> str | None:
+        """An inferred member silent for at least ``group.min.session.timeout.ms`` (forgotten once it is
+        no longer inferred or no longer a member)."""
+        limit = self._clock - self.config.group_min_session_timeout_ms
+        for member_id, seen in list(self._inferred_seen.items()):
+            member = group.members.get(member_id)
+            if member is None or not member.inferred:
+                del self._inferred_seen[member_id]
+            elif seen <= limit and member.awaiting_join is None and member.awaiting_sync is None:
+                return member_id
+        return None
 
     def _loading_answer(self, call: ParkedCall) -> bool:
         """§3 while the offsets partition is loading (an observed COORDINATOR_LOAD_IN_PROGRESS said

@@ -532,7 +532,16 @@ def _apply_late_answer(
         return
     if req.api is ApiKey.JOIN_GROUP:
         if observed == "NONE":
-            if group.state == PREPARING:
+            if (
+                group.state == PREPARING
+                and obs.generation_id is not None
+                and obs.generation_id == group.generation_id > 0
+            ):
+                # answered at the current generation: the broker never started the rebalance the model
+                # did (e.g. a static member replaced in place) — no generation the log does not show
+                back = group.previous_state if group.previous_state in (STABLE, COMPLETING) else STABLE
+                force_state(model, group, back, what)
+            elif group.state == PREPARING:
                 model.complete_join(
                     group,
                     observed_generation=obs.generation_id if obs.generation_id is not None else -1,

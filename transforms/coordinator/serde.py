@@ -282,6 +282,7 @@ def dump_model(model: GroupCoordinatorModel) -> bytes:
         "warm_reason": model._warm_reason,
         "last_discovery_ms": model._last_discovery_ms,
         "observed_full_join": model._observed_full_join,
+        "inferred_seen": sorted(model._inferred_seen.items()),
         "moved_episode": model._moved_episode,
         "loading": model._loading,
         "persisted": model._persisted,
@@ -320,6 +321,7 @@ def load_model(
     model._warm_reason = doc["warm_reason"]
     model._last_discovery_ms = doc["last_discovery_ms"]
     model._observed_full_join = doc["observed_full_join"]
+    model._inferred_seen = dict(doc["inferred_seen"])
     model._moved_episode = doc["moved_episode"]
     model._loading = doc["loading"]
     model._persisted = doc["persisted"]
