@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from transforms.coordinator.config import CoordinatorConfig
-from transforms.coordinator.engine import GroupCoordinatorModel
+from transforms.coordinator.model import GroupCoordinatorModel
 from transforms.coordinator.types import GroupRequest, ObservedResponse, Protocol
 from transforms.kafka_protocol import ApiKey
 

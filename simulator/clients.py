@@ -22,7 +22,7 @@ from typing import Any
 
 from transforms.consumer_protocol import encode_assignment, encode_subscription
 from transforms.coordinator.config import CoordinatorConfig
-from transforms.coordinator.engine import GroupCoordinatorModel
+from transforms.coordinator.model import GroupCoordinatorModel
 from transforms.coordinator.types import (
     GroupRequest,
     GroupState,

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from transforms.coordinator.config import CoordinatorConfig
-from transforms.coordinator.engine import GroupCoordinatorModel
 from transforms.coordinator.fastobj import constructor
+from transforms.coordinator.model import GroupCoordinatorModel
 from transforms.coordinator.types import (
     GroupRequest,
     LeaveMember,

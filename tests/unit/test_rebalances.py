@@ -1387,7 +1387,7 @@ def test_settings_survive_serialisation() -> None:
 # end to end: the real coordinator model's output
 # --------------------------------------------------------------------------------------------------
 
-engine = pytest.importorskip("transforms.coordinator.engine")
+engine = pytest.importorskip("transforms.coordinator.model")
 config_mod = pytest.importorskip("transforms.coordinator.config")
 
 _VERSIONS = {

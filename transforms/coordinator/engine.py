@@ -5,7 +5,7 @@ It reads like Kafka's ``GroupMetadataManager``: one handler per request type (``
 state machine of :mod:`transforms.coordinator.state`, and keyed timers (``join-<group>``,
 ``sync-<group>``, ``heartbeat-<group>-<member>``) in :mod:`transforms.coordinator.timers`.
 
-Every request handed to :meth:`GroupCoordinatorModel.handle` produces exactly one
+Every request handed to :meth:`CoordinatorEngine.handle` produces exactly one
 :class:`~transforms.coordinator.types.Prediction`: at once, when a parked JoinGroup/SyncGroup is
 answered (``completion_ms`` = model time of the answer), or when it is superseded (``completion_ms``
 None, unscored). Model-internal happenings are :class:`~transforms.coordinator.types.ModelEvent` s.
@@ -25,6 +25,7 @@ from transforms.coordinator.config import (
     VersionFeatures,
 )
 from transforms.coordinator.fastobj import constructor
+from transforms.coordinator.serde import restore_persisted, snapshot_group
 from transforms.coordinator.state import (
     ClassicGroup,
     ClassicGroupMember,
@@ -50,7 +51,7 @@ from transforms.coordinator.types import (
 )
 from transforms.kafka_protocol import EXTERNAL_ERRORS, ApiKey
 
-__all__ = ["CoordinatorConfig", "GroupCoordinatorModel", "IllegalStateTransition"]
+__all__ = ["CoordinatorConfig", "CoordinatorEngine", "IllegalStateTransition"]
 
 EMPTY = GroupState.EMPTY
 PREPARING = GroupState.PREPARING_REBALANCE
@@ -115,7 +116,7 @@ class _Out:
         self.response = response
 
 
-class GroupCoordinatorModel:
+class CoordinatorEngine:
     """The coordinator of one classic group, replayed from its requests in arrival order.
 
     Determinism: member-map order is insertion order (Kafka: hash order, §16); generated member ids are
@@ -357,16 +358,13 @@ class GroupCoordinatorModel:
         self._events = []
         return preds, events
 
-    def to_bytes(self) -> bytes:
-        from transforms.coordinator.serde import dump_model
+    # reconciliation hooks: filled in by transforms.coordinator.model.GroupCoordinatorModel
+    def _reconcile_answer(self, call: ParkedCall, predicted: PredictedResponse) -> bool:
+        """Compare the model's answer with the observed one and adjust the model; True when it adjusted."""
+        return False
 
-        return dump_model(self)
-
-    @classmethod
-    def from_bytes(cls, data: bytes, config: CoordinatorConfig) -> GroupCoordinatorModel:
-        from transforms.coordinator.serde import load_model
-
-        return load_model(cls, data, config)
+    def _reconcile_late_answer(self, call: ParkedCall, emit: bool) -> None:
+        """The broker answered ``call`` (per the log) while the model still holds it."""
 
     def unload(self, time_ms: int, cause: str = "coordinator resigned the offsets partition") -> None:
         """Partition unload (§16): parked JoinGroup/SyncGroup answered NOT_COORDINATOR, group → Dead.
@@ -573,9 +571,7 @@ class GroupCoordinatorModel:
                 reconciled = False
                 self._timers.cancel(f"observed-{call.seq}")
                 if self._needs_reconcile() and call.request.observed is not None:
-                    from transforms.coordinator.reconcile import reconcile_answer
-
-                    reconciled = reconcile_answer(self, call, out.response)
+                    reconciled = self._reconcile_answer(call, out.response)
                 self._append_prediction(call, out.response, reconciled=reconciled)
 
     def _needs_reconcile(self) -> bool:
@@ -757,8 +753,6 @@ class GroupCoordinatorModel:
         self._timers.cancel_prefix(self._hb_prefix)
 
     def _load_persisted(self, why: str) -> None:
-        from transforms.coordinator.serde import restore_persisted
-
         snapshot = self._persisted
         if snapshot is None:
             self._group = None
@@ -787,8 +781,6 @@ class GroupCoordinatorModel:
 
     def _persist(self, group: ClassicGroup) -> None:
         """``storeGroup``: remember what the coordinator wrote (restored on a coordinator move)."""
-        from transforms.coordinator.serde import snapshot_group
-
         self._persisted = snapshot_group(group)
 
     def _arm_offsets_expiration(self, group: ClassicGroup) -> None:
@@ -1983,7 +1975,5 @@ class GroupCoordinatorModel:
         call = self._parked.pop(seq, None)
         if call is None:
             return
-        from transforms.coordinator.reconcile import reconcile_late_answer
-
         # an emitted call still parked was re-parked by reconciliation: reconcile the state only
-        reconcile_late_answer(self, call, emit=not call.emitted)
+        self._reconcile_late_answer(call, emit=not call.emitted)

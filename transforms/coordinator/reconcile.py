@@ -32,9 +32,8 @@ the middle of a group's life learns it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from transforms.coordinator.config import ASSUMED_REBALANCE_TIMEOUT_MS
+from transforms.coordinator.engine import CoordinatorEngine
 from transforms.coordinator.state import ClassicGroup, ClassicGroupMember, ParkedCall
 from transforms.coordinator.types import (
     EventKind,
@@ -44,9 +43,6 @@ from transforms.coordinator.types import (
     RemovalReason,
 )
 from transforms.kafka_protocol import ApiKey
-
-if TYPE_CHECKING:  # pragma: no cover
-    from transforms.coordinator.engine import GroupCoordinatorModel
 
 EMPTY = GroupState.EMPTY
 PREPARING = GroupState.PREPARING_REBALANCE
@@ -63,14 +59,14 @@ def _observed_error(obs: ObservedResponse) -> str | None:
     return None
 
 
-def _reconciled(model: GroupCoordinatorModel, detail: str, member_id: str | None = None) -> None:
+def _reconciled(model: CoordinatorEngine, detail: str, member_id: str | None = None) -> None:
     model._event(EventKind.RECONCILED, member_id=member_id, detail=detail)
 
 
 # ------------------------------------------------------------------------------------------------
 # building blocks
 # ------------------------------------------------------------------------------------------------
-def ensure_group(model: GroupCoordinatorModel, why: str) -> ClassicGroup:
+def ensure_group(model: CoordinatorEngine, why: str) -> ClassicGroup:
     group = model._group
     if group is None or group.state == DEAD:
         group = ClassicGroup(model.group_id)
@@ -81,7 +77,7 @@ def ensure_group(model: GroupCoordinatorModel, why: str) -> ClassicGroup:
 
 
 def ensure_member(
-    model: GroupCoordinatorModel,
+    model: CoordinatorEngine,
     group: ClassicGroup,
     member_id: str,
     instance_id: str | None,
@@ -135,7 +131,7 @@ def ensure_member(
     return member
 
 
-def drop_member(model: GroupCoordinatorModel, group: ClassicGroup, member_id: str, why: str) -> None:
+def drop_member(model: CoordinatorEngine, group: ClassicGroup, member_id: str, why: str) -> None:
     """Remove a member without any rebalance (the broker already did whatever it did)."""
     member = group.members.get(member_id)
     if member is None:
@@ -158,7 +154,7 @@ def drop_member(model: GroupCoordinatorModel, group: ClassicGroup, member_id: st
     )
 
 
-def force_state(model: GroupCoordinatorModel, group: ClassicGroup, target: GroupState, why: str) -> None:
+def force_state(model: CoordinatorEngine, group: ClassicGroup, target: GroupState, why: str) -> None:
     """Set the state the broker is in, bypassing the transition table (a reconciliation, not a Kafka
     transition: recorded as RECONCILED, never as TRANSITION)."""
     current = group.state
@@ -197,7 +193,7 @@ def force_state(model: GroupCoordinatorModel, group: ClassicGroup, target: Group
     _reconciled(model, f"state {current.value} -> {target.value}: {why}")
 
 
-def adopt_generation(model: GroupCoordinatorModel, group: ClassicGroup, generation: int, why: str) -> bool:
+def adopt_generation(model: CoordinatorEngine, group: ClassicGroup, generation: int, why: str) -> bool:
     """Adopt a *later* generation the broker proved. Never goes back: an observation carrying an older
     generation is stale (or the log inconsistent), and generations only grow in the coordinator."""
     if generation < 0 or generation <= group.generation_id:
@@ -210,14 +206,14 @@ def adopt_generation(model: GroupCoordinatorModel, group: ClassicGroup, generati
     return True
 
 
-def lose_confidence(model: GroupCoordinatorModel, why: str) -> None:
+def lose_confidence(model: CoordinatorEngine, why: str) -> None:
     model._lose_confidence(why)
 
 
 # ------------------------------------------------------------------------------------------------
 # answered requests
 # ------------------------------------------------------------------------------------------------
-def reconcile_answer(model: GroupCoordinatorModel, call: ParkedCall, predicted: PredictedResponse) -> bool:
+def reconcile_answer(model: CoordinatorEngine, call: ParkedCall, predicted: PredictedResponse) -> bool:
     """Compare the model's answer with the broker's; adjust the model. True when it adjusted."""
     req = call.request
     obs = req.observed
@@ -239,7 +235,7 @@ def reconcile_answer(model: GroupCoordinatorModel, call: ParkedCall, predicted: 
     )
 
 
-def _reconcile_member_request(model: GroupCoordinatorModel, call: ParkedCall, observed: str) -> None:
+def _reconcile_member_request(model: CoordinatorEngine, call: ParkedCall, observed: str) -> None:
     """Heartbeat, OffsetCommit, SyncGroup: what the broker's answer says about the group."""
     req = call.request
     api = req.api
@@ -322,7 +318,7 @@ def _reconcile_member_request(model: GroupCoordinatorModel, call: ParkedCall, ob
 
 
 def _reconcile_join(
-    model: GroupCoordinatorModel,
+    model: CoordinatorEngine,
     call: ParkedCall,
     predicted: PredictedResponse,
     obs: ObservedResponse,
@@ -399,7 +395,7 @@ def _reconcile_join(
 
 
 def _repark_join(
-    model: GroupCoordinatorModel, group: ClassicGroup, call: ParkedCall, member_id: str, what: str
+    model: CoordinatorEngine, group: ClassicGroup, call: ParkedCall, member_id: str, what: str
 ) -> None:
     req = call.request
     if group.state == DEAD:
@@ -419,9 +415,7 @@ def _repark_join(
         model._maybe_complete_join(group)
 
 
-def adopt_join_view(
-    model: GroupCoordinatorModel, group: ClassicGroup, obs: ObservedResponse, what: str
-) -> None:
+def adopt_join_view(model: CoordinatorEngine, group: ClassicGroup, obs: ObservedResponse, what: str) -> None:
     """A successful JoinGroup response: generation, leader, protocol and (leader) the member list."""
     if obs.generation_id is not None:
         adopt_generation(model, group, obs.generation_id, what)
@@ -459,7 +453,7 @@ def adopt_join_view(
 
 
 def _reconcile_leave(
-    model: GroupCoordinatorModel,
+    model: CoordinatorEngine,
     call: ParkedCall,
     predicted: PredictedResponse,
     obs: ObservedResponse,
@@ -491,7 +485,7 @@ def _reconcile_leave(
 # ------------------------------------------------------------------------------------------------
 # answered by the broker, still parked in the model
 # ------------------------------------------------------------------------------------------------
-def reconcile_late_answer(model: GroupCoordinatorModel, call: ParkedCall, emit: bool = True) -> None:
+def reconcile_late_answer(model: CoordinatorEngine, call: ParkedCall, emit: bool = True) -> None:
     """The broker answered ``call`` (per the log) while the model still holds it. ``emit``: the model
     never answered it, so its Prediction is NO_RESPONSE (otherwise the Prediction exists already)."""
     req = call.request
@@ -512,14 +506,14 @@ def reconcile_late_answer(model: GroupCoordinatorModel, call: ParkedCall, emit: 
     _apply_late_answer(model, call, obs, observed, holder, what)
 
 
-def _emit_no_response(model: GroupCoordinatorModel, call: ParkedCall) -> None:
+def _emit_no_response(model: CoordinatorEngine, call: ParkedCall) -> None:
     model._append_prediction(
         call, PredictedResponse(error="NO_RESPONSE", completion_ms=None), reconciled=True
     )
 
 
 def _apply_late_answer(
-    model: GroupCoordinatorModel,
+    model: CoordinatorEngine,
     call: ParkedCall,
     obs: ObservedResponse,
     observed: str | None,

@@ -24,7 +24,7 @@ from dataclasses import MISSING, dataclass, field, replace
 from typing import Any
 
 from transforms.coordinator.config import CoordinatorConfig
-from transforms.coordinator.engine import GroupCoordinatorModel
+from transforms.coordinator.model import GroupCoordinatorModel
 from transforms.coordinator.types import (
     EventKind,
     GroupRequest,

@@ -9,7 +9,7 @@ import pytest
 
 from tests.unit.coordinator.scenario import C, Case, E, End, H, J, S, default_config, run_case
 from transforms.coordinator.config import CoordinatorConfig, parse_kafka_version
-from transforms.coordinator.engine import GroupCoordinatorModel
+from transforms.coordinator.model import GroupCoordinatorModel
 from transforms.coordinator.placement import coordinator_partition, java_string_hash
 from transforms.coordinator.state import IllegalStateTransition, check_transition
 from transforms.coordinator.timers import SESSION_PRIORITY, TimerQueue

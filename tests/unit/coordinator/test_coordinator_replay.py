@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 import pytest
 
 from transforms.coordinator.config import CoordinatorConfig
-from transforms.coordinator.engine import GroupCoordinatorModel
+from transforms.coordinator.model import GroupCoordinatorModel
 from transforms.coordinator.types import (
     EventKind,
     GroupRequest,

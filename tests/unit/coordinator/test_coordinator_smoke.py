@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.unit.coordinator.scenario import Case, E, End, H, J, S, run_case
-from transforms.coordinator.engine import GroupCoordinatorModel
+from transforms.coordinator.model import GroupCoordinatorModel
 
 
 def test_single_member_round() -> None:
