@@ -506,7 +506,7 @@ class Simulation:
                 response_members=[
                     {
                         "member_id": m,
-                        "group_instance_id": None,
+                        "group_instance_id": self._instance_of(m),
                         "metadata": self._metadata_of(m),
                         "metadata_length": None,
                     }
@@ -533,6 +533,11 @@ class Simulation:
                 for t, q, e in (r.partition_errors or ())
             ]
         return rec
+
+    def _instance_of(self, member_id: str) -> str | None:
+        group = self.model.group
+        member = None if group is None else group.members.get(member_id)
+        return None if member is None else member.group_instance_id
 
     def _metadata_of(self, member_id: str) -> bytes:
         return encode_subscription(sorted(self.cfg.topics))

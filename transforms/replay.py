@@ -160,6 +160,7 @@ def request_from_row(row: Mapping[str, Any]) -> GroupRequest:
         protocol_name=get("response_protocol_name"),
         skip_assignment=get("response_skip_assignment"),
         members=None if members is None else tuple(m.get("member_id") or "" for m in members),
+        member_instance_ids=None if members is None else tuple(m.get("group_instance_id") for m in members),
         member_errors=_errors_pairs(get("response_leave_members"), "member_id"),
         assignment=get("response_assignment"),
         completion_ms=get("completion_ms"),
@@ -317,27 +318,34 @@ def infer_unlogged_joins(
 
 def born_in_log(rows: Sequence[Mapping[str, Any]]) -> str | None:
     """Why the log proves the group was born inside it, or None. ``rows``: the group's first rows, in
-    replay order. Proof: the first accepted JoinGroup was answered with generation 1 (Kafka's first
-    generation of a group that did not exist or was Empty at generation 0) and nothing before its answer
-    came from a member of a live group (a Heartbeat, SyncGroup, OffsetCommit or LeaveGroup)."""
+    replay order.
+
+    Proof: the leader's answer to the first join phase — a JoinGroup answered with generation 1 (Kafka's
+    first generation of a group that did not exist, or was Empty at generation 0) and the complete member
+    list — and every listed member's JoinGroup is in the log before that answer, with nothing else before
+    it (a Heartbeat, SyncGroup, OffsetCommit or LeaveGroup would come from a live group). A static member
+    replaced in a live group at generation 1 is answered generation 1 too, but its member list names
+    members whose JoinGroups the log does not have.
+    """
+    joined: set[str] = set()
     for row in rows:
-        api = int(row["api_key"])
-        if api != ApiKey.JOIN_GROUP:
+        if int(row["api_key"]) != ApiKey.JOIN_GROUP:
             return None
-        if row.get("error_name") != "NONE":
+        for m in (row.get("member_id"), row.get("response_member_id")):
+            if m:
+                joined.add(m)
+        members = row.get("response_members")
+        if row.get("error_name") != "NONE" or not members:
             continue
-        if row.get("response_generation_id") != 1:
-            return None
         done = row.get("completion_ms")
-        if done is None:
+        if row.get("response_generation_id") != 1 or done is None:
             return None
-        if all(
-            int(r["api_key"]) == ApiKey.JOIN_GROUP
-            or (r["arrival_ms"] == done and r.get("generation_id") == 1)
-            for r in rows
-            if r["arrival_ms"] <= done
-        ):
-            return f"the log shows the group's birth: JoinGroup answered with generation 1 at {done}"
+        listed = {m.get("member_id") or "" for m in members}
+        before = [r for r in rows if r["arrival_ms"] < done]
+        if all(int(r["api_key"]) == ApiKey.JOIN_GROUP for r in before) and listed <= {
+            m for r in before for m in (r.get("member_id"), r.get("response_member_id")) if m
+        }:
+            return f"the log shows the group's birth: its first join phase answered generation 1 at {done}"
         return None
     return None
 

@@ -305,12 +305,18 @@ def test_time_window_forensics(
     _cli("replay", "--warehouse", str(wh), "--from", "2024-06-03T12:01:20Z", "--to", str(end))
     predictions = read_table(wh / "predictions")
     assert predictions and all(start <= p["arrival_ms"] < end for p in predictions)
-    # the window opens on live groups: the model warms up from what it sees, then scores; the one true
-    # disagreement is the heartbeat that reveals the expiry of a ledger member never seen joining
+    # the window opens on live groups: the model warms up from what it sees, then scores; the heartbeat
+    # that reveals the expiry of a ledger member never seen joining (session timeout unknown) is not
+    # scored — that member had been silent for longer than the smallest session timeout — so nothing
+    # scored disagrees
     warm = [p for p in predictions if not p["scored"] and (p["unscored_reason"] or "").startswith("warm-up")]
     scored = [p for p in predictions if p["scored"]]
     bad = [(p["group_id"], p["api"], p["observed_error"]) for p in scored if not p["matched"]]
-    assert warm and len(scored) > 100 and bad == [("ledger", "HEARTBEAT", "REBALANCE_IN_PROGRESS")]
+    assert warm and len(scored) > 100 and bad == []
+    assert any(
+        p["group_id"] == "ledger" and p["observed_error"] == "REBALANCE_IN_PROGRESS" and not p["scored"]
+        for p in warm
+    )
     shop = [r for r in read_table(wh / "rebalances") if r["group_id"] == "shop-orders"]
     assert [r["trigger"] for r in shop] == ["member_left", "session_expiry"]
     assert main(["replay", "--warehouse", str(wh), "--incremental", "--from", str(start)]) == 2

@@ -107,13 +107,33 @@ def test_the_corpus_has_the_hard_cases() -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_a_log_cut_in_mid_life_warms_up_and_then_agrees(seed: int) -> None:
-    """A log that opens at an arbitrary instant of live groups: the model warms up from what it sees and
+    _check_mid_life_cut(seed, cuts=1)
+
+
+@pytest.mark.slow
+def test_a_log_cut_in_mid_life_many_cut_points() -> None:
+    """Many seeds and cut points. Known gap (see the coordinator README): a member known only from its
+    heartbeats is not waited for when a join phase starts, so a log cut just before a rebalance can
+    complete that rebalance too early in the model; those cuts are counted, not hidden."""
+    failures = []
+    for seed in range(6, 26):
+        try:
+            _check_mid_life_cut(seed, cuts=3)
+        except AssertionError as e:
+            failures.append((seed, str(e)[:200]))
+    assert len(failures) <= 2, failures
+
+
+def _check_mid_life_cut(seed: int, cuts: int) -> None:
+    """A log that opens at an arbitrary instant of live groups: the model warms up from what it sees,
     nothing it scores is wrong (what it cannot know — the session timeout of a member seen only through
-    its heartbeats — is not scored while that member is silent)."""
+    its heartbeats — is not scored while that member is silent), and once it has seen a complete
+    rebalance (a JoinGroup answered with the leader's member list, after which every member syncs) it
+    scores every answer."""
     rnd = random.Random(seed)
     configs = scenario_configs(seed)
     rows = parse_rows(render_coarse(configs, 1, seed))
-    for cfg in configs:
+    for cfg in [c for c in configs for _ in range(cuts)]:
         cut = T0 + rnd.randrange(5_000, 150_000)
         group_rows = [r for r in rows if r["group_id"] == cfg.group_id and r["arrival_ms"] >= cut]
         predictions = replay_rows(group_rows, coordinator_for(cfg, DEFAULT))
@@ -122,3 +142,22 @@ def test_a_log_cut_in_mid_life_warms_up_and_then_agrees(seed: int) -> None:
             cut - T0,
             [(p["api"], p["arrival_ms"] - T0, p["mismatch_kinds"]) for p in mismatches(predictions)[:5]],
         )
+        # a complete rebalance: a generation formed inside the window (every member rejoined, so each one's
+        # timeouts are known); after its SyncGroups every answer is scored
+        first_generation = min(
+            (r["generation_id"] for r in group_rows if (r["generation_id"] or -1) >= 0), default=None
+        )
+        complete = [
+            r["completion_ms"]
+            for r in group_rows
+            if r["api_name"] == "JOIN_GROUP"
+            and r["error_name"] == "NONE"
+            and r.get("response_members")
+            and (first_generation is None or r["response_generation_id"] > first_generation)
+        ]
+        if complete:
+            after = [p for p in predictions if p["arrival_ms"] > min(complete) + 1_000]
+            unscored = [
+                (p["api"], p["arrival_ms"] - T0, p["unscored_reason"]) for p in after if not p["scored"]
+            ]
+            assert not unscored, (cfg.group_id, cut - T0, unscored[:3])

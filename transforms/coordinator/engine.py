@@ -45,6 +45,7 @@ from transforms.coordinator.types import (
     GroupRequest,
     GroupState,
     ModelEvent,
+    ObservedResponse,
     PredictedResponse,
     Prediction,
     RemovalReason,
@@ -104,6 +105,10 @@ _HEARTBEAT = ApiKey.HEARTBEAT
 _OFFSET_COMMIT = ApiKey.OFFSET_COMMIT
 _HEARTBEAT_EVENT = EventKind.HEARTBEAT
 _COMMIT_EVENT = EventKind.OFFSET_COMMIT
+
+
+#: JoinGroup answers while the member map's order (which decides the leader) is still being learned
+ORDER_UNKNOWN_REASON = "warm-up: the order of members seen only through their requests (who leads) is unknown"
 
 
 class _Out:
@@ -522,9 +527,38 @@ class CoordinatorEngine:
         self._parked.pop(call.seq, None)
         if call.emitted:  # its Prediction exists already (track mode re-parked it)
             self._timers.cancel(f"observed-{call.seq}")
+            if not self._confident:
+                self._confirm_full_join(call, response)
             return
         call.emitted = True
         self._outs.append(_Out(call, response))
+
+    def _learn_member_order(self, group: ClassicGroup, obs: ObservedResponse | None) -> None:
+        """The leader's JoinGroup answer lists the members in the coordinator's order: take it."""
+        if obs is None or not obs.members or set(obs.members) != set(group.members):
+            return
+        group.members = {mid: group.members[mid] for mid in obs.members}
+        group.order_known = True
+
+    def _confirm_full_join(self, call: ParkedCall, response: PredictedResponse) -> None:
+        """A re-parked JoinGroup the model now answers the way the broker did, with the leader's complete
+        member list: the model has seen a whole rebalance and knows the group."""
+        obs = call.request.observed
+        group = self._group
+        if (
+            obs is not None
+            and obs.error == NONE
+            and obs.members
+            and group is not None
+            and response.error == NONE
+            and set(obs.members) == set(response.members or ())
+        ):
+            if obs.generation_id is not None and obs.generation_id > group.generation_id:
+                group.generation_id = obs.generation_id  # the broker's count (the log began mid-life)
+            if obs.leader in group.members:
+                group.leader_id = obs.leader
+            self._observed_full_join = True
+            self._become_confident(f"answered the complete membership of generation {group.generation_id}")
 
     def _supersede(self, call: ParkedCall, reason: str = SUPERSEDED_REASON) -> None:
         """A parked JoinGroup/SyncGroup Kafka never answers (replaced by a newer one, or its member was
@@ -572,6 +606,9 @@ class CoordinatorEngine:
                 self._timers.cancel(f"observed-{call.seq}")
                 if self._needs_reconcile() and call.request.observed is not None:
                     reconciled = self._reconcile_answer(call, out.response)
+                group = self._group
+                if group is not None and not group.order_known:
+                    self._learn_member_order(group, call.request.observed)
                 self._append_prediction(call, out.response, reconciled=reconciled)
 
     def _needs_reconcile(self) -> bool:
@@ -1372,6 +1409,9 @@ class CoordinatorEngine:
         for member in list(group.members.values()):
             call = member.awaiting_join
             if call is not None:
+                if not group.order_known and call.scored:
+                    call.scored = False
+                    call.unscored_reason = ORDER_UNKNOWN_REASON
                 self._answer_join(
                     group,
                     member,

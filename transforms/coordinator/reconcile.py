@@ -88,6 +88,10 @@ def ensure_member(
     """Make ``member_id`` a member (inferred if the model has never seen its JoinGroup)."""
     member = group.members.get(member_id)
     if member is not None:
+        if instance_id is not None and member.inferred and member.group_instance_id is None:
+            # an inferred member shows its group instance id: it is a static member
+            member.group_instance_id = instance_id
+            group.static_members[instance_id] = member_id
         return member
     if instance_id is not None:
         mapped = group.static_members.get(instance_id)
@@ -118,6 +122,8 @@ def ensure_member(
     )
     had_members = bool(group.members)
     group.add(member, None)
+    if had_members:
+        group.order_known = False
     if not had_members and group.protocol_type is None:
         group.protocol_type = protocol_type
     model._last_discovery_ms = model._clock
@@ -421,13 +427,15 @@ def adopt_join_view(model: CoordinatorEngine, group: ClassicGroup, obs: Observed
         adopt_generation(model, group, obs.generation_id, what)
     if obs.members:
         wanted = list(obs.members)
-        for mid in wanted:
-            if mid not in group.members:
-                ensure_member(
-                    model, group, mid, None, None, obs.protocol_type, f"{what}: listed by the leader"
-                )
+        instances = obs.member_instance_ids or (None,) * len(wanted)
+        for mid, instance in zip(wanted, instances, strict=False):
+            ensure_member(
+                model, group, mid, instance, None, obs.protocol_type, f"{what}: listed by the leader"
+            )
         for mid in [m for m in group.members if m not in set(wanted)]:
             drop_member(model, group, mid, f"{what}: not in the leader's member list")
+        if not group.order_known:
+            model._learn_member_order(group, obs)
     if obs.leader and group.leader_id != obs.leader:
         if obs.leader not in group.members:
             ensure_member(model, group, obs.leader, None, None, obs.protocol_type, f"{what}: the leader")

@@ -148,6 +148,7 @@ def _group(g: ClassicGroup) -> Json:
         "supported": [[k, v] for k, v in g.supported_protocols.items()],
         "num_awaiting": g.num_awaiting_join,
         "num_inferred": g.num_inferred,
+        "order_known": g.order_known,
         "new_member_added": g.new_member_added,
         "has_offsets": g.has_offsets,
         "last_commit_ms": g.last_commit_ms,
@@ -172,6 +173,7 @@ def _ungroup(group_id: str, d: Json, calls: dict[int, ParkedCall]) -> ClassicGro
     g.supported_protocols = {k: v for k, v in d["supported"]}
     g.num_awaiting_join = d["num_awaiting"]
     g.num_inferred = d["num_inferred"]
+    g.order_known = d["order_known"]
     g.new_member_added = d["new_member_added"]
     g.has_offsets = d["has_offsets"]
     g.last_commit_ms = d["last_commit_ms"]

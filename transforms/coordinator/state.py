@@ -152,6 +152,7 @@ class ClassicGroup:
         "new_member_added",
         "num_awaiting_join",
         "num_inferred",
+        "order_known",
         "pending_members",
         "pending_sync_members",
         "previous_state",
@@ -176,6 +177,9 @@ class ClassicGroup:
         self.pending_sync_members: dict[str, None] = {}
         self.num_awaiting_join = 0
         self.num_inferred = 0
+        #: False once a member is inferred (warm start): the member map's order is then a guess until a
+        #: leader's JoinGroup answer shows the whole list
+        self.order_known = True
         self.supported_protocols: dict[str, int] = {}
         self.new_member_added = False
         #: §11 offsets bookkeeping: None = unknown (warm start), treated as "has offsets"

@@ -55,6 +55,8 @@ class ObservedResponse:
     partition_errors: tuple[tuple[str, int, str], ...] | None = None  # OffsetCommit (topic, part, error)
     assignment: bytes | None = None  # SyncGroup (JSON era)
     completion_ms: int | None = None
+    #: the group instance id of each of ``members`` (None: dynamic member or not logged)
+    member_instance_ids: tuple[str | None, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
