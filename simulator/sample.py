@@ -177,7 +177,7 @@ def generate(out: Path, seed: int = 7) -> dict[str, int]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default=str(Path(__file__).parent / "logs"))
+    p.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "samples" / "logs"))
     args = p.parse_args()
     counts = generate(Path(args.out))
     for broker, n in counts.items():
