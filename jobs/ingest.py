@@ -27,6 +27,7 @@ from jobs.log_files import (
     FileProgress,
     FileSlice,
     InputError,
+    LogFile,
     SliceStats,
     describe_file,
     discover_files,
@@ -118,7 +119,6 @@ class IngestResult:
     duplicate_files: int
     run: IngestCounts
     total: IngestCounts
-    errors: list[str]
     seconds: float
 
     def as_dict(self) -> dict[str, Any]:
@@ -128,7 +128,6 @@ class IngestResult:
             "slices_read": self.slices,
             "duplicate_files": self.duplicate_files,
             "this_run": self.run.as_dict(),
-            "errors": self.errors,
             "seconds": round(self.seconds, 2),
         }
 
@@ -176,6 +175,21 @@ def parse_slices(
                 other_api[name] = other_api.get(name, 0) + 1
             else:
                 n_o += 1
+        if stats.error is not None:
+            # the rest of the file cannot be read (a gzip stream that breaks off): it is kept as one
+            # quarantined line after the last one read, so the accounting still covers the whole file
+            n_q += 1
+            stats.lines_read += 1
+            yield {
+                "row_kind": "quarantine",
+                "source_file": s.path,
+                "line_no": stats.end_line + 1,
+                "broker_id": s.broker_id,
+                "quarantine_reason": stats.error,
+                "raw_line": "",
+                "ingested_at": ingested_at,
+                "log_date": ingest_date,
+            }
         yield {
             "row_kind": "stats",
             "file_key": s.file_key,
@@ -242,20 +256,35 @@ def _plan_path(warehouse: str, batch_id: int) -> Path:
     return Path(warehouse) / "_ingest" / f"batch-{batch_id:08d}.json"
 
 
-def ingest(
-    spark: SparkSession, store: DeltaStore, config: Config, inputs: Sequence[str], *, log: Any = None
-) -> IngestResult:
-    """Land the given files/directories into the bronze tables. Idempotent; see module docstring."""
-    from pyspark.sql import functions as F
-
-    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    started = time.monotonic()
-    warehouse = config.storage.warehouse
+def resolve_inputs(config: Config, inputs: Sequence[str]) -> list[LogFile]:
+    """The log files named by ``inputs`` (files or directories), identified — no Spark needed, so bad
+    paths and unreadable files are reported before any JVM starts. Empty files are skipped."""
     files = []
     for path in discover_files(inputs, config.input.file_patterns):
         described = describe_file(path, config.input.broker_id_pattern)
         if described is not None:
             files.append(described)
+    return files
+
+
+def ingest(
+    spark: SparkSession,
+    store: DeltaStore,
+    config: Config,
+    inputs: Sequence[str] | Sequence[LogFile],
+    *,
+    log: Any = None,
+) -> IngestResult:
+    """Land the given files/directories (or files already resolved by :func:`resolve_inputs`) into the
+    bronze tables. Idempotent; see module docstring."""
+    from pyspark.sql import functions as F
+
+    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    started = time.monotonic()
+    warehouse = config.storage.warehouse
+    files = [f for f in inputs if isinstance(f, LogFile)]
+    if len(files) != len(inputs):
+        files = resolve_inputs(config, [str(f) for f in inputs])
     progress, last_batch, total = _progress(spark, store)
     batch_id = last_batch + 1
     plan_file = _plan_path(warehouse, batch_id)
@@ -266,10 +295,9 @@ def ingest(
     else:
         slices, duplicates = plan_slices(files, progress)
     run = IngestCounts()
-    errors: list[str] = []
     if not slices:
         say(f"ingest: {len(files)} file(s), nothing new to read")
-        return IngestResult(None, len(files), 0, duplicates, run, total, errors, time.monotonic() - started)
+        return IngestResult(None, len(files), 0, duplicates, run, total, time.monotonic() - started)
     write_json(plan_file, {"batch_id": batch_id, "slices": [s.to_dict() for s in slices]}, indent=1)
     mb = sum(s.file_size - s.start_offset if not s.compressed else s.file_size for s in slices) / 1e6
     say(f"ingest: batch {batch_id}: reading {len(slices)} slice(s) of {len(files)} file(s), ~{mb:.1f} MB")
@@ -293,7 +321,7 @@ def ingest(
             )
             run.add(counts)
             if r["error"]:
-                errors.append(r["error"])
+                say(f"ingest: quarantined the unreadable rest of a file: {r['error']}")
         say(
             f"ingest: parsed {run.lines_read} lines: {run.requests} requests, {run.quarantined} quarantined, "
             f"{run.other_api_lines} other-API, {run.other_lines} other"
@@ -340,7 +368,7 @@ def ingest(
     plan_file.unlink(missing_ok=True)
     total.add(run)
     return IngestResult(
-        batch_id, len(files), len(slices), duplicates, run, total, errors, time.monotonic() - started
+        batch_id, len(files), len(slices), duplicates, run, total, time.monotonic() - started
     )
 
 

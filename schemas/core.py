@@ -6,7 +6,9 @@ Type grammar (a subset of Spark DDL): ``string``, ``boolean``, ``int``, ``bigint
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -58,6 +60,25 @@ class TableDef:
             [StructField(c.name, spark_type(c.type), c.nullable, {"comment": c.doc}) for c in self.columns]
         )
 
+    def conform(self, row: Mapping[str, Any]) -> str | None:
+        """Why ``row`` cannot be written to this table (the first column whose value does not fit its
+        type, e.g. ``correlation_id: 2147483648 is out of range for int32``), or None."""
+        checks = self._checks()
+        for name, value in row.items():
+            check = checks.get(name)
+            if check is not None and value is not None:
+                problem = check(value)
+                if problem is not None:
+                    return f"{name}{'' if problem.startswith(('[', '.')) else ': '}{problem}"
+        return None
+
+    def _checks(self) -> dict[str, Check]:
+        cached = _CHECKS.get(self.name)
+        if cached is None:
+            cached = {c.name: value_check(c.type) for c in self.columns}
+            _CHECKS[self.name] = cached
+        return cached
+
     def arrow_schema(self) -> pa.Schema:
         import pyarrow as pa
 
@@ -72,6 +93,10 @@ class TableDef:
         for c in self.columns:
             lines.append(f"| `{c.name}` | `{c.type}` | {'yes' if c.nullable else 'no'} | {c.doc} |")
         return "\n".join(lines) + "\n"
+
+
+Check = Callable[[Any], "str | None"]
+_CHECKS: dict[str, dict[str, Check]] = {}
 
 
 def split_top_level(s: str, sep: str = ",") -> list[str]:
@@ -155,4 +180,105 @@ def arrow_type(t: str) -> pa.DataType:
         return pa.map_(arrow_type(k), arrow_type(v))
     if t.startswith("struct<"):
         return pa.struct([pa.field(n, arrow_type(ft)) for n, ft in _struct_fields(t)])
+    raise ValueError(f"unknown column type {t!r}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Value checks: a row that passes ``TableDef.conform`` converts to the Arrow/Spark schema without error
+# ---------------------------------------------------------------------------------------------------
+_INT_RANGES = {"int": (-(2**31), 2**31 - 1), "bigint": (-(2**63), 2**63 - 1)}
+_EXACT_DOUBLE_INT = 2**53  # Arrow refuses integers a double cannot hold exactly
+
+
+def show_value(v: Any, limit: int = 40) -> str:
+    """A value as a reason can quote it: JSON-like, truncated."""
+    text = repr(v) if not isinstance(v, str) else '"' + v + '"'
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def value_check(t: str) -> Check:
+    """A function telling why a Python value cannot be stored in a column of type ``t`` (None: it can).
+    Nulls are accepted (nullability is the writer's concern)."""
+    t = t.strip()
+    if t in _INT_RANGES:
+        lo, hi = _INT_RANGES[t]
+
+        def check_int(v: Any) -> str | None:
+            if v is None or (type(v) is int and lo <= v <= hi):
+                return None
+            if type(v) is not int:
+                return f"{show_value(v)} is not an integer"
+            return f"{show_value(v)} is out of range for {'int32' if t == 'int' else 'int64'}"
+
+        return check_int
+    simple: dict[str, tuple[type, ...]] = {
+        "string": (str,),
+        "boolean": (bool,),
+        "binary": (bytes, bytearray),
+        "date": (date,),
+        "timestamp": (datetime,),
+    }
+    if t in simple:
+        kinds = simple[t]
+
+        def check_simple(v: Any) -> str | None:
+            if v is None or isinstance(v, kinds):
+                return None
+            return f"{show_value(v)} is not a {t}"
+
+        return check_simple
+    if t == "double":
+
+        def check_double(v: Any) -> str | None:
+            if v is None or type(v) is float:
+                return None
+            if type(v) is int and -_EXACT_DOUBLE_INT <= v <= _EXACT_DOUBLE_INT:
+                return None
+            return f"{show_value(v)} is not a double"
+
+        return check_double
+    if t.startswith("array<"):
+        element = value_check(_inner(t, "array<"))
+
+        def check_array(v: Any) -> str | None:
+            if v is None:
+                return None
+            if not isinstance(v, list | tuple):
+                return f"{show_value(v)} is not an array"
+            for i, e in enumerate(v):
+                problem = element(e)
+                if problem is not None:
+                    return f"[{i}]: {problem}"
+            return None
+
+        return check_array
+    if t.startswith("map<"):
+        k, val = (value_check(x) for x in split_top_level(_inner(t, "map<")))
+
+        def check_map(v: Any) -> str | None:
+            if v is None:
+                return None
+            items = v.items() if isinstance(v, dict) else v
+            for key, value in items:
+                problem = k(key) or val(value)
+                if problem is not None:
+                    return f"[{show_value(key)}]: {problem}"
+            return None
+
+        return check_map
+    if t.startswith("struct<"):
+        fields = [(n, value_check(ft)) for n, ft in _struct_fields(t)]
+
+        def check_struct(v: Any) -> str | None:
+            if v is None:
+                return None
+            if not isinstance(v, dict):
+                return f"{show_value(v)} is not an object"
+            for name, check in fields:
+                problem = check(v.get(name))
+                if problem is not None:
+                    return f".{name}: {problem}"
+            return None
+
+        return check_struct
     raise ValueError(f"unknown column type {t!r}")

@@ -31,6 +31,7 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from enum import StrEnum
 from typing import Any
 
+from schemas.core import show_value
 from schemas.tables import REQUESTS
 from transforms.kafka_protocol import KNOWN_API_NAMES, MAX_API_VERSION, ApiKey, Errors
 
@@ -425,21 +426,25 @@ def _g_int(d: Mapping[str, Any], k: str) -> int | None:
     v = d.get(k)
     if v is None or (type(v) is int and _I32_MIN <= v <= _I32_MAX):
         return v
-    raise _FieldErr(k, "is not an int" if type(v) is not int else f"{v} is out of int32 range")
+    raise _FieldErr(
+        k, f"is not an int: {show_value(v)}" if type(v) is not int else f"{v} is out of int32 range"
+    )
 
 
 def _g_long(d: Mapping[str, Any], k: str) -> int | None:
     v = d.get(k)
     if v is None or (type(v) is int and _I64_MIN <= v <= _I64_MAX):
         return v
-    raise _FieldErr(k, "is not an int" if type(v) is not int else f"{v} is out of int64 range")
+    raise _FieldErr(
+        k, f"is not an int: {show_value(v)}" if type(v) is not int else f"{v} is out of int64 range"
+    )
 
 
 def _g_str(d: Mapping[str, Any], k: str) -> str | None:
     v = d.get(k)
     if v is None or type(v) is str:
         return v
-    raise _FieldErr(k, "is not a string")
+    raise _FieldErr(k, f"is not a string: {show_value(v)}")
 
 
 def _g_req_str(d: Mapping[str, Any], k: str) -> str:
@@ -448,14 +453,14 @@ def _g_req_str(d: Mapping[str, Any], k: str) -> str:
         return v
     if v is None:
         raise _FieldErr(k, "is null" if k in d else None)
-    raise _FieldErr(k, "is not a string")
+    raise _FieldErr(k, f"is not a string: {show_value(v)}")
 
 
 def _g_bool(d: Mapping[str, Any], k: str) -> bool | None:
     v = d.get(k)
     if v is None or type(v) is bool:
         return v
-    raise _FieldErr(k, "is not a boolean")
+    raise _FieldErr(k, f"is not a boolean: {show_value(v)}")
 
 
 def _g_bytes(d: Mapping[str, Any], k: str) -> tuple[bytes | None, int | None]:
@@ -477,7 +482,7 @@ def _g_list(d: Mapping[str, Any], k: str) -> list[Any] | None:
     v = d.get(k)
     if v is None or type(v) is list:
         return v
-    raise _FieldErr(k, "is not an array")
+    raise _FieldErr(k, f"is not an array: {show_value(v)}")
 
 
 def _g_strs(d: Mapping[str, Any], k: str) -> list[str] | None:
@@ -485,7 +490,7 @@ def _g_strs(d: Mapping[str, Any], k: str) -> list[str] | None:
     if v is not None:
         for i, e in enumerate(v):
             if type(e) is not str:
-                raise _FieldErr(f"{k}[{i}]", "is not a string")
+                raise _FieldErr(f"{k}[{i}]", f"is not a string: {show_value(e)}")
     return v
 
 
@@ -497,7 +502,7 @@ def _each(d: Mapping[str, Any], k: str, fn: Callable[[Mapping[str, Any]], Any]) 
     out = []
     for i, e in enumerate(lst):
         if type(e) is not dict:
-            raise _FieldErr(f"{k}[{i}]", "is not an object")
+            raise _FieldErr(f"{k}[{i}]", f"is not an object: {show_value(e)}")
         try:
             out.append(fn(e))
         except _FieldErr as x:
@@ -910,21 +915,21 @@ def _num(d: Mapping[str, Any], k: str) -> float | None:
         return v  # type: ignore[no-any-return]
     if t is int:
         return float(v)
-    raise _Bad(f"field {k} is not a number")
+    raise _Bad(f"field {k} is not a number: {show_value(v)}")
 
 
 def _top_long(d: Mapping[str, Any], k: str) -> int | None:
     v = d.get(k)
     if v is None or type(v) is int:
         return v
-    raise _Bad(f"field {k} is not an int")
+    raise _Bad(f"field {k} is not an int: {show_value(v)}")
 
 
 def _top_str(d: Mapping[str, Any], k: str) -> str | None:
     v = d.get(k)
     if v is None or type(v) is str:
         return v
-    raise _Bad(f"field {k} is not a string")
+    raise _Bad(f"field {k} is not a string: {show_value(v)}")
 
 
 def _dumps(obj: object) -> str:
@@ -1010,7 +1015,9 @@ def _parse_json_kept(
         )
     corr = hdr["correlationId"]
     if type(corr) is not int:
-        raise _Bad("requestHeader.correlationId is not an int")
+        raise _Bad(f"requestHeader.correlationId is not an int: {show_value(corr)}")
+    if not _I32_MIN <= corr <= _I32_MAX:
+        raise _Bad(f"requestHeader.correlationId {corr} is out of int32 range")
     client = hdr["clientId"]
     if client is not None and type(client) is not str:
         raise _Bad("requestHeader.clientId is not a string")
@@ -1063,6 +1070,8 @@ def _parse_json_kept(
     r["message_conversions_time_ms"] = _num(top, "messageConversionsTime")
     _set_times(r, utc, total)
 
+    if "response" not in top:
+        raise _Bad("missing response (a Completed request line always logs it)")
     req = top.get("request")
     resp = top.get("response")
     if req == "":
@@ -1424,6 +1433,18 @@ def _parse_text_kept(line: str, marker: int, b: int, tz: tzinfo, api: ApiKey) ->
 # ---------------------------------------------------------------------------------------------------
 
 
+def _conformed(outcome: LineOutcome) -> LineOutcome:
+    """The last check of a readable line: every value fits its ``requests`` column (Kafka's int32/int64
+    fields, derived times), so writing the row can never fail; otherwise the line is quarantined with the
+    column and the value."""
+    if outcome.kind is not LineKind.REQUEST or outcome.record is None:
+        return outcome
+    problem = REQUESTS.conform(outcome.record)
+    if problem is None:
+        return outcome
+    return _quarantine(f"value out of range or of the wrong type: {problem}", outcome.api_name, None)
+
+
 def parse_line(line: str, tz: tzinfo) -> LineOutcome:
     """Classify and parse one physical log line; never raises.
 
@@ -1437,9 +1458,9 @@ def parse_line(line: str, tz: tzinfo) -> LineOutcome:
             line = line.rstrip("\r\n")
         b = marker + _MARKER_LEN
         if line.startswith("{", b):
-            return _parse_json(line, marker, b, tz)
+            return _conformed(_parse_json(line, marker, b, tz))
         if line.startswith("RequestHeader(", b):
-            return _parse_text(line, marker, b, tz)
+            return _conformed(_parse_text(line, marker, b, tz))
         return _quarantine(
             "request body after 'Completed request:' is neither a JSON object nor RequestHeader(…)",
             None,

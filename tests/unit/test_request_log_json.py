@@ -881,13 +881,13 @@ def test_quarantine_wrong_type_names_the_field() -> None:
     )
     assert request(line)["error_code"] == 0
     assert quarantined(line.replace('"errorCode":0', '"errorCode":"0"')) == (
-        "JoinGroup v5 response: field errorCode is not an int"
+        'JoinGroup v5 response: field errorCode is not an int: "0"'
     )
     assert quarantined(line.replace('"sessionTimeoutMs":45000', '"sessionTimeoutMs":4.5e4')) == (
-        "JoinGroup v5 request: field sessionTimeoutMs is not an int"
+        "JoinGroup v5 request: field sessionTimeoutMs is not an int: 45000.0"
     )
     assert quarantined(line.replace('"sessionTimeoutMs":45000', '"sessionTimeoutMs":true')) == (
-        "JoinGroup v5 request: field sessionTimeoutMs is not an int"
+        "JoinGroup v5 request: field sessionTimeoutMs is not an int: True"
     )
     assert quarantined(line.replace('"groupId":"g1",', "")) == "JoinGroup v5 request: missing groupId"
     assert (
@@ -896,16 +896,16 @@ def test_quarantine_wrong_type_names_the_field() -> None:
     )
     assert (
         quarantined(line.replace('"groupId":"g1"', '"groupId":7'))
-        == "JoinGroup v5 request: field groupId is not a string"
+        == "JoinGroup v5 request: field groupId is not a string: 7"
     )
     assert quarantined(line.replace('"protocols":[]', '"protocols":{}')) == (
-        "JoinGroup v5 request: field protocols is not an array"
+        "JoinGroup v5 request: field protocols is not an array: {}"
     )
     assert quarantined(line.replace('"protocols":[]', '"protocols":[{"name":"range","metadata":"!!!"}]')) == (
         "JoinGroup v5 request: field protocols[0].metadata is not valid base64"
     )
     assert quarantined(line.replace('"protocols":[]', '"protocols":[1]')) == (
-        "JoinGroup v5 request: field protocols[0] is not an object"
+        "JoinGroup v5 request: field protocols[0] is not an object: 1"
     )
     assert quarantined(line.replace('"generationId":8', '"generationId":2147483648')) == (
         "JoinGroup v5 response: field generationId 2147483648 is out of int32 range"
@@ -923,7 +923,7 @@ def test_quarantine_nested_offset_commit_field() -> None:
         + TAIL
     )
     assert quarantined(line) == (
-        "OffsetCommit v8 request: field topics[0].partitions[1].committedOffset is not an int"
+        'OffsetCommit v8 request: field topics[0].partitions[1].committedOffset is not an int: "2"'
     )
 
 
@@ -939,7 +939,7 @@ def test_quarantine_group_apis_need_their_group_field() -> None:
         '{"requestApiKey":15,"requestApiVersion":5,"correlationId":1,"clientId":"admin",'
         '"requestApiKeyName":"DESCRIBE_GROUPS"},"request":{"groups":["g1",2]},"response":""' + TAIL
     )
-    assert quarantined(dg) == "DescribeGroups v5 request: field groups[1] is not a string"
+    assert quarantined(dg) == "DescribeGroups v5 request: field groups[1] is not a string: 2"
 
 
 def test_quarantine_bad_timestamp_names_it() -> None:
@@ -959,16 +959,16 @@ def test_quarantine_missing_prefix_and_bad_level() -> None:
 def test_quarantine_metrics() -> None:
     assert quarantined(HEARTBEAT_V4.replace('"totalTimeMs":0.412,', "")) == "missing totalTimeMs"
     assert quarantined(HEARTBEAT_V4.replace('"totalTimeMs":0.412', '"totalTimeMs":"0.4"')) == (
-        "field totalTimeMs is not a number"
+        'field totalTimeMs is not a number: "0.4"'
     )
     assert quarantined(HEARTBEAT_V4.replace('"localTimeMs":0.2', '"localTimeMs":null,"x":[')).startswith(
         "bad JSON"
     )
     assert quarantined(HEARTBEAT_V4.replace('"throttleTimeMs":0,"resp', '"throttleTimeMs":0.5,"resp')) == (
-        "field throttleTimeMs is not an int"
+        "field throttleTimeMs is not an int: 0.5"
     )
     assert quarantined(HEARTBEAT_V4.replace('"connection":"10.0.0.5', '"connection":5,"c":"')) == (
-        "field connection is not a string"
+        "field connection is not a string: 5"
     )
 
 

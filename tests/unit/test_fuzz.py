@@ -1,0 +1,152 @@
+"""Fuzzing the parser the way bad input really arrives: values out of range or of the wrong type for
+their Kafka schema type, deleted keys, damaged lines and damaged files. Nothing may raise, every line is
+accounted for, every bad line is quarantined with a reason naming the field, and every accepted row
+converts to the table's Arrow schema (the conversion that used to crash a whole Spark task)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from jobs.config import load_config
+from jobs.ingest import TASK_OUTPUT, parse_slices
+from jobs.log_files import describe_file, plan_slices
+from schemas.core import value_check
+from schemas.tables import REQUESTS
+from simulator.mutations import BOUNDARY_NUMBERS, base_lines, mutated_lines, write_bad_files
+from transforms.request_log import LineKind, parse_line
+
+SCHEMA = TASK_OUTPUT.arrow_schema()
+NOW = datetime(2024, 5, 2, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def lines() -> list[str]:
+    return base_lines()
+
+
+def _ingest_file(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    config = load_config((), (), str(path.parent / "wh"))
+    described = describe_file(str(path), config.input.broker_id_pattern)
+    if described is None:
+        return [], {"lines_read": 0, "n_requests": 0, "n_quarantined": 0, "n_other_api": 0, "n_other": 0}
+    slices, _ = plan_slices([described], {})
+    rows = list(parse_slices(slices, "UTC", NOW))
+    stats = next(r for r in rows if r["row_kind"] == "stats")
+    return [r for r in rows if r["row_kind"] != "stats"], stats
+
+
+def _check(rows: list[dict[str, Any]], stats: dict[str, Any]) -> Counter[str]:
+    pa.RecordBatch.from_pylist(rows, schema=SCHEMA)  # never fails on what the parser accepted
+    assert stats["lines_read"] == (
+        stats["n_requests"] + stats["n_quarantined"] + stats["n_other_api"] + stats["n_other"]
+    )
+    quarantined = [r for r in rows if r["row_kind"] == "quarantine"]
+    assert len(quarantined) == stats["n_quarantined"]
+    assert all(r["quarantine_reason"] for r in quarantined)
+    return Counter(r["quarantine_reason"].split(":")[0] for r in quarantined)
+
+
+def _fuzz(lines: list[str], count: int, seed: int, tmp_path: Path) -> None:
+    bad = mutated_lines(lines, count, seed)
+    for line in bad:
+        parse_line(line, UTC)  # never raises (parse_line's contract)
+    path = tmp_path / "broker-1" / "kafka-request.log.2024-05-01-10"
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join(bad) + "\n", encoding="utf-8")
+    rows, stats = _ingest_file(path)
+    assert stats["lines_read"] == count
+    reasons = _check(rows, stats)
+    assert stats["n_quarantined"] > count // 10, reasons
+
+
+def test_fuzz_lines_fast(lines: list[str], tmp_path: Path) -> None:
+    _fuzz(lines, 1_000, 1, tmp_path)
+
+
+@pytest.mark.slow
+def test_fuzz_lines_many(lines: list[str], tmp_path: Path) -> None:
+    _fuzz(lines, 10_000, 2, tmp_path)
+
+
+def test_out_of_range_values_name_the_field_and_value(lines: list[str]) -> None:
+    line = next(x for x in lines if '"correlationId":' in x and "HEARTBEAT" in x)
+    for bad, reason in (
+        ('"correlationId":2147483648', "correlationId 2147483648 is out of int32 range"),
+        ('"totalTimeMs":-9223372036854775809', "arrival_ms"),
+        ('"generationId":9223372036854775807', "generationId 9223372036854775807 is out of int32 range"),
+        ('"generationId":"1"', 'generationId is not an int: "1"'),
+    ):
+        key = bad.split(":")[0]
+        import re
+
+        mutated = re.sub(re.escape(key) + r":(-?[0-9.]+|\"[^\"]*\")", bad, line, count=1)
+        out = parse_line(mutated, UTC)
+        assert out.kind is LineKind.QUARANTINE and reason in (out.reason or ""), (bad, out.reason)
+
+
+def test_a_completed_join_group_without_its_response_is_quarantined(lines: list[str]) -> None:
+    line = next(x for x in lines if '"requestApiKeyName":"JOIN_GROUP"' in x)
+    start = line.index(',"response":')
+    end = line.index(',"connection":')
+    out = parse_line(line[:start] + line[end:], UTC)
+    assert out.kind is LineKind.QUARANTINE and out.reason and "missing response" in out.reason
+
+
+def _boundary_values(column_type: str) -> list[Any]:
+    if column_type in ("int", "bigint", "double"):
+        return [*BOUNDARY_NUMBERS, float("inf"), True, "1", None]
+    if column_type == "string":
+        return ["", "\x00", "x" * 10_000, 1, None]
+    if column_type == "boolean":
+        return [True, False, 0, 1, "true", None]
+    return []
+
+
+def test_every_boundary_value_of_every_typed_column_converts_or_is_refused(lines: list[str]) -> None:
+    """The conform check and the real Arrow conversion agree, value by value and column by column: a
+    value the check accepts always converts, one it refuses would have failed the conversion (or is a
+    silent coercion we do not allow, like a bool in an int column)."""
+    record = dict(parse_line(lines[0], UTC).record or {})
+    record.update(row_kind="request", source_file="f", line_no=1, broker_id="b")
+    tried = 0
+    for column in REQUESTS.columns:
+        check = value_check(column.type)
+        for value in _boundary_values(column.type):
+            row = {**record, column.name: value}
+            problem = check(value)
+            try:
+                pa.RecordBatch.from_pylist([row], schema=SCHEMA)
+                converts = True
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+                converts = False
+            tried += 1
+            if problem is None:
+                assert converts, (column.name, value)
+            elif converts:  # refused although Arrow would coerce it: only type strictness allows that
+                assert not (type(value) is int and column.type in ("int", "bigint")), (column.name, value)
+    assert tried > 200
+
+
+def test_damaged_files_are_accounted_for(lines: list[str], tmp_path: Path) -> None:
+    counts = write_bad_files(tmp_path, lines[:40], long_line_mb=1)
+    d = tmp_path / "broker-9"
+    for name, expected in counts.items():
+        rows, stats = _ingest_file(d / name)
+        _check(rows, stats)
+        if expected >= 0:
+            assert stats["lines_read"] == expected, name
+        else:  # the corrupt gzip: the lines before the break, and the rest as one quarantined line
+            tail = [
+                r
+                for r in rows
+                if r["row_kind"] == "quarantine" and "unreadable gzip" in r["quarantine_reason"]
+            ]
+            assert len(tail) == 1 and stats["lines_read"] >= 2
+    assert not math.isnan(0.0)
