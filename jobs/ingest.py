@@ -367,9 +367,7 @@ def ingest(
         out.unpersist()
     plan_file.unlink(missing_ok=True)
     total.add(run)
-    return IngestResult(
-        batch_id, len(files), len(slices), duplicates, run, total, time.monotonic() - started
-    )
+    return IngestResult(batch_id, len(files), len(slices), duplicates, run, total, time.monotonic() - started)
 
 
 def _select(df: DataFrame, table: TableDef) -> DataFrame:
