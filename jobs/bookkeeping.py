@@ -15,3 +15,14 @@ def write_json(path: Path, data: Any, *, indent: int | None = None) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=indent, sort_keys=True, default=str) + "\n", encoding="utf-8")
     os.replace(tmp, path)
+
+
+#: Environment variable naming a crash point (tests only): the process dies there as if killed.
+CRASH_ENV = "REBALANCE_REPLAY_CRASH_AT"
+
+
+def crash_point(name: str) -> None:
+    """A named point where the crash-safety tests kill the process (``os._exit``, like ``kill -9``: no
+    cleanup, no finally blocks). Does nothing unless ``REBALANCE_REPLAY_CRASH_AT`` names this point."""
+    if os.environ.get(CRASH_ENV) == name:
+        os._exit(137)

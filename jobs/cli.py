@@ -278,7 +278,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         config = load_config(args.conf, args.overrides, args.warehouse)
-        return COMMANDS[args.command](args, config)
+        from jobs.locking import warehouse_lock
+
+        with warehouse_lock(
+            config.storage.warehouse, " ".join([PROG, args.command]), config.storage.lock_wait_s
+        ):
+            return COMMANDS[args.command](args, config)
     except UsageError as e:
         _say(f"{PROG}: error: {e} (see '{PROG} --help')")
         return 2

@@ -50,6 +50,7 @@ class ConfigError(ValueError):
 class StorageConfig:
     engine: str
     warehouse: str
+    lock_wait_s: int
 
 
 @dataclass(frozen=True)
@@ -294,7 +295,9 @@ def build_config(data: dict[str, Any]) -> Config:
         )
     return Config(
         storage=StorageConfig(
-            engine=_choice(data, "storage.engine", ENGINES), warehouse=_str(data, "storage.warehouse")
+            engine=_choice(data, "storage.engine", ENGINES),
+            warehouse=_str(data, "storage.warehouse"),
+            lock_wait_s=_int(data, "storage.lock_wait_s", minimum=0),
         ),
         spark=SparkConfig(
             master=_str(data, "spark.master"),

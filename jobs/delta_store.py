@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from jobs.bookkeeping import write_json
+from jobs.bookkeeping import crash_point, write_json
 from schemas.core import TableDef
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -1012,6 +1012,7 @@ class DeltaRsStore(DeltaStore):
         )
         path = self.path(table)
 
+        crash_point(f"commit:{table.name}")  # data files written, not yet committed
         for attempt in range(2):
             dt = self._load(table)
             if dt is None:

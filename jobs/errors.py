@@ -11,12 +11,17 @@ USER_FACING = frozenset(
         "InputError",
         "MissingTableError",
         "HistoryUnavailableError",
+        "WarehouseBusyError",
     }
 )
 
 
 class MissingTableError(RuntimeError):
     """A stage needs a table an earlier stage writes (e.g. validate before replay)."""
+
+
+class WarehouseBusyError(RuntimeError):
+    """Another run holds the warehouse's write lock."""
 
 
 def is_user_facing(e: BaseException) -> bool:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from jobs.bookkeeping import write_json
+from jobs.bookkeeping import crash_point, write_json
 from jobs.config import Config
 from jobs.log_files import (
     FileProgress,
@@ -335,6 +335,7 @@ def ingest(
         )
         store.append(requests_df, REQUESTS, app_id=APP_ID, txn_version=batch_id)
         store.append(quarantine_df, QUARANTINE, app_id=APP_ID, txn_version=batch_id)
+        crash_point("ingest:before_progress")  # bronze committed, progress not yet recorded
         progress_rows = []
         for r in stats_rows:
             s = FileSlice.from_dict(json.loads(r["slice_json"]))

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from jobs.bookkeeping import write_json
+from jobs.bookkeeping import crash_point, write_json
 from jobs.config import Config
 from jobs.errors import MissingTableError
 from schemas import MEMBER_SESSIONS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
@@ -454,6 +454,7 @@ def replay(
             result = _replay_stateful_batch(
                 spark, store, config, settings, dirs, all_rows, groups, n_rows, horizon, say
             )
+        crash_point("replay:before_manifest")  # outputs committed, manifest not yet written
         shutil.rmtree(dirs.incremental, ignore_errors=True)  # a batch replay resets the scheduled audit
         dirs.save_manifest(
             {
@@ -619,6 +620,12 @@ def _replay_incremental(
     inc = dirs.incremental
     state_file = inc / "state.json"
     fresh = not state_file.exists() or manifest.get("mode") != "incremental"
+    if not fresh and not (inc / "checkpoint" / "metadata").exists():
+        say(
+            f"replay: the incremental checkpoint {inc / 'checkpoint'} is missing; rebuilding the scheduled "
+            "audit from the tables"
+        )
+        fresh = True
     if fresh:
         shutil.rmtree(inc, ignore_errors=True)
         inc.mkdir(parents=True)
@@ -685,7 +692,19 @@ def _replay_incremental(
             done.append(batch_id)
             say(f"replay: micro-batch {len(done)}/{files} committed ({counts['predictions']} predictions)")
 
-        _stateful_query(spark, feed_dir, inc / "checkpoint", settings, on_batch)
+        try:
+            _stateful_query(spark, feed_dir, inc / "checkpoint", settings, on_batch)
+        except Exception as e:
+            if fresh or done:
+                raise
+            from jobs.errors import user_message
+
+            say(
+                f"replay: the incremental checkpoint {inc / 'checkpoint'} cannot be read "
+                f"({user_message(e)[:160]}); rebuilding the scheduled audit from the tables"
+            )
+            shutil.rmtree(inc, ignore_errors=True)
+            return _replay_incremental(spark, store, config, settings, dirs, {}, say)
         result = _finish_result("incremental", "stateful", horizon, n_new, totals, statuses)
         pending = set(state["pending_groups"])
         for s in statuses:
