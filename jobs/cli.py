@@ -279,10 +279,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         config = load_config(args.conf, args.overrides, args.warehouse)
         from jobs.locking import warehouse_lock
+        from jobs.warehouse import open_warehouse
 
         with warehouse_lock(
             config.storage.warehouse, " ".join([PROG, args.command]), config.storage.lock_wait_s
         ):
+            open_warehouse(config.storage.warehouse, config.output.redact, _say)
             return COMMANDS[args.command](args, config)
     except UsageError as e:
         _say(f"{PROG}: error: {e} (see '{PROG} --help')")

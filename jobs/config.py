@@ -113,6 +113,14 @@ class ReportConfig:
     great_expectations: bool
 
 
+REDACTABLE = ("principal", "client_address", "client_id")
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    redact: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class Config:
     storage: StorageConfig
@@ -123,6 +131,7 @@ class Config:
     replay: ReplayConfig
     validation: ValidationConfig
     report: ReportConfig
+    output: OutputConfig
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def coordinator_config(self) -> CoordinatorConfig:
@@ -247,6 +256,17 @@ def _str_list(data: Mapping[str, Any], path: str) -> tuple[str, ...]:
     return tuple(v)
 
 
+def _redact(data: Mapping[str, Any]) -> tuple[str, ...]:
+    fields = _str_list(data, "output.redact")
+    unknown = [f for f in fields if f not in REDACTABLE]
+    if unknown:
+        raise ConfigError(
+            f"config: output.redact: {', '.join(unknown)} cannot be redacted "
+            f"(choose from {', '.join(REDACTABLE)})"
+        )
+    return tuple(sorted(set(fields)))
+
+
 def _kafka_version(data: Mapping[str, Any]) -> str:
     v = _get(data, "kafka.version")
     v = f"{v:.1f}" if isinstance(v, float) else str(v)
@@ -337,6 +357,7 @@ def build_config(data: dict[str, Any]) -> Config:
             completion_tolerance_ms=_int(data, "validation.completion_tolerance_ms", minimum=0),
         ),
         report=ReportConfig(great_expectations=_bool(data, "report.great_expectations")),
+        output=OutputConfig(redact=_redact(data)),
         raw=copy.deepcopy(data),
     )
 

@@ -12,6 +12,7 @@ USER_FACING = frozenset(
         "MissingTableError",
         "HistoryUnavailableError",
         "WarehouseBusyError",
+        "WarehouseVersionError",
     }
 )
 
@@ -22,6 +23,10 @@ class MissingTableError(RuntimeError):
 
 class WarehouseBusyError(RuntimeError):
     """Another run holds the warehouse's write lock."""
+
+
+class WarehouseVersionError(RuntimeError):
+    """The warehouse was written by another version or with another redaction setting."""
 
 
 def is_user_facing(e: BaseException) -> bool:

@@ -34,8 +34,10 @@ from jobs.log_files import (
     plan_slices,
     read_slice,
 )
+from jobs.warehouse import open_warehouse, redaction_key
 from schemas import INGEST_FILES, QUARANTINE, REQUESTS
 from schemas.core import Column, TableDef
+from transforms.redaction import Redactor
 from transforms.request_log import LineKind, parse_line
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -138,12 +140,14 @@ class IngestResult:
 
 
 def parse_slices(
-    slices: Sequence[FileSlice], tz_name: str, ingested_at: datetime
+    slices: Sequence[FileSlice], tz_name: str, ingested_at: datetime, redactor: Redactor | None = None
 ) -> Iterator[dict[str, Any]]:
-    """Read and parse slices, yielding task-output rows (requests, quarantine, one stats row a slice)."""
+    """Read and parse slices, yielding task-output rows (requests, quarantine, one stats row a slice);
+    with a ``redactor``, identifying values are replaced before they leave the task."""
     from zoneinfo import ZoneInfo
 
     tz = ZoneInfo(tz_name)
+    redact = redactor if redactor else None
     ingest_date = ingested_at.date()
     for s in slices:
         stats = SliceStats()
@@ -156,10 +160,10 @@ def parse_slices(
                 assert out.record is not None
                 row = dict(out.record)
                 row.update(row_kind="request", source_file=s.path, line_no=line_no, broker_id=s.broker_id)
-                yield row
+                yield row if redact is None else redact.request_row(row)
             elif out.kind is LineKind.QUARANTINE:
                 n_q += 1
-                yield {
+                q = {
                     "row_kind": "quarantine",
                     "source_file": s.path,
                     "line_no": line_no,
@@ -169,6 +173,7 @@ def parse_slices(
                     "ingested_at": ingested_at,
                     "log_date": out.log_date or ingest_date,
                 }
+                yield q if redact is None else redact.quarantine_row(q)
             elif out.kind is LineKind.OTHER_API:
                 n_oa += 1
                 name = out.api_name or "UNKNOWN"
@@ -206,13 +211,16 @@ def parse_slices(
         }
 
 
-def _arrow_task(tz_name: str, ingested_at: datetime) -> Any:
+def _arrow_task(
+    tz_name: str, ingested_at: datetime, redact: tuple[str, ...] = (), key_hex: str | None = None
+) -> Any:
     schema = TASK_OUTPUT.arrow_schema()
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         slices = [FileSlice.from_dict(json.loads(s)) for b in batches for s in b.column("slice").to_pylist()]
+        redactor = Redactor(bytes.fromhex(key_hex), redact) if redact and key_hex else None
         buf: list[dict[str, Any]] = []
-        for row in parse_slices(slices, tz_name, ingested_at):
+        for row in parse_slices(slices, tz_name, ingested_at, redactor):
             buf.append(row)
             if len(buf) >= BATCH_ROWS:
                 yield pa.RecordBatch.from_pylist(buf, schema=schema)
@@ -254,6 +262,15 @@ def _progress(spark: SparkSession, store: DeltaStore) -> tuple[dict[str, FilePro
 
 def _plan_path(warehouse: str, batch_id: int) -> Path:
     return Path(warehouse) / "_ingest" / f"batch-{batch_id:08d}.json"
+
+
+def _key_hex(config: Config) -> str | None:
+    if not config.output.redact:
+        return None
+    key = redaction_key(config.storage.warehouse)
+    if key is None:  # jobs called without the CLI: create the warehouse record (and key) now
+        key = open_warehouse(config.storage.warehouse, config.output.redact, lambda msg: None)
+    return None if key is None else key.hex()
 
 
 def resolve_inputs(config: Config, inputs: Sequence[str]) -> list[LogFile]:
@@ -306,7 +323,8 @@ def ingest(
     plan_df = spark.createDataFrame([(json.dumps(s.to_dict()),) for s in slices], "slice string")
     plan_df = plan_df.repartition(max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4)))
     out = plan_df.mapInArrow(
-        _arrow_task(config.input.timezone, ingested_at), TASK_OUTPUT.spark_schema()
+        _arrow_task(config.input.timezone, ingested_at, config.output.redact, _key_hex(config)),
+        TASK_OUTPUT.spark_schema(),
     ).persist()
     try:
         stats_rows = out.filter(F.col("row_kind") == "stats").collect()
