@@ -1,0 +1,42 @@
+"""The fidelity corpus through the product as a user runs it: lines rendered with a 10 ms clock and
+shuffled ties, written as broker files, `rebalance-replay run` with the default configuration (plus the
+broker's group.max.size where the scenario sets it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobs.cli import main
+from simulator.fidelity import render_coarse, scenario_configs
+from tests.helpers import read_table
+
+pytestmark = pytest.mark.spark
+
+
+def test_coarse_clock_logs_through_run_agree(tmp_path: Path, spark: object) -> None:
+    configs = scenario_configs(0)
+    groups = {
+        "default": [c for c in configs if c.coordinator.group_max_size == 2**31 - 1],
+        "capped": [c for c in configs if c.coordinator.group_max_size != 2**31 - 1],
+    }
+    scored = matched = total = 0
+    for name, cfgs in groups.items():
+        logs, wh = tmp_path / name / "logs", tmp_path / name / "wh"
+        for broker, lines in render_coarse(cfgs, 10, 0).items():
+            (logs / broker).mkdir(parents=True)
+            (logs / broker / "kafka-request.log").write_text("\n".join(lines) + "\n")
+        extra = (
+            []
+            if name == "default"
+            else ["--set", f"broker.group.max.size={cfgs[0].coordinator.group_max_size}"]
+        )
+        assert main(["ingest", "--input", str(logs), "--warehouse", str(wh), *extra]) == 0
+        assert main(["replay", "--warehouse", str(wh), *extra]) == 0
+        predictions = read_table(wh / "predictions")
+        total += len(predictions)
+        scored += sum(p["scored"] for p in predictions)
+        matched += sum(p["matched"] for p in predictions)
+    assert total > 1_000 and scored == total
+    assert matched / scored >= 0.999, (matched, scored)
