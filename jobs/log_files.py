@@ -156,7 +156,14 @@ def read_slice(s: FileSlice, stats: SliceStats) -> Iterator[tuple[int, str]]:
     offset = s.start_offset
     limit = s.end_offset
     try:
-        with open_log(s.path, s.compressed) as f:
+        f = open_log(s.path, s.compressed)
+    except FileNotFoundError:
+        return  # rotated away since it was planned: the next run reads it under its new name
+    except (OSError, EOFError, zlib.error) as e:
+        stats.error = f"input: {s.path}: unreadable {'gzip' if s.compressed else 'file'} ({e})"
+        return
+    try:
+        with f:
             if offset:
                 if s.compressed:
                     _skip(f, offset)

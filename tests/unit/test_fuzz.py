@@ -150,3 +150,24 @@ def test_damaged_files_are_accounted_for(lines: list[str], tmp_path: Path) -> No
             ]
             assert len(tail) == 1 and stats["lines_read"] >= 2
     assert not math.isnan(0.0)
+
+
+def test_a_file_growing_or_rotated_while_it_is_read_loses_nothing(lines: list[str], tmp_path: Path) -> None:
+    config = load_config((), (), str(tmp_path / "wh"))
+    live = tmp_path / "broker-1" / "kafka-request.log"
+    live.parent.mkdir(parents=True)
+    live.write_text("\n".join(lines[:10]) + "\n")
+    described = describe_file(str(live), config.input.broker_id_pattern)
+    assert described is not None
+    slices, _ = plan_slices([described], {})
+    with live.open("a") as f:  # grows after planning: this run reads what was planned
+        f.write("\n".join(lines[10:15]) + "\n")
+    rows = list(parse_slices(slices, "UTC", NOW))
+    stats = next(r for r in rows if r["row_kind"] == "stats")
+    assert stats["lines_read"] == 10 and stats["end_line"] == 10
+    # rotated away after planning: nothing read, nothing quarantined, no progress (read next run)
+    rotated = live.with_name("kafka-request.log.2024-05-01-10")
+    live.rename(rotated)
+    rows = list(parse_slices(slices, "UTC", NOW))
+    stats = next(r for r in rows if r["row_kind"] == "stats")
+    assert stats["lines_read"] == 0 and not stats["error"] and len(rows) == 1
