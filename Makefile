@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 WAREHOUSE ?= warehouse
 
-.PHONY: demo test test-fast lint install check-java bench clean
+.PHONY: demo test test-fast lint install check-java bench clean cluster-demo
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' \
@@ -26,6 +26,16 @@ check-java:
 
 demo: check-java install
 	$(BIN)/rebalance-replay run --input samples/logs --warehouse $(WAREHOUSE)
+
+# The demo on a real Spark standalone cluster (a master and two 1-core workers from the pyspark package),
+# driven through spark-submit; the cluster is stopped afterwards.
+CLUSTER_DIR ?= /tmp/rebalance-replay-cluster
+cluster-demo: check-java install
+	@rm -rf $(CLUSTER_DIR) $(WAREHOUSE)-cluster
+	@MASTER=$$($(BIN)/python -m jobs.standalone start --dir $(CLUSTER_DIR)) && echo "cluster: $$MASTER" && \
+	  PYSPARK_PYTHON=$(abspath $(BIN))/python PYTHONPATH=$(CURDIR) \
+	  $(BIN)/spark-submit --master $$MASTER jobs/submit.py run --input samples/logs --warehouse $(WAREHOUSE)-cluster; \
+	  status=$$?; $(BIN)/python -m jobs.standalone stop --dir $(CLUSTER_DIR); exit $$status
 
 test: check-java install
 	$(BIN)/python -m pytest

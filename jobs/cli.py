@@ -156,9 +156,19 @@ def _session(config: Config) -> Any:
 
 
 def _store(spark: Any, config: Config) -> Any:
-    from jobs.delta_store import open_store
+    from jobs.delta_store import DeltaRsStore, open_store
 
-    return open_store(spark, config.storage.warehouse, config.storage.engine)
+    store = open_store(spark, config.storage.warehouse, config.storage.engine)
+    engine = "delta-rs (embedded, local paths)" if isinstance(store, DeltaRsStore) else "delta-spark"
+    master = spark.sparkContext.master
+    line = f"storage: {engine} engine (storage.engine={config.storage.engine}), Spark master {master}"
+    if line not in _LOGGED:  # once per process
+        _LOGGED.add(line)
+        _say(line)
+    return store
+
+
+_LOGGED: set[str] = set()
 
 
 def cmd_ingest(args: argparse.Namespace, config: Config) -> int:

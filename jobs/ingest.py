@@ -11,6 +11,7 @@ or repeated ingest never adds a row twice. Accounting identity, checked and repo
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -67,6 +68,7 @@ _STATS_COLUMNS = (
     Column("n_other", "bigint"),
     Column("other_api_counts", "string"),
     Column("error", "string"),
+    Column("missing", "boolean"),
 )
 TASK_OUTPUT = TableDef(
     name="_ingest_task_output",
@@ -208,6 +210,7 @@ def parse_slices(
             "n_other": n_o,
             "other_api_counts": json.dumps(other_api),
             "error": stats.error,
+            "missing": stats.missing,
         }
 
 
@@ -337,6 +340,13 @@ def ingest(
                 r["n_other"],
                 json.loads(r["other_api_counts"]),
             )
+            if r["missing"]:
+                path = FileSlice.from_dict(json.loads(r["slice_json"])).path
+                if os.path.exists(path):
+                    raise InputError(
+                        f"input: {path}: the Spark executors cannot open it although the driver can: "
+                        "give a path every executor can read (shared storage such as /dbfs or NFS)"
+                    )
             run.add(counts)
             if r["error"]:
                 say(f"ingest: quarantined the unreadable rest of a file: {r['error']}")

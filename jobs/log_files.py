@@ -83,10 +83,10 @@ def discover_files(inputs: Sequence[str], patterns: Sequence[str]) -> list[str]:
         if not p.exists():
             raise InputError(f"input: {raw}: no such file or directory")
         if p.is_file():
-            found.append(str(p))
+            found.append(os.path.abspath(p))
             continue
         matches = sorted(
-            str(f)
+            os.path.abspath(f)
             for f in p.rglob("*")
             if f.is_file() and any(fnmatch.fnmatch(f.name, pat) for pat in patterns)
         )
@@ -142,6 +142,7 @@ class SliceStats:
     end_line: int = 0  # last complete line read
     end_offset: int = 0
     error: str | None = None  # e.g. a gzip stream that breaks off mid-file
+    missing: bool = False  # the file was not there when the slice was read
 
 
 def read_slice(s: FileSlice, stats: SliceStats) -> Iterator[tuple[int, str]]:
@@ -158,7 +159,8 @@ def read_slice(s: FileSlice, stats: SliceStats) -> Iterator[tuple[int, str]]:
     try:
         f = open_log(s.path, s.compressed)
     except FileNotFoundError:
-        return  # rotated away since it was planned: the next run reads it under its new name
+        stats.missing = True  # rotated away since it was planned (read next run), or not visible here
+        return
     except (OSError, EOFError, zlib.error) as e:
         stats.error = f"input: {s.path}: unreadable {'gzip' if s.compressed else 'file'} ({e})"
         return
