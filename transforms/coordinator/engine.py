@@ -111,6 +111,12 @@ _COMMIT_EVENT = EventKind.OFFSET_COMMIT
 ORDER_UNKNOWN_REASON = "warm-up: the order of members seen only through their requests (who leads) is unknown"
 
 
+#: JoinGroup answers of a join phase a member seen only through its requests did not rejoin
+UNSURE_JOIN_REASON = (
+    "warm-up: a member seen only through its requests did not rejoin (its timeouts are unknown)"
+)
+
+
 class _Out:
     """A response decided during the current operation, turned into a Prediction when it ends."""
 
@@ -1330,10 +1336,17 @@ class CoordinatorEngine:
         self._timers.cancel(self._join_key)
         f = self._f
         reconciled = observed_generation is not None
+        # a member known only from its requests (warm start) that did not rejoin is kept: its rebalance
+        # timeout is unknown, so whether the broker evicted it is a guess; if it did, the broker's next
+        # answer to it (UNKNOWN_MEMBER_ID) removes it. This join's answers are then not scored.
+        unsure = any(m.inferred and m.awaiting_join is None for m in group.members.values())
         not_rejoined = [
             m
             for m in group.members.values()
-            if m.awaiting_join is None and (not m.is_static or not f.static_membership) and not reconciled
+            if m.awaiting_join is None
+            and (not m.is_static or not f.static_membership)
+            and not reconciled
+            and not m.inferred
         ]
         if not_rejoined:
             ids = [m.member_id for m in not_rejoined]
@@ -1409,9 +1422,9 @@ class CoordinatorEngine:
         for member in list(group.members.values()):
             call = member.awaiting_join
             if call is not None:
-                if not group.order_known and call.scored:
+                if (unsure or not group.order_known) and call.scored:
                     call.scored = False
-                    call.unscored_reason = ORDER_UNKNOWN_REASON
+                    call.unscored_reason = UNSURE_JOIN_REASON if unsure else ORDER_UNKNOWN_REASON
                 self._answer_join(
                     group,
                     member,

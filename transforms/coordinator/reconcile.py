@@ -44,6 +44,10 @@ from transforms.coordinator.types import (
 )
 from transforms.kafka_protocol import ApiKey
 
+INFERRED_TIMEOUT_REASON = (
+    "warm-up: the rebalance timeout of members seen only through their requests is unknown"
+)
+
 EMPTY = GroupState.EMPTY
 PREPARING = GroupState.PREPARING_REBALANCE
 COMPLETING = GroupState.COMPLETING_REBALANCE
@@ -503,6 +507,12 @@ def reconcile_late_answer(model: CoordinatorEngine, call: ParkedCall, emit: bool
     observed = _observed_error(obs)
     call.emitted = True
     if emit:
+        group = model._group
+        if group is not None and group.num_inferred and call.scored:
+            # when the join phase ends depends on the rebalance timeout of members seen only through
+            # their requests, which the model does not know: its "not answered yet" is a guess
+            call.scored = False
+            call.unscored_reason = INFERRED_TIMEOUT_REASON
         _emit_no_response(model, call)
     group = model._group
     if group is None:
