@@ -78,3 +78,13 @@ def quiet_times(story: dict[str, list[tuple[int, int, str]]], parts: int) -> lis
     merged = sorted(x for lines in story.values() for x in lines)
     cuts = quiet_cuts(merged, parts)
     return [merged[i - 1][0] for i in cuts]
+
+
+def sample_warehouse(wh: Path, *extra: str) -> Path:
+    """The bundled sample ingested and replayed (batch) into ``wh`` with the in-process CLI."""
+    from jobs.cli import main
+
+    sample = Path(__file__).resolve().parents[1] / "samples" / "logs"
+    assert main(["ingest", "--input", str(sample), "--warehouse", str(wh), *extra]) == 0
+    assert main(["replay", "--warehouse", str(wh), *extra]) == 0
+    return wh

@@ -14,7 +14,7 @@ import pytest
 
 from jobs.cli import main
 from jobs.standalone import StandaloneCluster
-from tests.helpers import canonical, read_table
+from tests.helpers import canonical, read_table, sample_warehouse
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "logs"
@@ -52,10 +52,7 @@ def _ok(p: subprocess.Popen[str]) -> None:
 
 @pytest.fixture(scope="module")
 def local(tmp_path_factory: pytest.TempPathFactory, spark: object) -> Path:
-    wh = tmp_path_factory.mktemp("local") / "wh"
-    assert main(["ingest", "--input", str(SAMPLE), "--warehouse", str(wh)]) == 0
-    assert main(["replay", "--warehouse", str(wh)]) == 0
-    return wh
+    return sample_warehouse(tmp_path_factory.mktemp("local") / "wh")
 
 
 def test_cluster_run_gives_the_local_rows(cluster: StandaloneCluster, local: Path, tmp_path: Path) -> None:

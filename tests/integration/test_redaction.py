@@ -9,24 +9,17 @@ from pathlib import Path
 import pytest
 
 from jobs.cli import main
-from tests.helpers import read_table
+from tests.helpers import read_table, sample_warehouse
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "samples" / "logs"
 TABLES = ("requests", "quarantine", "predictions", "transitions", "rebalances", "member_sessions")
 
 pytestmark = pytest.mark.spark
 
 
-def _run(wh: Path, *extra: str) -> None:
-    assert main(["ingest", "--input", str(SAMPLE), "--warehouse", str(wh), *extra]) == 0
-    assert main(["replay", "--warehouse", str(wh), *extra]) == 0
-
-
 def test_redacted_warehouse_hides_identities_and_agrees_the_same(tmp_path: Path, spark: object) -> None:
     plain, redacted = tmp_path / "plain", tmp_path / "redacted"
-    _run(plain)
-    _run(redacted, "--set", "output.redact=principal,client_address,client_id")
+    sample_warehouse(plain)
+    sample_warehouse(redacted, "--set", "output.redact=principal,client_address,client_id")
     requests = read_table(plain / "requests")
     secrets = {r["client_id"] for r in requests} | {r["principal"] for r in requests}
     secrets |= {r["client_address"].rpartition(":")[0] for r in requests if r["client_address"]}

@@ -14,7 +14,7 @@ import pytest
 
 from jobs.bookkeeping import CRASH_ENV
 from jobs.cli import main
-from tests.helpers import canonical, read_table
+from tests.helpers import canonical, read_table, sample_warehouse
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "logs"
@@ -44,10 +44,7 @@ def _killed(args: list[str], point: str) -> None:
 
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory, spark: object) -> Path:
-    wh = tmp_path_factory.mktemp("clean") / "wh"
-    assert main(["ingest", "--input", str(SAMPLE), "--warehouse", str(wh)]) == 0
-    assert main(["replay", "--warehouse", str(wh)]) == 0
-    return wh
+    return sample_warehouse(tmp_path_factory.mktemp("clean") / "wh")
 
 
 @pytest.mark.parametrize("point", ["commit:requests", "commit:quarantine", "ingest:before_progress"])
