@@ -170,8 +170,9 @@ def get_spark(app_name: str = "rebalance-replay", *, conf: Mapping[str, str] | N
     }
     if "spark.sql.warehouse.dir" not in caller and "spark.sql.warehouse.dir" not in preset:
         settings["spark.sql.warehouse.dir"] = _temp_warehouse()
-    settings = {k: v for k, v in settings.items() if k not in preset}
     settings.update(caller)
+    # settings spark-submit fixed (its --master, --conf …) win over our defaults and the config file
+    settings = {k: v for k, v in settings.items() if k not in preset}
 
     master = settings.get("spark.master", "")
     if master.startswith("local"):
