@@ -47,7 +47,7 @@ def clean(tmp_path_factory: pytest.TempPathFactory, spark: object) -> Path:
     return sample_warehouse(tmp_path_factory.mktemp("clean") / "wh")
 
 
-@pytest.mark.parametrize("point", ["commit:requests", "commit:quarantine", "ingest:before_progress"])
+@pytest.mark.parametrize("point", ["commit:requests", "ingest:before_progress"])
 def test_ingest_killed_and_rerun_equals_a_clean_run(point: str, clean: Path, tmp_path: Path) -> None:
     wh = tmp_path / "wh"
     args = ["ingest", "--input", str(SAMPLE), "--warehouse", str(wh)]
@@ -58,7 +58,7 @@ def test_ingest_killed_and_rerun_equals_a_clean_run(point: str, clean: Path, tmp
     assert _tables(wh, BRONZE) == _tables(clean, BRONZE)
 
 
-@pytest.mark.parametrize("point", ["commit:predictions", "commit:member_sessions", "replay:before_manifest"])
+@pytest.mark.parametrize("point", ["commit:predictions", "replay:before_manifest"])
 def test_replay_killed_and_rerun_equals_a_clean_run(point: str, clean: Path, tmp_path: Path) -> None:
     wh = tmp_path / "wh"
     assert main(["ingest", "--input", str(SAMPLE), "--warehouse", str(wh)]) == 0
