@@ -456,39 +456,7 @@ class Simulation:
             "throttle_time_ms": 0,
             "response_queue_time_ms": 0.04,
             "send_time_ms": round(total - remote - 0.4, 3) if total - remote > 0.4 else 0.05,
-            "group_id": req.group_id,
-            "member_id": req.member_id,
-            "group_instance_id": req.group_instance_id,
-            "generation_id": req.generation_id,
-            "session_timeout_ms": req.session_timeout_ms,
-            "rebalance_timeout_ms": req.rebalance_timeout_ms,
-            "protocol_type": req.protocol_type,
-            "protocol_name": req.protocol_name,
-            "reason": req.reason,
-            "protocols": [
-                {"name": x.name, "metadata": x.metadata, "metadata_length": x.metadata_length}
-                for x in req.protocols
-            ]
-            if req.api is ApiKey.JOIN_GROUP
-            else None,
-            "assignments": [
-                {"member_id": m, "assignment": a, "assignment_length": len(a or b"")}
-                for m, a in req.assignments
-            ]
-            if req.api is ApiKey.SYNC_GROUP
-            else None,
-            "leave_members": [
-                {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "reason": m.reason}
-                for m in req.leave_members
-            ]
-            if req.api is ApiKey.LEAVE_GROUP
-            else None,
-            "commit_partitions": [
-                {"topic": t, "partition": q, "committed_offset": 1000 + self.now // 100}
-                for t, q in req.commit_partitions
-            ]
-            if req.api is ApiKey.OFFSET_COMMIT
-            else None,
+            **request_fields(req, committed_offset=1000 + self.now // 100),
             "error_name": r.error if r.error in Errors.__members__ else "NONE",
         }
         rec["error_code"] = int(Errors[rec["error_name"]])
@@ -542,6 +510,46 @@ class Simulation:
     def _metadata_of(self, member_id: str) -> bytes:
         return encode_subscription(sorted(self.cfg.topics))
 
+
+
+def request_fields(req: GroupRequest, *, committed_offset: int) -> dict[str, Any]:
+    """The request half of a bronze-shaped record (what ``transforms.log_render`` renders as the
+    request body): the typed fields of ``req`` under their ``requests`` column names."""
+    return {
+        "group_id": req.group_id,
+        "member_id": req.member_id,
+        "group_instance_id": req.group_instance_id,
+        "generation_id": req.generation_id,
+        "session_timeout_ms": req.session_timeout_ms,
+        "rebalance_timeout_ms": req.rebalance_timeout_ms,
+        "protocol_type": req.protocol_type,
+        "protocol_name": req.protocol_name,
+        "reason": req.reason,
+        "protocols": [
+            {"name": x.name, "metadata": x.metadata, "metadata_length": x.metadata_length}
+            for x in req.protocols
+        ]
+        if req.api is ApiKey.JOIN_GROUP
+        else None,
+        "assignments": [
+            {"member_id": m, "assignment": a, "assignment_length": len(a or b"")}
+            for m, a in req.assignments
+        ]
+        if req.api is ApiKey.SYNC_GROUP
+        else None,
+        "leave_members": [
+            {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "reason": m.reason}
+            for m in req.leave_members
+        ]
+        if req.api is ApiKey.LEAVE_GROUP
+        else None,
+        "commit_partitions": [
+            {"topic": t, "partition": q, "committed_offset": committed_offset}
+            for t, q in req.commit_partitions
+        ]
+        if req.api is ApiKey.OFFSET_COMMIT
+        else None,
+    }
 
 def _decode_assignment(data: bytes | None) -> tuple[tuple[str, tuple[int, ...]], ...]:
     from transforms.consumer_protocol import try_decode_assignment

@@ -160,6 +160,9 @@ class CoordinatorEngine:
 
     #: take the hot path for accepted heartbeats/commits (tests switch it off to compare both paths)
     _fast_path = True
+    #: where generated member ids get their UUID (None: ``uuid5(group, n)``, deterministic per group);
+    #: the differential tests plug in the oracle's seeded ``java.util.Random`` to make Kafka's own ids
+    uuid_source: Callable[[], uuid.UUID] | None = None
 
     def __init__(self, group_id: str, config: CoordinatorConfig) -> None:
         self.group_id = group_id
@@ -864,7 +867,9 @@ class CoordinatorEngine:
             if self._f.static_id_uses_timestamp and instance_id is not None:
                 candidate = f"{prefix}-{self._clock + n}"
             else:
-                candidate = f"{prefix}-{uuid.uuid5(_ID_NAMESPACE, f'{self.group_id}/{n}')}"
+                source = self.uuid_source
+                made = uuid.uuid5(_ID_NAMESPACE, f"{self.group_id}/{n}") if source is None else source()
+                candidate = f"{prefix}-{made}"
             if group is None or (candidate not in group.members and candidate not in group.pending_members):
                 return candidate
 
@@ -916,7 +921,7 @@ class CoordinatorEngine:
             protocol_type=group.protocol_type if v >= 7 else None,
             protocol_name=group.protocol_name,
             skip_assignment=skip_assignment if v >= 9 else None,
-            members=tuple(group.members) if with_members else (),
+            members=tuple(group.member_ids()) if with_members else (),
         )
 
     def _answer_join(
@@ -1411,7 +1416,7 @@ class CoordinatorEngine:
             self._arm_offsets_expiration(group)
         self._event(
             EventKind.JOIN_COMPLETED,
-            members=tuple(group.members),
+            members=tuple(group.member_ids()),
             leader=group.leader_id,
             protocol_name=group.protocol_name,
             protocol_type=group.protocol_type,
@@ -1419,7 +1424,7 @@ class CoordinatorEngine:
         if not group.members:
             return
         leader = group.leader_id
-        for member in list(group.members.values()):
+        for member in group.ordered_members():
             call = member.awaiting_join
             if call is not None:
                 if (unsure or not group.order_known) and call.scored:
@@ -1449,7 +1454,7 @@ class CoordinatorEngine:
         leader = group.members.get(leader_id)
         if leader is not None and leader.awaiting_join is not None:
             return True
-        for m in group.members.values():
+        for m in group.ordered_members():
             if m.awaiting_join is not None:
                 group.leader_id = m.member_id
                 self._event(

@@ -138,6 +138,7 @@ def _group(g: ClassicGroup) -> Json:
         "state": g.state.value,
         "previous_state": g.previous_state.value,
         "generation": g.generation_id,
+        "capacity": g.table_capacity,
         "protocol_type": g.protocol_type,
         "protocol_name": g.protocol_name,
         "leader": g.leader_id,
@@ -161,6 +162,7 @@ def _ungroup(group_id: str, d: Json, calls: dict[int, ParkedCall]) -> ClassicGro
     g.state = GroupState(d["state"])
     g.previous_state = GroupState(d["previous_state"])
     g.generation_id = d["generation"]
+    g.table_capacity = d.get("capacity", 16)
     g.protocol_type = d["protocol_type"]
     g.protocol_name = d["protocol_name"]
     g.leader_id = d["leader"]

@@ -1,16 +1,56 @@
 """The coordinator's in-memory group metadata: ``ClassicGroup`` and ``ClassicGroupMember`` (Scala
 ``GroupMetadata`` / ``MemberMetadata``), with the state machine's table of legal previous states.
 
-Iteration order of ``members`` stands in for Kafka's hash-map order (implementation-defined,
-reference §16): the model uses **insertion order** (a static member re-keyed by a replacement moves
-to the end, as ``remove`` + ``put`` would). It decides the leader after the leader leaves, the leader
-elected when the old one did not rejoin, vote ties and the order of the leader's member list. In track
-mode the observed JoinGroup response corrects the leader when Kafka's hash order picked another one.
+Member order is Kafka's: ``ClassicGroup.members`` is a ``java.util.HashMap``, and the leader after the
+leader leaves, the leader elected when the old one did not rejoin, the order in which join responses
+and session timers are handed out and the order of the leader's member list all follow its iteration
+order. :func:`java_hash_order` reproduces it from the member ids (``String.hashCode``, the table's
+bucket spreading, the table size the map grew to — it never shrinks — and insertion order within a
+bucket, which ``members`` keeps as a dict: a static member re-keyed by a replacement moves to the end,
+as ``remove`` + ``put`` do). Kafka 2.x/3.x's Scala ``GroupMetadata`` uses a ``mutable.HashMap`` with a
+different layout; for those versions the order is a stand-in, and in track mode the observed JoinGroup
+response corrects the leader when Kafka picked another one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from transforms.coordinator.types import GroupRequest, GroupState, Protocol
+
+#: ``java.util.HashMap``'s initial table size and load factor.
+JAVA_HASHMAP_CAPACITY = 16
+_JAVA_LOAD_FACTOR_NUM, _JAVA_LOAD_FACTOR_DEN = 3, 4
+
+
+def java_string_hash(text: str) -> int:
+    """``String.hashCode()`` as an unsigned 32-bit value (over UTF-16 code units)."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hash_order(keys: Iterable[str], capacity: int = JAVA_HASHMAP_CAPACITY) -> list[str]:
+    """The iteration order of a ``java.util.HashMap<String, ?>`` with a table of ``capacity`` buckets
+    whose keys were inserted in the order given: by bucket (``(h ^ h >>> 16) & (capacity - 1)``), then
+    insertion order within a bucket (resizing keeps it). Buckets long enough to become trees (8+
+    colliding keys) are not modelled."""
+    mask = capacity - 1
+
+    def bucket(key: str) -> int:
+        h = java_string_hash(key)
+        return (h ^ (h >> 16)) & mask
+
+    return sorted(keys, key=bucket)
+
+
+def java_hashmap_capacity(capacity: int, size: int) -> int:
+    """The table size after a ``put`` brought the map to ``size`` entries (doubling past 3/4 full)."""
+    while size * _JAVA_LOAD_FACTOR_DEN > capacity * _JAVA_LOAD_FACTOR_NUM:
+        capacity *= 2
+    return capacity
 
 #: ``GroupState.validPreviousStates`` (GroupMetadata.scala / ClassicGroupState.java).
 VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
@@ -161,6 +201,7 @@ class ClassicGroup:
         "state",
         "static_members",
         "supported_protocols",
+        "table_capacity",
     )
 
     def __init__(self, group_id: str) -> None:
@@ -172,6 +213,8 @@ class ClassicGroup:
         self.protocol_name: str | None = None
         self.leader_id: str | None = None
         self.members: dict[str, ClassicGroupMember] = {}
+        #: bucket count of Kafka's ``members`` HashMap (grows with the largest size it ever had)
+        self.table_capacity = JAVA_HASHMAP_CAPACITY
         self.static_members: dict[str, str] = {}
         self.pending_members: dict[str, None] = {}  # ordered set
         self.pending_sync_members: dict[str, None] = {}
@@ -188,6 +231,14 @@ class ClassicGroup:
         self.empty_since_ms = 0
 
     # --- queries -------------------------------------------------------------------------------
+    def member_ids(self) -> list[str]:
+        """The member ids in Kafka's iteration order (module docstring)."""
+        return java_hash_order(self.members, self.table_capacity)
+
+    def ordered_members(self) -> list[ClassicGroupMember]:
+        members = self.members
+        return [members[m] for m in java_hash_order(members, self.table_capacity)]
+
     def has(self, member_id: str) -> bool:
         return member_id in self.members
 
@@ -228,7 +279,7 @@ class ClassicGroup:
         model's deterministic stand-in for hash order: member insertion order)."""
         candidates = self.candidate_protocols()
         votes: dict[str, int] = {}
-        for m in self.members.values():
+        for m in self.ordered_members():
             choice = m.vote(candidates, self.protocol_name)
             if choice is not None:
                 votes[choice] = votes.get(choice, 0) + 1
@@ -237,7 +288,8 @@ class ClassicGroup:
                 return self.protocol_name
             raise RuntimeError(f"no protocol can be selected for group {self.group_id}")
         best = max(votes.values())
-        return next(name for name, n in votes.items() if n == best)
+        # Kafka counts votes in a HashMap and takes the first maximum in its iteration order
+        return next(name for name in java_hash_order(votes) if votes[name] == best)
 
     # --- mutations (GroupMetadata.add / remove / updateMember) ---------------------------------
     def _inc_protocols(self, member: ClassicGroupMember) -> None:
@@ -273,6 +325,7 @@ class ClassicGroup:
         if self.leader_id is None:
             self.leader_id = member.member_id
         self.members[member.member_id] = member
+        self.table_capacity = java_hashmap_capacity(self.table_capacity, len(self.members))
         self._inc_protocols(member)
         member.awaiting_join = parked
         if parked is not None:
@@ -288,7 +341,7 @@ class ClassicGroup:
             if member.group_instance_id is not None:
                 self.static_members.pop(member.group_instance_id, None)
         if self.leader_id == member_id:
-            self.leader_id = next(iter(self.members), None)
+            self.leader_id = next(iter(self.member_ids()), None)
         if drop_pending:
             self.pending_members.pop(member_id, None)
         self.pending_sync_members.pop(member_id, None)
