@@ -988,13 +988,14 @@ class CoordinatorEngine:
                     cause=cause,
                 )
             self._respond(call, self._join_error(call, "GROUP_MAX_SIZE_REACHED", ""))
-            if f.java:
-                return  # the Java coordinator does not try to complete the join phase here
         elif is_unknown:
             self._join_new_member(group, call, instance_id)
         else:
             self._join_existing_member(group, call, member_id, instance_id)
-        if group.state == PREPARING:
+        # Scala checks the join purgatory after every JoinGroup; the Java coordinator tries to complete
+        # the join phase only where it parks the member (add/update … OrCompleteJoin), never after a
+        # JoinGroup it answered at once (an error, MEMBER_ID_REQUIRED, a static member's fast rejoin)
+        if group.state == PREPARING and not (f.java and call.emitted):
             self._maybe_complete_join(group)
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str, is_unknown: bool) -> bool:
@@ -1066,8 +1067,9 @@ class CoordinatorEngine:
             return
         if group.is_pending(member_id):
             if instance_id is not None:
-                # Kafka throws IllegalStateException: the broker answers UNKNOWN_SERVER_ERROR
-                self._respond(call, self._join_error(call, "UNKNOWN_SERVER_ERROR", member_id))
+                # Kafka throws IllegalStateException: the broker answers UNKNOWN_SERVER_ERROR, with the
+                # response's default (empty) member id
+                self._respond(call, self._join_error(call, "UNKNOWN_SERVER_ERROR", ""))
                 return
             self._add_member_and_rebalance(group, call, member_id, None)
             return
@@ -1674,7 +1676,8 @@ class CoordinatorEngine:
         self._propagate_assignment(group, error)
 
     def _propagate_assignment(self, group: ClassicGroup, error: str) -> None:
-        for m in group.members.values():
+        # in Kafka's member order: it is the order the session timers are re-armed (ties expire in it)
+        for m in group.ordered_members():
             call = m.awaiting_sync
             if call is not None:
                 m.awaiting_sync = None
