@@ -93,15 +93,14 @@ class Settings:
             "group.max.session.timeout.ms": str(self.max_session_timeout_ms),
         }
 
-    def model_config(self, kafka_version: str = "4.0") -> CoordinatorConfig:
+    def model_config(self, kafka_version: str = "4.0", implementation: str | None = None) -> CoordinatorConfig:
         return CoordinatorConfig(
             kafka_version=kafka_version,
-            implementation="java" if kafka_version.startswith("4") else "scala",
+            implementation=implementation or ("java" if kafka_version.startswith("4") else "scala"),  # type: ignore[arg-type]
             group_min_session_timeout_ms=self.min_session_timeout_ms,
             group_max_session_timeout_ms=self.max_session_timeout_ms,
             group_initial_rebalance_delay_ms=self.initial_rebalance_delay_ms,
             group_max_size=self.max_size,
-            timer_tie_order="arming_order",
             mode="predict",
             warm_start=False,
         )
@@ -337,8 +336,10 @@ def run_oracle(oracle: KafkaOracle, seq: Sequence) -> dict[int, Answer]:
 
 
 def run_model(seq: Sequence, kafka_version: str = "4.0") -> dict[int, Answer]:
-    """The model's answers to ``seq`` (same shape as :func:`run_oracle`)."""
-    model = GroupCoordinatorModel(GROUP_ID, seq.settings.model_config(kafka_version))
+    """The model's answers to ``seq`` (same shape as :func:`run_oracle`). ``kafka_version`` may name
+    the implementation too: ``"3.7"`` is Scala's coordinator, ``"3.7:java"`` the Java one at 3.7."""
+    version, _, implementation = kafka_version.partition(":")
+    model = GroupCoordinatorModel(GROUP_ID, seq.settings.model_config(version, implementation or None))
     model.uuid_source = JavaRandomUuids(seq.seed)
     answers: dict[int, Answer] = {}
     ids: dict[int, str] = {}
@@ -907,7 +908,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m simulator.differential", description=__doc__.split("\n\n")[0])
     p.add_argument("--sequences", type=int, default=200)
     p.add_argument("--seed", type=int, default=0, help="first seed")
-    p.add_argument("--kafka-version", default="4.0", help="the model's Kafka version (the oracle is 4.0)")
+    p.add_argument("--kafka-version", default="4.0", help="the model's Kafka version (the oracle is 4.0); 3.7:java = 3.7 with the Java coordinator")
     p.add_argument("--no-shrink", action="store_true")
     p.add_argument("--explain", action="store_true", help="print each minimal example op by op")
     args = p.parse_args(argv)

@@ -65,8 +65,10 @@ class CoordinatorConfig:
     new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
     timer_rule: Literal["strict", "inclusive"] = "inclusive"
     #: equal deadlines: ``rebalance_first`` (join/sync timers before session timers, then arming order —
-    #: what reproduces Kafka's tests, §16a) or ``arming_order`` (FIFO)
-    timer_tie_order: Literal["rebalance_first", "arming_order"] = "rebalance_first"
+    #: what reproduces the Scala coordinator's tests, §16a), ``arming_order`` (FIFO: the Java
+    #: coordinator's keyed timers, as Kafka 4.0's own coordinator code fires them in the differential
+    #: tests) or ``auto`` (by the implementation)
+    timer_tie_order: Literal["rebalance_first", "arming_order", "auto"] = "auto"
     mode: Literal["predict", "track"] = "track"
     warm_start: bool = True
     #: §11: an Empty group is deleted (→ Dead, generation restarts at 0) when its offsets expire.
@@ -88,9 +90,9 @@ class CoordinatorConfig:
             raise ValueError(f"implementation must be scala, java or None, not {self.implementation!r}")
         if self.timer_rule not in ("strict", "inclusive"):
             raise ValueError(f"timer_rule must be strict or inclusive, not {self.timer_rule!r}")
-        if self.timer_tie_order not in ("rebalance_first", "arming_order"):
+        if self.timer_tie_order not in ("rebalance_first", "arming_order", "auto"):
             raise ValueError(
-                f"timer_tie_order must be rebalance_first or arming_order, not {self.timer_tie_order!r}"
+                f"timer_tie_order must be rebalance_first, arming_order or auto, not {self.timer_tie_order!r}"
             )
         if self.mode not in ("predict", "track"):
             raise ValueError(f"mode must be predict or track, not {self.mode!r}")
@@ -108,6 +110,12 @@ class CoordinatorConfig:
         if self.implementation is not None:
             return self.implementation
         return "java" if self.version >= (4, 0, 0) else "scala"
+
+    @property
+    def resolved_timer_tie_order(self) -> Literal["rebalance_first", "arming_order"]:
+        if self.timer_tie_order != "auto":
+            return self.timer_tie_order
+        return "arming_order" if self.resolved_implementation == "java" else "rebalance_first"
 
     @property
     def max_session_timeout_ms(self) -> int:

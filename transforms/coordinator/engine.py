@@ -172,7 +172,7 @@ class CoordinatorEngine:
         self._track = config.mode == "track"
         self._liveness_events = config.emit_liveness_events
         # equal deadlines: rebalance (join/sync) timers before session timers, or pure arming order
-        rebalance_first = config.timer_tie_order == "rebalance_first"
+        rebalance_first = config.resolved_timer_tie_order == "rebalance_first"
         self._p_rebalance = REBALANCE_PRIORITY if rebalance_first else SESSION_PRIORITY
         self._p_session = SESSION_PRIORITY
         self._group: ClassicGroup | None = None
