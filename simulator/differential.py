@@ -304,8 +304,11 @@ class JavaRandomUuids:
         return uuid.UUID(bytes=bytes(data))
 
 
-def run_oracle(oracle: KafkaOracle, seq: Sequence) -> dict[int, Answer]:
-    """Kafka's answers to ``seq``: op index → answer (ops never answered are absent)."""
+def run_oracle(
+    oracle: KafkaOracle, seq: Sequence, bodies: dict[int, dict[str, Any]] | None = None
+) -> dict[int, Answer]:
+    """Kafka's answers to ``seq``: op index → answer (ops never answered are absent). ``bodies``, when
+    given, receives Kafka's response JSON per op."""
     oracle.reset(START_MS, seq.settings.oracle_config(), seed=seq.seed)
     answers: dict[int, Answer] = {}
     ids: dict[int, str] = {}
@@ -319,6 +322,8 @@ def run_oracle(oracle: KafkaOracle, seq: Sequence) -> dict[int, Answer]:
                 op = seq.ops[i]
                 a = answer_from_oracle(op.api, op.version, int(e["t"]), e["body"])
                 answers[i] = a
+                if bodies is not None:
+                    bodies[i] = e["body"]
                 if op.api is ApiKey.JOIN_GROUP and a.member_id:
                     ids[i] = a.member_id
             elif e.get("type") in ("error", "timer_error"):
@@ -390,11 +395,11 @@ def _fields(api: ApiKey, version: int, a: Answer) -> dict[str, Any]:
         out["generation"] = a.generation_id
         out["leader"] = a.leader
         out["member_id"] = a.member_id
-        out["protocol_name"] = a.protocol_name or ""
+        out["protocol_name"] = a.protocol_name
         if version >= 7:
             out["protocol_type"] = a.protocol_type
         if version >= 9:
-            out["skip_assignment"] = bool(a.skip_assignment)
+            out["skip_assignment"] = a.skip_assignment
         out["members"] = frozenset(a.members or ())
         out["members_order"] = tuple(a.members or ())
     elif api is ApiKey.SYNC_GROUP:
@@ -491,17 +496,18 @@ class _Client:
 class _Generator:
     """Plays seeded clients against a live oracle and records what they send as a :class:`Sequence`."""
 
-    def __init__(self, oracle: KafkaOracle, seed: int, rng: random.Random) -> None:
+    def __init__(self, oracle: KafkaOracle, seed: int, rng: random.Random, settings: Settings | None) -> None:
         self.oracle = oracle
         self.seed = seed
         self.rng = rng
         r = rng
-        self.settings = Settings(
+        drawn = Settings(
             initial_rebalance_delay_ms=r.choice([0, 0, 100, 3000, 3000, r.randrange(0, 5000)]),
             max_size=r.choice([2**31 - 1] * 4 + [1, 2, 3]),
             min_session_timeout_ms=r.choice([6000, 6000, 1000, 10_000]),
             max_session_timeout_ms=r.choice([1_800_000, 1_800_000, 30_000, 60_000]),
         )
+        self.settings = settings or drawn
         self.ops: list[Op] = []
         self.clients: list[_Client] = []
         self.by_req: dict[int, int] = {}
@@ -792,10 +798,60 @@ class _Generator:
         return Sequence(self.seed, self.settings, tuple(self.ops), end)
 
 
-def generate(oracle: KafkaOracle, seed: int) -> Sequence:
-    """One sequence, written by seeded clients reacting to the oracle's answers."""
+def generate(oracle: KafkaOracle, seed: int, settings: Settings | None = None) -> Sequence:
+    """One sequence, written by seeded clients reacting to the oracle's answers (broker settings drawn
+    from the seed unless given)."""
     rng = random.Random(seed)
-    return _Generator(oracle, seed, rng).run(rng.randrange(8, 60))
+    return _Generator(oracle, seed, rng, settings).run(rng.randrange(8, 60))
+
+
+# =================================================================================================
+# Kafka's answers as a broker's request log
+# =================================================================================================
+def log_records(
+    seq: Sequence, answers: dict[int, Answer], bodies: dict[int, dict[str, Any]], group_id: str
+) -> list[dict[str, Any]]:
+    """The sequence as a Kafka 4.0 broker logs it (``kafka.request.logger``): one bronze-shaped record
+    per answered request — request fields with Kafka's own member ids, Kafka's response, arrival and
+    completion times — for ``transforms.log_render``. Unanswered requests leave no line."""
+    ids = {i: a.member_id for i, a in answers.items() if seq.ops[i].api is ApiKey.JOIN_GROUP and a.member_id}
+    ports = {op.client_id: 50_000 + k for k, op in enumerate(seq.ops)}
+    out = []
+    for i, op in enumerate(seq.ops):
+        a = answers.get(i)
+        if a is None:
+            continue
+        req = group_request(op, i, {k: v for k, v in ids.items() if answers[k].t <= START_MS + op.at_ms})
+        arrival = START_MS + op.at_ms
+        total = float(a.t - arrival) + 0.25
+        rec: dict[str, Any] = {
+            "api_key": int(op.api),
+            "api_name": op.api.name,
+            "api_version": op.version,
+            "correlation_id": i,
+            "client_id": op.client_id,
+            "connection": f"127.0.0.1:9092-127.0.0.1:{ports[op.client_id]}-{i}",
+            "security_protocol": "PLAINTEXT",
+            "principal": "User:ANONYMOUS",
+            "listener": "PLAINTEXT",
+            "client_software_name": "apache-kafka-java",
+            "client_software_version": "4.0.0",
+            "completion_ms": a.t,
+            "total_time_ms": round(total, 3),
+            "request_queue_time_ms": 0.05,
+            "local_time_ms": 0.1,
+            "remote_time_ms": round(max(0.0, total - 0.2), 3),
+            "throttle_time_ms": 0,
+            "response_queue_time_ms": 0.02,
+            "send_time_ms": 0.03,
+            **request_fields(req, committed_offset=42),
+            **map_response_body(op.api, op.version, bodies[i]),
+        }
+        rec["group_id"] = group_id
+        if rec.get("error_name") is None:
+            rec["error_name"] = Errors.name_of(int(rec.get("error_code") or 0))
+        out.append(rec)
+    return out
 
 
 # =================================================================================================

@@ -167,4 +167,5 @@ SCALA_DELTA_KINDS = {
     "LeaveGroup.error UNKNOWN_MEMBER_ID→NONE",
     "SyncGroup.error REBALANCE_IN_PROGRESS→NONE",
     "SyncGroup.error UNKNOWN_MEMBER_ID→NONE",
+    "SyncGroup.error REBALANCE_IN_PROGRESS→UNKNOWN_MEMBER_ID",
 }

@@ -897,7 +897,8 @@ class CoordinatorEngine:
             leader="",
             member_id=member_id,
             protocol_type=None,
-            protocol_name=None,
+            # JoinGroup v0-6 cannot carry a null protocol name: the broker writes "" (v7+: null)
+            protocol_name=None if v >= 7 else "",
             skip_assignment=False if v >= 9 else None,
             members=(),
         )
