@@ -511,7 +511,6 @@ class Simulation:
         return encode_subscription(sorted(self.cfg.topics))
 
 
-
 def request_fields(req: GroupRequest, *, committed_offset: int) -> dict[str, Any]:
     """The request half of a bronze-shaped record (what ``transforms.log_render`` renders as the
     request body): the typed fields of ``req`` under their ``requests`` column names."""
@@ -532,8 +531,7 @@ def request_fields(req: GroupRequest, *, committed_offset: int) -> dict[str, Any
         if req.api is ApiKey.JOIN_GROUP
         else None,
         "assignments": [
-            {"member_id": m, "assignment": a, "assignment_length": len(a or b"")}
-            for m, a in req.assignments
+            {"member_id": m, "assignment": a, "assignment_length": len(a or b"")} for m, a in req.assignments
         ]
         if req.api is ApiKey.SYNC_GROUP
         else None,
@@ -550,6 +548,7 @@ def request_fields(req: GroupRequest, *, committed_offset: int) -> dict[str, Any
         if req.api is ApiKey.OFFSET_COMMIT
         else None,
     }
+
 
 def _decode_assignment(data: bytes | None) -> tuple[tuple[str, tuple[int, ...]], ...]:
     from transforms.consumer_protocol import try_decode_assignment

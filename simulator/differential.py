@@ -93,7 +93,9 @@ class Settings:
             "group.max.session.timeout.ms": str(self.max_session_timeout_ms),
         }
 
-    def model_config(self, kafka_version: str = "4.0", implementation: str | None = None) -> CoordinatorConfig:
+    def model_config(
+        self, kafka_version: str = "4.0", implementation: str | None = None
+    ) -> CoordinatorConfig:
         return CoordinatorConfig(
             kafka_version=kafka_version,
             implementation=implementation or ("java" if kafka_version.startswith("4") else "scala"),  # type: ignore[arg-type]
@@ -120,7 +122,13 @@ class Op:
     fields: dict[str, Any]
 
     def to_json(self) -> dict[str, Any]:
-        return {"at": self.at_ms, "api": OP_NAMES[self.api], "v": self.version, "client": self.client_id, **self.fields}
+        return {
+            "at": self.at_ms,
+            "api": OP_NAMES[self.api],
+            "v": self.version,
+            "client": self.client_id,
+            **self.fields,
+        }
 
     @staticmethod
     def from_json(doc: dict[str, Any]) -> Op:
@@ -203,7 +211,11 @@ def group_request(op: Op, index: int, ids: dict[int, str]) -> GroupRequest:
 def oracle_request(req: GroupRequest) -> dict[str, Any]:
     """The oracle's input line for ``req``: Kafka's JSON for the request data, rendered by the product's
     own log renderer (the same text a Kafka 4.0 broker logs)."""
-    record = {"api_key": int(req.api), "api_version": req.api_version, **request_fields(req, committed_offset=42)}
+    record = {
+        "api_key": int(req.api),
+        "api_version": req.api_version,
+        **request_fields(req, committed_offset=42),
+    }
     body = render_request_body(record, kafka_version="4.0")
     assert body is not None
     return {"op": OP_NAMES[req.api], "v": req.api_version, "clientId": req.client_id, "req": json.loads(body)}
@@ -429,7 +441,9 @@ def _map_ids(a: Answer, id_map: dict[str, str]) -> Answer:
         skip_assignment=a.skip_assignment,
         members=None if a.members is None else tuple(id_map.get(x, x) for x in a.members),
         assignment=a.assignment,
-        member_errors=None if a.member_errors is None else tuple((id_map.get(x, x), e) for x, e in a.member_errors),
+        member_errors=None
+        if a.member_errors is None
+        else tuple((id_map.get(x, x), e) for x, e in a.member_errors),
         partition_errors=a.partition_errors,
     )
 
@@ -470,8 +484,14 @@ _TOPICS = ("t", "u")
 _META = {  # ConsumerProtocol subscriptions, base64 (contents do not matter to the coordinator)
     "range": base64.b64encode(b"\x00\x01\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff").decode(),
     "roundrobin": base64.b64encode(b"\x00\x01\x00\x00\x00\x01\x00\x01u\xff\xff\xff\xff").decode(),
-    "cooperative-sticky": base64.b64encode(b"\x00\x01\x00\x00\x00\x02\x00\x01t\x00\x01u\xff\xff\xff\xff").decode(),
+    "cooperative-sticky": base64.b64encode(
+        b"\x00\x01\x00\x00\x00\x02\x00\x01t\x00\x01u\xff\xff\xff\xff"
+    ).decode(),
 }
+
+
+#: Client phases in which the Java consumer's heartbeat thread runs (after a JoinGroup answer).
+_HEARTBEATING = ("joined", "waiting", "stable", "hung")
 
 
 @dataclass
@@ -485,19 +505,23 @@ class _Client:
     protocol_type: str = "consumer"
     member_ref: str = ""  # "" or "${N}"
     generation: int = -1
-    phase: str = "new"  # new, waiting, rejoin, joined, stable, hung, gone
+    phase: str = "new"  # new, joining, waiting (for a SyncGroup), rejoin, joined, stable, hung, gone
     leader: bool = False
     members: list[str] = field(default_factory=list)  # refs of the leader's member list
     protocol_name: str | None = None
     next_heartbeat: int = 0
+    deferred: str | None = None  # a heartbeat/commit error met while a SyncGroup was in flight
     reason: str | None = None
 
 
 class _Generator:
     """Plays seeded clients against a live oracle and records what they send as a :class:`Sequence`."""
 
-    def __init__(self, oracle: KafkaOracle, seed: int, rng: random.Random, settings: Settings | None) -> None:
+    def __init__(
+        self, oracle: KafkaOracle, seed: int, rng: random.Random, settings: Settings | None, realistic: bool
+    ) -> None:
         self.oracle = oracle
+        self.realistic = realistic
         self.seed = seed
         self.rng = rng
         r = rng
@@ -570,16 +594,23 @@ class _Generator:
                 c.members = [self.ref_of(m) for m in (a.members or ())]
                 c.protocol_name = a.protocol_name
                 c.phase = "hung" if self.rng.random() < 0.06 else "joined"
+                c.next_heartbeat = a.t - START_MS + min(3000, c.session_ms // 3)
             elif err in ("UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID"):
                 c.member_ref, c.generation = "", -1
-                c.phase, c.reason = ("gone" if err == "FENCED_INSTANCE_ID" else "rejoin"), f"rebalance failed due to {err}"
+                c.phase, c.reason = (
+                    ("gone" if err == "FENCED_INSTANCE_ID" else "rejoin"),
+                    f"rebalance failed due to {err}",
+                )
             elif err in ("GROUP_MAX_SIZE_REACHED", "INCONSISTENT_GROUP_PROTOCOL", "INVALID_SESSION_TIMEOUT"):
                 c.phase = "gone" if self.rng.random() < 0.7 else "rejoin"
             else:
                 c.phase = "rejoin"
         elif op.api is ApiKey.SYNC_GROUP:
+            deferred, c.deferred = c.deferred, None
             if err == "NONE":
                 c.phase = "stable"
+                if deferred is not None:
+                    self.on_liveness_error(c, deferred)
             elif err == "UNKNOWN_MEMBER_ID":
                 c.member_ref, c.generation, c.phase = "", -1, "rejoin"
             else:
@@ -587,16 +618,25 @@ class _Generator:
         elif op.api in (ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT):
             errs = [e for *_, e in (a.partition_errors or ())] if op.api is ApiKey.OFFSET_COMMIT else [err]
             bad = next((e for e in errs if e != "NONE"), "NONE")
-            if bad == "UNKNOWN_MEMBER_ID":
-                c.member_ref, c.generation, c.phase = "", -1, "rejoin"
-            elif bad == "FENCED_INSTANCE_ID":
-                c.phase = "gone"
-            elif bad in ("REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION"):
-                c.phase, c.reason = "rejoin", "group is already rebalancing"
-            elif c.phase == "waiting":
-                c.phase = "stable"
+            if self.realistic and c.phase == "waiting":
+                # the Java consumer finishes the SyncGroup in flight before it acts on a heartbeat error
+                if bad != "NONE":
+                    c.deferred = bad
+                return
+            self.on_liveness_error(c, bad)
         elif op.api is ApiKey.LEAVE_GROUP:
             c.phase = "gone"
+
+    def on_liveness_error(self, c: _Client, bad: str) -> None:
+        """A heartbeat's or commit's error, as the Java consumer reacts to it."""
+        if bad == "UNKNOWN_MEMBER_ID":
+            c.member_ref, c.generation, c.phase = "", -1, "rejoin"
+        elif bad == "FENCED_INSTANCE_ID":
+            c.phase = "gone"
+        elif bad in ("REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION"):
+            c.phase, c.reason = "rejoin", "group is already rebalancing"
+        elif c.phase in ("waiting", "joining"):
+            c.phase = "stable"
 
     # -- actions -------------------------------------------------------------------------------------
     def new_client(self) -> _Client:
@@ -604,22 +644,34 @@ class _Generator:
         self.client_seq += 1
         modern = r.random() < 0.8
         versions = {
-            ApiKey.JOIN_GROUP: r.choice([9, 9, 8, 7, 6, 5]) if modern else r.choice(list(VERSIONS[ApiKey.JOIN_GROUP])),
-            ApiKey.SYNC_GROUP: r.choice([5, 5, 4, 3]) if modern else r.choice(list(VERSIONS[ApiKey.SYNC_GROUP])),
+            ApiKey.JOIN_GROUP: r.choice([9, 9, 8, 7, 6, 5])
+            if modern
+            else r.choice(list(VERSIONS[ApiKey.JOIN_GROUP])),
+            ApiKey.SYNC_GROUP: r.choice([5, 5, 4, 3])
+            if modern
+            else r.choice(list(VERSIONS[ApiKey.SYNC_GROUP])),
             ApiKey.HEARTBEAT: r.choice([4, 4, 3]) if modern else r.choice(list(VERSIONS[ApiKey.HEARTBEAT])),
-            ApiKey.LEAVE_GROUP: r.choice([5, 5, 4, 3]) if modern else r.choice(list(VERSIONS[ApiKey.LEAVE_GROUP])),
-            ApiKey.OFFSET_COMMIT: r.choice([9, 8, 8, 7]) if modern else r.choice(list(VERSIONS[ApiKey.OFFSET_COMMIT])),
+            ApiKey.LEAVE_GROUP: r.choice([5, 5, 4, 3])
+            if modern
+            else r.choice(list(VERSIONS[ApiKey.LEAVE_GROUP])),
+            ApiKey.OFFSET_COMMIT: r.choice([9, 8, 8, 7])
+            if modern
+            else r.choice(list(VERSIONS[ApiKey.OFFSET_COMMIT])),
         }
         instance = None
         if versions[ApiKey.JOIN_GROUP] >= 5 and r.random() < 0.35:
             instance = r.choice(self.static_pool)
-        protocols = r.choice([["range"], ["range"], ["cooperative-sticky", "range"], ["roundrobin", "range"], ["roundrobin"]])
+        protocols = r.choice(
+            [["range"], ["range"], ["cooperative-sticky", "range"], ["roundrobin", "range"], ["roundrobin"]]
+        )
         c = _Client(
             client_id=f"c{self.client_seq}",
             instance_id=instance,
             versions=versions,
             session_ms=r.choice([10_000, 10_000, 45_000, 6000, r.randrange(1000, 60_000)]),
-            rebalance_ms=r.choice([300_000, 30_000, 10_000, 5000, r.randrange(1000, 60_000)]),
+            rebalance_ms=r.choice(
+                [300_000 if not self.realistic else 60_000, 30_000, 10_000, 5000, r.randrange(1000, 60_000)]
+            ),
             protocols=protocols,
         )
         self.clients.append(c)
@@ -640,7 +692,7 @@ class _Generator:
         if v >= 8:
             fields["reason"] = c.reason
         fields.update(override)
-        c.phase = "waiting"
+        c.phase = "joining"
         self.send(c, ApiKey.JOIN_GROUP, v, c.client_id, **fields)
 
     def sync(self, c: _Client) -> None:
@@ -649,7 +701,11 @@ class _Generator:
         if c.leader:
             for k, m in enumerate(c.members):
                 assignments.append([m, base64.b64encode(bytes([k, len(c.members)])).decode()])
-        fields: dict[str, Any] = {"member_id": c.member_ref, "generation_id": c.generation, "assignments": assignments}
+        fields: dict[str, Any] = {
+            "member_id": c.member_ref,
+            "generation_id": c.generation,
+            "assignments": assignments,
+        }
         if v >= 3:
             fields["group_instance_id"] = c.instance_id
         if v >= 5:
@@ -660,7 +716,10 @@ class _Generator:
 
     def heartbeat(self, c: _Client, generation: int | None = None) -> None:
         v = c.versions[ApiKey.HEARTBEAT]
-        fields: dict[str, Any] = {"member_id": c.member_ref, "generation_id": c.generation if generation is None else generation}
+        fields: dict[str, Any] = {
+            "member_id": c.member_ref,
+            "generation_id": c.generation if generation is None else generation,
+        }
         if v >= 3:
             fields["group_instance_id"] = c.instance_id
         self.send(c, ApiKey.HEARTBEAT, v, c.client_id, **fields)
@@ -681,8 +740,13 @@ class _Generator:
         v = c.versions[ApiKey.LEAVE_GROUP]
         r = self.rng
         if v >= 3:
-            members = [[c.member_ref if c.instance_id is None or r.random() < 0.7 else "", c.instance_id,
-                        "the consumer is being closed" if v >= 5 else None]]
+            members = [
+                [
+                    c.member_ref if c.instance_id is None or r.random() < 0.7 else "",
+                    c.instance_id,
+                    "the consumer is being closed" if v >= 5 else None,
+                ]
+            ]
             if r.random() < 0.15:
                 members.append([r.choice(["ghost-1", c.member_ref]), None, None])
             self.send(c, ApiKey.LEAVE_GROUP, v, c.client_id, leave_members=members)
@@ -692,19 +756,24 @@ class _Generator:
     def adversarial(self) -> None:
         r = self.rng
         known = [c for c in self.clients if c.member_ref]
-        victim = r.choice(known) if known and r.random() < 0.8 else None
+        # realistic: a stranger (a misconfigured or foreign client), never one that uses a live member's
+        # id or instance id — requests a log cannot tell apart from that member's own
+        victim = r.choice(known) if known and r.random() < 0.8 and not self.realistic else None
         api = r.choice(list(OP_NAMES))
         v = r.choice(list(VERSIONS[api]))
         member = r.choice(["ghost-1", "", victim.member_ref if victim else "ghost-2"])
         gen = r.choice([-1, 0, 1, 2, 7, (victim.generation if victim else 1)])
-        instance = r.choice([None, None, r.choice(self.static_pool), "stranger"]) if v >= 3 else None
+        pool = ["stranger"] if self.realistic else [r.choice(self.static_pool), "stranger"]
+        instance = r.choice([None, None, *pool]) if v >= 3 else None
         client_id = victim.client_id if victim is not None else "intruder"
         if api is ApiKey.JOIN_GROUP:
             fields: dict[str, Any] = {
                 "member_id": member,
                 "session_timeout_ms": r.choice([1, 5999, 6000, 10_000, 1_800_001, 99_999_999]),
                 "protocol_type": r.choice(["consumer", "consumer", "connect", ""]),
-                "protocols": r.choice([[["range", _META["range"]]], [["roundrobin", _META["roundrobin"]]], []]),
+                "protocols": r.choice(
+                    [[["range", _META["range"]]], [["roundrobin", _META["roundrobin"]]], []]
+                ),
             }
             if v >= 1:
                 fields["rebalance_timeout_ms"] = r.choice([1, 1000, 300_000])
@@ -750,7 +819,11 @@ class _Generator:
                 choices.append((0.15, lambda c=c: self.change_protocols(c)))
                 if c.instance_id is not None:
                     choices.append((0.2, lambda c=c: self.restart_static(c)))
-            elif c.phase in ("waiting", "hung") and c.member_ref and r.random() < 0.3:
+            elif (
+                c.phase in ("waiting", "hung", *(() if self.realistic else ("joining",)))
+                and c.member_ref
+                and r.random() < 0.3
+            ):
                 choices.append((0.3, lambda c=c: self.heartbeat(c)))
         choices.append((0.4, self.adversarial))
         total = sum(w for w, _ in choices)
@@ -761,8 +834,47 @@ class _Generator:
                 action()
                 return
 
+    def react(self) -> bool:
+        """The Java consumer acts on an answer at once: it re-joins as soon as it is told to (after a
+        ``MEMBER_ID_REQUIRED``, a REBALANCE_IN_PROGRESS, …) and sends SyncGroup as soon as its JoinGroup
+        is answered — within a few milliseconds, mostly (one in ten waits like a slow member)."""
+        urgent = [c for c in self.clients if c.phase in ("rejoin", "joined")]
+        if not urgent or self.rng.random() < 0.1:
+            return False
+        c = self.rng.choice(urgent)
+        self.advance(self.heartbeat_until(self.now + self.rng.choice([0, 0, 1, 2, 5, 20])))
+        if c.phase == "rejoin":
+            self.join(c)
+        elif c.phase == "joined":
+            self.sync(c)
+        return True
+
+    def heartbeat_until(self, until: int) -> int:
+        """The Java consumer's heartbeat thread: every member that has joined heartbeats each
+        ``heartbeat.interval.ms`` (a third of its session timeout, at most 3 s) up to ``until``; returns
+        the time left to advance."""
+        while True:
+            due = [
+                (c.next_heartbeat, k)
+                for k, c in enumerate(self.clients)
+                if c.phase in _HEARTBEATING and c.member_ref and c.next_heartbeat
+            ]
+            if not due:
+                break
+            at, k = min(due)
+            if at > until or at > MAX_SPAN_MS:
+                break
+            self.advance(max(0, at - self.now))
+            c = self.clients[k]
+            if c.phase in _HEARTBEATING:
+                self.heartbeat(c)
+            c.next_heartbeat = self.now + min(3000, c.session_ms // 3) if c.phase in _HEARTBEATING else 0
+        return max(0, until - self.now)
+
     def change_protocols(self, c: _Client) -> None:
-        c.protocols = self.rng.choice([["roundrobin"], ["range", "roundrobin"], ["cooperative-sticky", "range"], ["range"]])
+        c.protocols = self.rng.choice(
+            [["roundrobin"], ["range", "roundrobin"], ["cooperative-sticky", "range"], ["range"]]
+        )
         c.reason = "protocol change"
         self.join(c)
 
@@ -789,20 +901,34 @@ class _Generator:
         return r.randrange(15_000, 70_000)
 
     def run(self, steps: int) -> Sequence:
+        # realistic sequences stop early enough for every parked request to be answered by the end (a
+        # request Kafka still holds when a log ends has no line in it): rebalance timeouts are at most
+        # 60 s there, so session expiry + join + sync + another join phase fit in the remaining time
+        last = MAX_SPAN_MS - (380_000 if self.realistic else 80_000)
         for _ in range(steps):
-            if self.now >= MAX_SPAN_MS - 80_000:
+            if self.now >= last:
                 break
-            self.advance(self.gap())
+            if self.realistic and self.react():
+                continue
+            gap = self.gap()
+            if self.realistic:
+                gap = self.heartbeat_until(self.now + gap)
+            self.advance(gap)
             self.step()
-        end = min(MAX_SPAN_MS, self.now + self.rng.choice([0, 1000, 30_000, 70_000]))
-        return Sequence(self.seed, self.settings, tuple(self.ops), end)
+        linger = MAX_SPAN_MS if self.realistic else self.now + self.rng.choice([0, 1000, 30_000, 70_000])
+        return Sequence(self.seed, self.settings, tuple(self.ops), min(MAX_SPAN_MS, linger))
 
 
-def generate(oracle: KafkaOracle, seed: int, settings: Settings | None = None) -> Sequence:
+def generate(
+    oracle: KafkaOracle, seed: int, settings: Settings | None = None, realistic: bool = False
+) -> Sequence:
     """One sequence, written by seeded clients reacting to the oracle's answers (broker settings drawn
-    from the seed unless given)."""
+    from the seed unless given). ``realistic`` keeps the clients to what a Java consumer does where the
+    default clients are adversarial too: no heartbeat while a JoinGroup is in flight (the Java client's
+    heartbeat thread is off then), so no JoinGroup is ever re-sent while the broker holds the first one
+    — a request Kafka never answers, which a request log therefore never shows."""
     rng = random.Random(seed)
-    return _Generator(oracle, seed, rng, settings).run(rng.randrange(8, 60))
+    return _Generator(oracle, seed, rng, settings, realistic).run(rng.randrange(8, 60))
 
 
 # =================================================================================================
@@ -815,7 +941,9 @@ def log_records(
     per answered request — request fields with Kafka's own member ids, Kafka's response, arrival and
     completion times — for ``transforms.log_render``. Unanswered requests leave no line."""
     ids = {i: a.member_id for i, a in answers.items() if seq.ops[i].api is ApiKey.JOIN_GROUP and a.member_id}
-    ports = {op.client_id: 50_000 + k for k, op in enumerate(seq.ops)}
+    clients = list(dict.fromkeys(op.client_id for op in seq.ops))
+    ports = {c: 50_000 + k for k, c in enumerate(clients)}
+    correlation: dict[str, int] = {}
     out = []
     for i, op in enumerate(seq.ops):
         a = answers.get(i)
@@ -828,9 +956,10 @@ def log_records(
             "api_key": int(op.api),
             "api_name": op.api.name,
             "api_version": op.version,
-            "correlation_id": i,
+            # per client, as a Kafka client numbers its requests (the log has no global order)
+            "correlation_id": correlation.setdefault(op.client_id, 0),
             "client_id": op.client_id,
-            "connection": f"127.0.0.1:9092-127.0.0.1:{ports[op.client_id]}-{i}",
+            "connection": f"127.0.0.1:9092-127.0.0.1:{ports[op.client_id]}-{clients.index(op.client_id)}",
             "security_protocol": "PLAINTEXT",
             "principal": "User:ANONYMOUS",
             "listener": "PLAINTEXT",
@@ -848,6 +977,7 @@ def log_records(
             **map_response_body(op.api, op.version, bodies[i]),
         }
         rec["group_id"] = group_id
+        correlation[op.client_id] += 1
         if rec.get("error_name") is None:
             rec["error_name"] = Errors.name_of(int(rec.get("error_code") or 0))
         out.append(rec)
@@ -861,7 +991,9 @@ def diverge(oracle: KafkaOracle, seq: Sequence, kafka_version: str = "4.0") -> l
     return compare(seq, run_oracle(oracle, seq), run_model(seq, kafka_version))
 
 
-def shrink(oracle: KafkaOracle, seq: Sequence, kind: str, kafka_version: str = "4.0", budget: int = 400) -> Sequence:
+def shrink(
+    oracle: KafkaOracle, seq: Sequence, kind: str, kafka_version: str = "4.0", budget: int = 400
+) -> Sequence:
     """A smaller sequence whose first divergence has the same ``kind`` (greedy delta debugging)."""
 
     def still(s: Sequence) -> bool:
@@ -953,7 +1085,15 @@ def _brief(a: Answer | None) -> str:
     if a is None:
         return "(no answer)"
     parts = [f"t={a.t - START_MS}", a.error]
-    for k in ("generation_id", "leader", "member_id", "protocol_name", "members", "member_errors", "partition_errors"):
+    for k in (
+        "generation_id",
+        "leader",
+        "member_id",
+        "protocol_name",
+        "members",
+        "member_errors",
+        "partition_errors",
+    ):
         v = getattr(a, k)
         if v not in (None, "", ()):
             parts.append(f"{k}={v}")
@@ -964,7 +1104,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m simulator.differential", description=__doc__.split("\n\n")[0])
     p.add_argument("--sequences", type=int, default=200)
     p.add_argument("--seed", type=int, default=0, help="first seed")
-    p.add_argument("--kafka-version", default="4.0", help="the model's Kafka version (the oracle is 4.0); 3.7:java = 3.7 with the Java coordinator")
+    p.add_argument(
+        "--kafka-version",
+        default="4.0",
+        help="the model's Kafka version (the oracle is 4.0); 3.7:java = 3.7 with the Java coordinator",
+    )
     p.add_argument("--no-shrink", action="store_true")
     p.add_argument("--explain", action="store_true", help="print each minimal example op by op")
     args = p.parse_args(argv)
@@ -974,7 +1118,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"differential: {exc}", file=sys.stderr)
         return 2
     with oracle:
-        t = triage(oracle, range(args.seed, args.seed + args.sequences), args.kafka_version, not args.no_shrink)
+        t = triage(
+            oracle, range(args.seed, args.seed + args.sequences), args.kafka_version, not args.no_shrink
+        )
         print(t.table())
         if args.explain:
             for kind, seq in t.examples.items():

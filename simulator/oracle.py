@@ -52,7 +52,7 @@ class KafkaOracle:
 
     def __init__(self, home: Path | None = None) -> None:
         home = home or oracle_home()
-        self._proc = subprocess.Popen(  # noqa: S603 - a fixed launcher script of the oracle, no shell
+        self._proc = subprocess.Popen(
             [str(home / LAUNCHER)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -8,9 +8,11 @@ replay order respects, in this priority:
 (a) **connections**: one connection's requests in correlation-id order (a broker processes a
     connection's requests one at a time, in order);
 (b) **causality**: a request carrying a member id comes after the request whose response handed that
-    id out (a KIP-394 ``MEMBER_ID_REQUIRED`` answer, a first JoinGroup); a request carrying generation
-    G comes after every JoinGroup answered with generation G (a generation exists once its join phase
-    completed, which is after all of its JoinGroups arrived);
+    id out (a KIP-394 ``MEMBER_ID_REQUIRED`` answer, a first JoinGroup); a member's request carrying
+    generation G comes after every JoinGroup answered with G (a generation exists once its join phase
+    completed, which is after all of its JoinGroups arrived; a request with no member id knows no
+    generation, whatever it carries, and a static member's JoinGroup answered at once — a restart
+    replacing it in a Stable group — creates none);
 (c) **observations**: among the orders still possible, one whose predicted responses agree with the
     observed ones — :func:`search_order` runs a bounded search (every order for small tie sets, a
     greedy search with look-ahead beyond) driven by a caller-supplied scorer (the replayer runs the
@@ -62,6 +64,19 @@ def is_routine(tie: Sequence[Row]) -> bool:
     return all(int(r["api_key"]) in _ROUTINE for r in tie)
 
 
+def _static_fast_rejoin(row: Row) -> bool:
+    """A static member's JoinGroup answered at once: most likely a restart replacing the member in a
+    Stable group, answered with the generation that already exists (it creates none)."""
+    done, arrival = row.get("completion_ms"), row.get("arrival_ms")
+    return (
+        bool(row.get("group_instance_id"))
+        and not row.get("member_id")  # a new process: it does not know its member id yet
+        and done is not None
+        and arrival is not None
+        and done <= arrival
+    )
+
+
 def predecessors(tie: Sequence[Row]) -> list[set[int]]:
     """For each row of a tie set (in stable order), the indexes that must come before it: (a) + (b)."""
     n = len(tie)
@@ -78,7 +93,7 @@ def predecessors(tie: Sequence[Row]) -> list[set[int]]:
             if given and given != r.get("member_id"):
                 handed_out.setdefault(given, []).append(i)
             gen = r.get("response_generation_id")
-            if r.get("error_name") == "NONE" and gen is not None and gen >= 0:
+            if r.get("error_name") == "NONE" and gen is not None and gen >= 0 and not _static_fast_rejoin(r):
                 generation_of.setdefault(int(gen), []).append(i)
     for members in by_connection.values():
         ordered = sorted(members, key=lambda i: (tie[i].get("correlation_id") or 0, i))
@@ -89,7 +104,7 @@ def predecessors(tie: Sequence[Row]) -> list[set[int]]:
         if member:
             before[i].update(j for j in handed_out.get(member, ()) if j != i)
         gen = r.get("generation_id")
-        if int(r["api_key"]) in _GENERATION_CARRIERS and gen is not None and gen >= 0:
+        if int(r["api_key"]) in _GENERATION_CARRIERS and gen is not None and gen >= 0 and member:
             before[i].update(j for j in generation_of.get(int(gen), ()) if j != i)
     return before
 

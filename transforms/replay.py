@@ -26,6 +26,7 @@ from transforms.coordinator.fastobj import constructor
 from transforms.coordinator.model import GroupCoordinatorModel
 from transforms.coordinator.types import (
     GroupRequest,
+    GroupState,
     LeaveMember,
     ObservedResponse,
     Prediction,
@@ -316,6 +317,40 @@ def infer_unlogged_joins(
     return inferred
 
 
+#: Answers a coordinator gives a request from no member of the group, whether the group exists or not.
+_STRANGER_ERRORS = frozenset({"UNKNOWN_MEMBER_ID", "GROUP_ID_NOT_FOUND"})
+
+
+def _rejected_as_stranger(row: Mapping[str, Any], joined: set[str]) -> bool:
+    """A SyncGroup/Heartbeat/LeaveGroup/OffsetCommit turned away as not from a member, or an offset
+    commit outside any generation: it says nothing about whether the group was live (unlike an accepted one, or REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION,
+    which name a member)."""
+    api = int(row["api_key"])
+    error = row.get("error_name")
+    generation = row.get("generation_id")
+    if api == ApiKey.OFFSET_COMMIT and generation is not None and generation < 0:
+        return True  # a "simple" commit (no generation): any client may make one, member or not
+    if api == ApiKey.OFFSET_COMMIT:
+        errors = [p.get("error_name") for p in row.get("response_commit_partitions") or ()] or [error]
+        if all(e == "ILLEGAL_GENERATION" for e in errors) and row.get("member_id") not in joined:
+            return True  # a commit to a group that does not exist (before v9) from no member of ours
+    elif api == ApiKey.LEAVE_GROUP and error == "NONE":
+        errors = [m.get("error_name") for m in row.get("response_leave_members") or ()] or ["NONE"]
+    elif api == ApiKey.SYNC_GROUP and error == "INCONSISTENT_GROUP_PROTOCOL":
+        return True  # checked before the member: any group with another protocol answers it
+    else:
+        errors = [error]
+    return all(e in _STRANGER_ERRORS for e in errors)
+
+
+def _leave_of(row: Mapping[str, Any], joined: set[str]) -> bool:
+    """A LeaveGroup of members whose ids the log itself handed out (joiners leaving again)."""
+    if int(row["api_key"]) != ApiKey.LEAVE_GROUP:
+        return False
+    leaving = [m.get("member_id") for m in row.get("leave_members") or ()] or [row.get("member_id")]
+    return all(m in joined for m in leaving)
+
+
 def born_in_log(rows: Sequence[Mapping[str, Any]]) -> str | None:
     """Why the log proves the group was born inside it, or None. ``rows``: the group's first rows, in
     replay order.
@@ -323,13 +358,16 @@ def born_in_log(rows: Sequence[Mapping[str, Any]]) -> str | None:
     Proof: the leader's answer to the first join phase — a JoinGroup answered with generation 1 (Kafka's
     first generation of a group that did not exist, or was Empty at generation 0) and the complete member
     list — and every listed member's JoinGroup is in the log before that answer, with nothing else before
-    it (a Heartbeat, SyncGroup, OffsetCommit or LeaveGroup would come from a live group). A static member
+    it but requests turned away as not from a member (an accepted Heartbeat, SyncGroup, OffsetCommit or
+    LeaveGroup, or one told to rebalance, would come from a live group). A static member
     replaced in a live group at generation 1 is answered generation 1 too, but its member list names
     members whose JoinGroups the log does not have.
     """
     joined: set[str] = set()
     for row in rows:
         if int(row["api_key"]) != ApiKey.JOIN_GROUP:
+            if _rejected_as_stranger(row, joined) or _leave_of(row, joined):
+                continue
             return None
         for m in (row.get("member_id"), row.get("response_member_id")):
             if m:
@@ -342,9 +380,22 @@ def born_in_log(rows: Sequence[Mapping[str, Any]]) -> str | None:
             return None
         listed = {m.get("member_id") or "" for m in members}
         before = [r for r in rows if r["arrival_ms"] < done]
-        if all(int(r["api_key"]) == ApiKey.JOIN_GROUP for r in before) and listed <= {
-            m for r in before for m in (r.get("member_id"), r.get("response_member_id")) if m
-        }:
+        handed = {
+            m
+            for r in before
+            if int(r["api_key"]) == ApiKey.JOIN_GROUP
+            for m in (r.get("member_id"), r.get("response_member_id"))
+            if m
+        }
+        if (
+            all(
+                int(r["api_key"]) == ApiKey.JOIN_GROUP
+                or _rejected_as_stranger(r, handed)
+                or _leave_of(r, handed)
+                for r in before
+            )
+            and listed <= handed
+        ):
             return f"the log shows the group's birth: its first join phase answered generation 1 at {done}"
         return None
     return None
@@ -479,6 +530,24 @@ class GroupReplayer:
                         done = call.request.observed.completion_ms
                         if done is not None and done <= t:
                             bad += 1
+                # the leader of a join phase is the first member added to a leaderless group: when the
+                # tie's JoinGroups are answered later, their observed leader tells which came first
+                leaders = {
+                    r.observed.leader
+                    for r in requests
+                    if r.api is ApiKey.JOIN_GROUP
+                    and r.observed is not None
+                    and r.observed.error == "NONE"
+                    and r.observed.leader
+                    and (r.observed.completion_ms or 0) > t
+                }
+                if (
+                    len(leaders) == 1
+                    and group.state is GroupState.PREPARING_REBALANCE
+                    and group.leader_id != (leader := leaders.pop())
+                    and leader in group.members
+                ):
+                    bad += 1
             return bad
 
         order = search_order(

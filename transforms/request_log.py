@@ -786,7 +786,6 @@ def _map_bodies(api: ApiKey, v: int, req: Body | None, resp: Body | None, r: Rec
         r["error_name"] = Errors.name_of(r["error_code"])  # type: ignore[arg-type]
 
 
-
 def map_response_body(api: ApiKey, version: int, body: Body) -> Rec:
     """Kafka's JSON for a response (as the JSON-era log and the coordinator oracle write it) → the typed
     ``requests`` row fields of that response (``error_code``, ``error_name``, ``response_*``).
@@ -797,6 +796,7 @@ def map_response_body(api: ApiKey, version: int, body: Body) -> Rec:
     except _Bad as e:
         raise ValueError(str(e)) from None
     return r
+
 
 # ---------------------------------------------------------------------------------------------------
 # Shared line pieces: prefix (timestamp, level), suffix, connection, times

@@ -65,28 +65,47 @@ def test_the_generators_reach_every_answer(oracle: KafkaOracle) -> None:
                 and seq.ops[i - 1].at_ms == op.at_ms
                 and seq.ops[i - 1].client_id != op.client_id
             )
-    expected = {
-        ("JoinGroup", e)
-        for e in (
-            "NONE",
-            "MEMBER_ID_REQUIRED",
-            "UNKNOWN_MEMBER_ID",
-            "FENCED_INSTANCE_ID",
-            "GROUP_MAX_SIZE_REACHED",
-            "INCONSISTENT_GROUP_PROTOCOL",
-            "INVALID_SESSION_TIMEOUT",
-            "never",
-        )
-    } | {
-        ("SyncGroup", e)
-        for e in ("NONE", "REBALANCE_IN_PROGRESS", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_INSTANCE_ID",
-                  "INCONSISTENT_GROUP_PROTOCOL")
-    } | {
-        ("Heartbeat", e)
-        for e in ("NONE", "REBALANCE_IN_PROGRESS", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_INSTANCE_ID")
-    } | {("LeaveGroup", e) for e in ("NONE", "UNKNOWN_MEMBER_ID")} | {
-        ("OffsetCommit", e) for e in ("NONE", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS")
-    }
+    expected = (
+        {
+            ("JoinGroup", e)
+            for e in (
+                "NONE",
+                "MEMBER_ID_REQUIRED",
+                "UNKNOWN_MEMBER_ID",
+                "FENCED_INSTANCE_ID",
+                "GROUP_MAX_SIZE_REACHED",
+                "INCONSISTENT_GROUP_PROTOCOL",
+                "INVALID_SESSION_TIMEOUT",
+                "never",
+            )
+        }
+        | {
+            ("SyncGroup", e)
+            for e in (
+                "NONE",
+                "REBALANCE_IN_PROGRESS",
+                "UNKNOWN_MEMBER_ID",
+                "ILLEGAL_GENERATION",
+                "FENCED_INSTANCE_ID",
+                "INCONSISTENT_GROUP_PROTOCOL",
+            )
+        }
+        | {
+            ("Heartbeat", e)
+            for e in (
+                "NONE",
+                "REBALANCE_IN_PROGRESS",
+                "UNKNOWN_MEMBER_ID",
+                "ILLEGAL_GENERATION",
+                "FENCED_INSTANCE_ID",
+            )
+        }
+        | {("LeaveGroup", e) for e in ("NONE", "UNKNOWN_MEMBER_ID")}
+        | {
+            ("OffsetCommit", e)
+            for e in ("NONE", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS")
+        }
+    )
     assert expected <= set(answers), sorted(expected - set(answers))
     assert versions >= {(api, v) for api, vs in d.VERSIONS.items() for v in vs}
     assert late > 1000 and same_ms > 100
@@ -109,7 +128,10 @@ def test_the_model_makes_the_member_ids_kafka_makes(oracle: KafkaOracle) -> None
     generated = [
         (kafka[i].member_id, model[i].member_id)
         for i, op in enumerate(seq.ops)
-        if op.api is ApiKey.JOIN_GROUP and i in kafka and i in model and kafka[i].error == "MEMBER_ID_REQUIRED"
+        if op.api is ApiKey.JOIN_GROUP
+        and i in kafka
+        and i in model
+        and kafka[i].error == "MEMBER_ID_REQUIRED"
     ]
     assert generated and all(k == m for k, m in generated)
 
@@ -128,7 +150,9 @@ def test_a_wrong_model_is_caught_and_shrunk(oracle: KafkaOracle, monkeypatch: py
 
 def test_a_different_broker_setting_is_caught(oracle: KafkaOracle) -> None:
     """A model told the wrong ``group.initial.rebalance.delay.ms`` answers the first join at another time."""
-    seq = next(s for s in (d.generate(oracle, k) for k in range(50)) if s.settings.initial_rebalance_delay_ms == 3000)
+    seq = next(
+        s for s in (d.generate(oracle, k) for k in range(50)) if s.settings.initial_rebalance_delay_ms == 3000
+    )
     kafka = d.run_oracle(oracle, seq)
     wrong = replace(seq, settings=replace(seq.settings, initial_rebalance_delay_ms=1000))
     diffs = d.compare(seq, kafka, d.run_model(wrong))

@@ -54,7 +54,9 @@ def _broker_logs(oracle: KafkaOracle, root: Path) -> tuple[int, int]:
     "SyncGroup errors after such reorderings",
 )
 @pytest.mark.parametrize(
-    "mode", [["--set", "replay.mode=predict", "--set", "replay.warm_start=false"], []], ids=["predict", "track"]
+    "mode",
+    [["--set", "replay.mode=predict", "--set", "replay.warm_start=false"], []],
+    ids=["predict", "track"],
 )
 def test_kafkas_answers_as_a_log_replay_as_the_direct_comparison(
     oracle: KafkaOracle, spark: object, tmp_path: Path, mode: list[str]

@@ -855,7 +855,13 @@ class CoordinatorEngine:
         prefix = instance_id if instance_id is not None else (req.client_id or "")
         group = self._group
         obs = req.observed
-        if obs is not None and obs.member_id and obs.error in (NONE, "MEMBER_ID_REQUIRED"):
+        # a static member's JoinGroup held until another process took its instance id is answered
+        # FENCED_INSTANCE_ID with the id it had been given
+        if (
+            obs is not None
+            and obs.member_id
+            and obs.error in (NONE, "MEMBER_ID_REQUIRED", "FENCED_INSTANCE_ID")
+        ):
             candidate = obs.member_id
             if not self._id_format_ok(candidate, prefix):
                 self._note(call.seq, "member_id_format")

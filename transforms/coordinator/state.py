@@ -52,6 +52,7 @@ def java_hashmap_capacity(capacity: int, size: int) -> int:
         capacity *= 2
     return capacity
 
+
 #: ``GroupState.validPreviousStates`` (GroupMetadata.scala / ClassicGroupState.java).
 VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
     GroupState.PREPARING_REBALANCE: frozenset(

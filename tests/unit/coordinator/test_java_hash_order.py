@@ -94,7 +94,7 @@ def test_iteration_order_is_java_hashmaps(tmp_path: Path) -> None:
     source.write_text(JAVA_PROGRAM)
     scripts = _scripts(random.Random(7))
     stdin = "".join("\n".join(s) + "\n=\n" for s in scripts)
-    out = subprocess.run(  # noqa: S603 - the JDK's own launcher on a generated source file
+    out = subprocess.run(
         [java, str(source)], input=stdin, capture_output=True, text=True, check=True, timeout=120
     ).stdout.splitlines()
     assert len(out) == len(scripts)
