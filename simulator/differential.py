@@ -36,6 +36,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from simulator.clients import request_fields
@@ -243,7 +244,7 @@ class Answer:
 
 
 def answer_from_oracle(api: ApiKey, version: int, t: int, body: dict[str, Any]) -> Answer:
-    r = map_response_body(api, version, body)
+    r: dict[str, Any] = dict(map_response_body(api, version, body))
     members = r.get("response_members")
     leave = r.get("response_leave_members")
     commits = r.get("response_commit_partitions")
@@ -791,10 +792,7 @@ class _Generator:
             if v >= 3:
                 fields["group_instance_id"] = instance
         elif api is ApiKey.LEAVE_GROUP:
-            if v >= 3:
-                fields = {"leave_members": [[member, instance, None]]}
-            else:
-                fields = {"member_id": member}
+            fields = {"leave_members": [[member, instance, None]]} if v >= 3 else {"member_id": member}
         else:
             fields = {"member_id": member, "generation_id": gen, "commit_partitions": [["t", 0]]}
             if v >= 7:
@@ -809,22 +807,22 @@ class _Generator:
             choices.append((1.5 if len(live) < 2 else 0.5, lambda: self.join(self.new_client(), "")))
         for c in live:
             if c.phase == "rejoin":
-                choices.append((3.0, lambda c=c: self.join(c)))
+                choices.append((3.0, partial(self.join, c)))
             elif c.phase == "joined":
-                choices.append((3.0, lambda c=c: self.sync(c)))
+                choices.append((3.0, partial(self.sync, c)))
             elif c.phase == "stable":
-                choices.append((1.5, lambda c=c: self.heartbeat(c)))
-                choices.append((0.6, lambda c=c: self.commit(c)))
-                choices.append((0.15, lambda c=c: self.leave(c)))
-                choices.append((0.15, lambda c=c: self.change_protocols(c)))
+                choices.append((1.5, partial(self.heartbeat, c)))
+                choices.append((0.6, partial(self.commit, c)))
+                choices.append((0.15, partial(self.leave, c)))
+                choices.append((0.15, partial(self.change_protocols, c)))
                 if c.instance_id is not None:
-                    choices.append((0.2, lambda c=c: self.restart_static(c)))
+                    choices.append((0.2, partial(self.restart_static, c)))
             elif (
                 c.phase in ("waiting", "hung", *(() if self.realistic else ("joining",)))
                 and c.member_ref
                 and r.random() < 0.3
             ):
-                choices.append((0.3, lambda c=c: self.heartbeat(c)))
+                choices.append((0.3, partial(self.heartbeat, c)))
         choices.append((0.4, self.adversarial))
         total = sum(w for w, _ in choices)
         x = r.random() * total

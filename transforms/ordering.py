@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -172,9 +173,10 @@ def search_order(
     """(c): the order with the fewest disagreements ``score`` reports, the constrained order first.
 
     ``score(order)`` → number of predicted responses that disagree with the observed ones when the tie
-    set is replayed in ``order``. Stops at the first order scoring 0. Tie sets of up to ``exhaustive_max``
-    requests try every order allowed by the constraints; larger ones (up to ``search_max``) build the
-    order greedily, choosing at each position the first candidate whose best completion (the rest in
+    set is replayed in ``order``. Stops at the first order scoring 0. When the constraints allow at most
+    ``exhaustive_max!`` orders (every tie set of up to ``exhaustive_max`` requests, and larger ones made
+    of a few connections' chains) every order is tried; otherwise (up to ``search_max``) the search builds
+    the order greedily, choosing at each position the first candidate whose best completion (the rest in
     constrained order) scores lowest. Larger tie sets keep the constrained order.
     """
     n = len(before)
@@ -184,8 +186,12 @@ def search_order(
     best, best_score = base, score(base)
     if best_score == 0 or n > search_max:
         return best
-    if n <= exhaustive_max:
-        for order in linear_extensions(before):
+    # exhaustive whenever the constraints leave few orders (chains of one connection's requests leave
+    # far fewer than n!): at most as many as a tie set of exhaustive_max unconstrained requests has
+    limit = math.factorial(exhaustive_max)
+    orders = list(itertools.islice(linear_extensions(before), limit + 1))
+    if len(orders) <= limit:
+        for order in orders:
             if order == base:
                 continue
             s = score(order)

@@ -323,8 +323,8 @@ _STRANGER_ERRORS = frozenset({"UNKNOWN_MEMBER_ID", "GROUP_ID_NOT_FOUND"})
 
 def _rejected_as_stranger(row: Mapping[str, Any], joined: set[str]) -> bool:
     """A SyncGroup/Heartbeat/LeaveGroup/OffsetCommit turned away as not from a member, or an offset
-    commit outside any generation: it says nothing about whether the group was live (unlike an accepted one, or REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION,
-    which name a member)."""
+    commit outside any generation: it says nothing about whether the group was live (unlike an accepted
+    one, or REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION, which name a member)."""
     api = int(row["api_key"])
     error = row.get("error_name")
     generation = row.get("generation_id")
