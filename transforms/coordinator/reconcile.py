@@ -346,6 +346,10 @@ def _reconcile_join(
             # apply it the way the broker did — the member joins and waits for the join phase
             _repark_join(model, group, call, mid, what)
             return
+        if model._confident and _join_answer_agrees(predicted, obs, mid):
+            # the model answered as the broker did: nothing to learn, and its state may rightly have
+            # moved on since the answer was made (a static member replaced after its fast rejoin)
+            return
         if (
             mid
             and mid not in group.members
@@ -423,6 +427,17 @@ def _repark_join(
         model._update_member_and_rebalance(group, member, call, f"reconciled: {what}")
     if group.state == PREPARING:
         model._maybe_complete_join(group)
+
+
+def _join_answer_agrees(predicted: PredictedResponse, obs: ObservedResponse, member_id: str) -> bool:
+    return (
+        predicted.error == "NONE"
+        and predicted.member_id == member_id
+        and predicted.generation_id == obs.generation_id
+        and predicted.leader == obs.leader
+        and (not obs.protocol_name or predicted.protocol_name == obs.protocol_name)
+        and (not obs.members or set(obs.members) == set(predicted.members or ()))
+    )
 
 
 def adopt_join_view(model: CoordinatorEngine, group: ClassicGroup, obs: ObservedResponse, what: str) -> None:
