@@ -491,8 +491,10 @@ _META = {  # ConsumerProtocol subscriptions, base64 (contents do not matter to t
 }
 
 
-#: Client phases in which the Java consumer's heartbeat thread runs (after a JoinGroup answer).
-_HEARTBEATING = ("joined", "waiting", "stable", "hung")
+#: Client phases in which the Java consumer's heartbeat thread runs: from a JoinGroup answer until the
+#: application's next poll() starts a new JoinGroup ("rejoin": told to rebalance, not yet re-joining —
+#: a slow member keeps heartbeating meanwhile).
+_HEARTBEATING = ("joined", "waiting", "stable", "hung", "rejoin")
 
 
 @dataclass

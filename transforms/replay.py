@@ -61,7 +61,7 @@ class ReplaySettings:
     follow_up_window_ms: int = 10_000
     #: same-instant requests: every allowed order is tried up to this many requests, a greedy search
     #: beyond, none above ``order_search_max`` (see transforms.ordering)
-    order_search_exhaustive_max: int = 5
+    order_search_exhaustive_max: int = 6
     order_search_max: int = 64
 
 
