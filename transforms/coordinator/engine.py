@@ -130,9 +130,10 @@ class _Out:
 class CoordinatorEngine:
     """The coordinator of one classic group, replayed from its requests in arrival order.
 
-    Determinism: member-map order is insertion order (Kafka: hash order, §16); generated member ids are
-    ``clientId-<uuid5(group, n)>``; timers with equal deadlines fire rebalance-before-session, then in
-    arming order.
+    Determinism: members are iterated in Java ``HashMap`` order (``state.java_hash_order``, §16);
+    generated member ids are ``clientId-<uuid5(group, n)>`` unless ``uuid_source`` says otherwise; timers
+    with equal deadlines fire in arming order (Java) or rebalance-before-session (Scala,
+    ``timer_tie_order``).
 
     Warm start (``config.warm_start``): the model starts *unconfident* and builds its view of a group
     that may already be running from the observed responses (members from accepted heartbeats/commits,

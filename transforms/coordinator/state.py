@@ -276,8 +276,8 @@ class ClassicGroup:
         return any(sp.get(p.name, 0) == need for p in protocols)
 
     def select_protocol(self) -> str:
-        """§4.8: each member votes for its first candidate; most votes wins; ties → first voted (the
-        model's deterministic stand-in for hash order: member insertion order)."""
+        """§4.8: each member (in Kafka's member order) votes for its first candidate; most votes wins;
+        ties → the first maximum in the order of Kafka's vote map (a ``HashMap`` of protocol names)."""
         candidates = self.candidate_protocols()
         votes: dict[str, int] = {}
         for m in self.ordered_members():
