@@ -35,7 +35,7 @@ import sys
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -225,22 +225,15 @@ def oracle_request(req: GroupRequest) -> dict[str, Any]:
 # =================================================================================================
 # Answers
 # =================================================================================================
-@dataclass(frozen=True)
-class Answer:
-    """One side's answer to one op: when, the error, and the fields the API/version carries."""
+#: One side's answer to one op: the model's own response type (when, the error, and the fields the
+#: API/version carries); Kafka's answers are read into it from its response JSON. Always answered
+#: (``completion_ms`` set): an op never answered has no Answer.
+Answer = PredictedResponse
 
-    t: int
-    error: str
-    generation_id: int | None = None
-    leader: str | None = None
-    member_id: str | None = None
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    skip_assignment: bool | None = None
-    members: tuple[str, ...] | None = None
-    assignment: bytes | None = None
-    member_errors: tuple[tuple[str, str], ...] | None = None
-    partition_errors: tuple[tuple[str, int, str], ...] | None = None
+
+def answered_at(a: Answer) -> int:
+    assert a.completion_ms is not None
+    return a.completion_ms
 
 
 def answer_from_oracle(api: ApiKey, version: int, t: int, body: dict[str, Any]) -> Answer:
@@ -249,7 +242,7 @@ def answer_from_oracle(api: ApiKey, version: int, t: int, body: dict[str, Any]) 
     leave = r.get("response_leave_members")
     commits = r.get("response_commit_partitions")
     return Answer(
-        t=t,
+        completion_ms=t,
         error=str(r.get("error_name") or "NONE"),
         generation_id=r.get("response_generation_id"),
         leader=r.get("response_leader"),
@@ -267,26 +260,7 @@ def answer_from_oracle(api: ApiKey, version: int, t: int, body: dict[str, Any]) 
 
 
 def answer_from_model(p: PredictedResponse) -> Answer | None:
-    if p.completion_ms is None:
-        return None
-    return Answer(
-        t=p.completion_ms,
-        error=p.error,
-        generation_id=p.generation_id,
-        leader=p.leader,
-        member_id=p.member_id,
-        protocol_type=p.protocol_type,
-        protocol_name=p.protocol_name,
-        skip_assignment=p.skip_assignment,
-        members=p.members,
-        assignment=p.assignment,
-        member_errors=p.member_errors,
-        partition_errors=p.partition_errors,
-    )
-
-
-def _member_id_of(answer: Answer | None) -> str | None:
-    return answer.member_id if answer is not None and answer.member_id else None
+    return None if p.completion_ms is None else p
 
 
 # =================================================================================================
@@ -431,21 +405,14 @@ def _map_ids(a: Answer, id_map: dict[str, str]) -> Answer:
     def m(x: str | None) -> str | None:
         return None if x is None else id_map.get(x, x)
 
-    return Answer(
-        t=a.t,
-        error=a.error,
-        generation_id=a.generation_id,
+    return replace(
+        a,
         leader=m(a.leader),
         member_id=m(a.member_id),
-        protocol_type=a.protocol_type,
-        protocol_name=a.protocol_name,
-        skip_assignment=a.skip_assignment,
         members=None if a.members is None else tuple(id_map.get(x, x) for x in a.members),
-        assignment=a.assignment,
         member_errors=None
         if a.member_errors is None
         else tuple((id_map.get(x, x), e) for x, e in a.member_errors),
-        partition_errors=a.partition_errors,
     )
 
 
@@ -467,8 +434,8 @@ def compare(seq: Sequence, kafka: dict[int, Answer], model: dict[int, Answer]) -
         if k.error != m.error:
             out.append(Divergence(i, f"{name}.error", k.error, m.error))
             continue
-        if k.t != m.t:
-            out.append(Divergence(i, f"{name}.time", k.t - START_MS, m.t - START_MS))
+        if k.completion_ms != m.completion_ms:
+            out.append(Divergence(i, f"{name}.time", answered_at(k) - START_MS, answered_at(m) - START_MS))
         kf, mf = _fields(op.api, op.version, k), _fields(op.api, op.version, m)
         for key, kv in kf.items():
             if key == "members_order" and kf.get("members") != mf.get("members"):
@@ -597,7 +564,7 @@ class _Generator:
                 c.members = [self.ref_of(m) for m in (a.members or ())]
                 c.protocol_name = a.protocol_name
                 c.phase = "hung" if self.rng.random() < 0.06 else "joined"
-                c.next_heartbeat = a.t - START_MS + min(3000, c.session_ms // 3)
+                c.next_heartbeat = answered_at(a) - START_MS + min(3000, c.session_ms // 3)
             elif err in ("UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID"):
                 c.member_ref, c.generation = "", -1
                 c.phase, c.reason = (
@@ -949,9 +916,11 @@ def log_records(
         a = answers.get(i)
         if a is None:
             continue
-        req = group_request(op, i, {k: v for k, v in ids.items() if answers[k].t <= START_MS + op.at_ms})
+        req = group_request(
+            op, i, {k: v for k, v in ids.items() if answered_at(answers[k]) <= START_MS + op.at_ms}
+        )
         arrival = START_MS + op.at_ms
-        total = float(a.t - arrival) + 0.25
+        total = float(answered_at(a) - arrival) + 0.25
         rec: dict[str, Any] = {
             "api_key": int(op.api),
             "api_name": op.api.name,
@@ -965,7 +934,7 @@ def log_records(
             "listener": "PLAINTEXT",
             "client_software_name": "apache-kafka-java",
             "client_software_version": "4.0.0",
-            "completion_ms": a.t,
+            "completion_ms": answered_at(a),
             "total_time_ms": round(total, 3),
             "request_queue_time_ms": 0.05,
             "local_time_ms": 0.1,
@@ -1084,7 +1053,7 @@ def explain(oracle: KafkaOracle, seq: Sequence, kafka_version: str = "4.0") -> I
 def _brief(a: Answer | None) -> str:
     if a is None:
         return "(no answer)"
-    parts = [f"t={a.t - START_MS}", a.error]
+    parts = [f"t={answered_at(a) - START_MS}", a.error]
     for k in (
         "generation_id",
         "leader",
