@@ -520,9 +520,27 @@ class _Generator:
         return {int(v[2:-1]): k for k, v in self.id_ref.items()}
 
     def advance(self, ms: int) -> None:
-        if ms > 0 and self.now + ms <= MAX_SPAN_MS:
+        if ms <= 0 or self.now + ms > MAX_SPAN_MS:
+            return
+        if not self.realistic:
             self.take(self.oracle.send({"op": "advance", "ms": ms}))
             self.now += ms
+            return
+        # realistic clients react to an answer when it comes: advance timer by timer and stop as soon
+        # as one of them has something to do (a parked JoinGroup answered, told to rejoin, …)
+        target = self.now + ms
+        while self.now < target:
+            pending = [
+                int(t) - START_MS
+                for e in self.oracle.send({"op": "timers"})
+                if e.get("type") == "timers"
+                for t in e.get("pending", {}).values()
+            ]
+            step_to = min([t for t in pending if self.now < t < target] or [target])
+            self.take(self.oracle.send({"op": "advance", "ms": step_to - self.now}))
+            self.now = step_to
+            if any(c.phase in ("rejoin", "joined") for c in self.clients):
+                break
 
     def send(self, client: _Client | None, api: ApiKey, version: int, client_id: str, **fields: Any) -> None:
         op = Op(self.now, api, version, client_id, fields)

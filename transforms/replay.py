@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import uuid
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,6 +25,7 @@ from typing import Any
 from transforms.coordinator.config import CoordinatorConfig
 from transforms.coordinator.fastobj import constructor
 from transforms.coordinator.model import GroupCoordinatorModel
+from transforms.coordinator.state import ClassicGroup
 from transforms.coordinator.types import (
     GroupRequest,
     GroupState,
@@ -351,6 +353,18 @@ def _leave_of(row: Mapping[str, Any], joined: set[str]) -> bool:
     return all(m in joined for m in leaving)
 
 
+def _current_id(group: ClassicGroup, member_id: str) -> str:
+    """The id a member has now: a static member's later id (``instanceId-UUID``, Kafka's format) names
+    the same member as the id its instance has in the group now (it is re-keyed when replaced)."""
+    if member_id in group.members or len(member_id) < 38 or member_id[-37] != "-":
+        return member_id
+    try:
+        uuid.UUID(member_id[-36:])
+    except ValueError:
+        return member_id
+    return group.static_members.get(member_id[:-37], member_id)
+
+
 def born_in_log(rows: Sequence[Mapping[str, Any]]) -> str | None:
     """Why the log proves the group was born inside it, or None. ``rows``: the group's first rows, in
     replay order.
@@ -541,13 +555,10 @@ class GroupReplayer:
                     and r.observed.leader
                     and (r.observed.completion_ms or 0) > t
                 }
-                if (
-                    len(leaders) == 1
-                    and group.state is GroupState.PREPARING_REBALANCE
-                    and group.leader_id != (leader := leaders.pop())
-                    and leader in group.members
-                ):
-                    bad += 1
+                if len(leaders) == 1 and group.state is GroupState.PREPARING_REBALANCE:
+                    leader = _current_id(group, leaders.pop())
+                    if leader in group.members and group.leader_id != leader:
+                        bad += 1
             return bad
 
         order = search_order(
