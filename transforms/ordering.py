@@ -28,7 +28,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from transforms.kafka_protocol import ApiKey
@@ -78,8 +78,10 @@ def _static_fast_rejoin(row: Row) -> bool:
     )
 
 
-def predecessors(tie: Sequence[Row]) -> list[set[int]]:
-    """For each row of a tie set (in stable order), the indexes that must come before it: (a) + (b)."""
+def predecessors(tie: Sequence[Row], members: Collection[str] | None = None) -> list[set[int]]:
+    """For each row of a tie set (in stable order), the indexes that must come before it: (a) + (b).
+    ``members``: the group's member ids before the tie, when known — the generation rule then applies
+    only to requests of members (the group's, or ones the tie's JoinGroups answered), not strangers."""
     n = len(tie)
     before: list[set[int]] = [set() for _ in range(n)]
     by_connection: dict[tuple[Any, Any], list[int]] = {}
@@ -96,8 +98,9 @@ def predecessors(tie: Sequence[Row]) -> list[set[int]]:
             gen = r.get("response_generation_id")
             if r.get("error_name") == "NONE" and gen is not None and gen >= 0 and not _static_fast_rejoin(r):
                 generation_of.setdefault(int(gen), []).append(i)
-    for members in by_connection.values():
-        ordered = sorted(members, key=lambda i: (tie[i].get("correlation_id") or 0, i))
+    answered = {r.get("response_member_id") for r in tie if int(r["api_key"]) == _JOIN}
+    for requests in by_connection.values():
+        ordered = sorted(requests, key=lambda i: (tie[i].get("correlation_id") or 0, i))
         for a, b in itertools.pairwise(ordered):
             before[b].add(a)
     for i, r in enumerate(tie):
@@ -105,7 +108,13 @@ def predecessors(tie: Sequence[Row]) -> list[set[int]]:
         if member:
             before[i].update(j for j in handed_out.get(member, ()) if j != i)
         gen = r.get("generation_id")
-        if int(r["api_key"]) in _GENERATION_CARRIERS and gen is not None and gen >= 0 and member:
+        if (
+            int(r["api_key"]) in _GENERATION_CARRIERS
+            and gen is not None
+            and gen >= 0
+            and member
+            and (members is None or member in members or member in answered)
+        ):
             before[i].update(j for j in generation_of.get(int(gen), ()) if j != i)
     return before
 

@@ -517,7 +517,13 @@ class GroupReplayer:
 
     def _order_tie(self, tie: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """Requests that arrived in the same instant, in the order that respects the log's constraints
-        and agrees best with the observed responses (transforms.ordering)."""
+        and agrees best with the observed responses (transforms.ordering). Where nothing tells them
+        apart, followers' SyncGroups come before the leader's: a follower syncs as soon as its JoinGroup
+        is answered, the leader only after computing the assignment (and which came first decides
+        whose session the group's completion re-arms)."""
+        tie = sorted(
+            tie, key=lambda row: int(row["api_key"]) == ApiKey.SYNC_GROUP and bool(row.get("assignments"))
+        )
         requests = [request_from_row(row) for row in tie]
         t = requests[0].arrival_ms
         tolerance = self.completion_tolerance_ms
@@ -555,6 +561,17 @@ class GroupReplayer:
                     and r.observed.leader
                     and (r.observed.completion_ms or 0) > t
                 }
+                # ... and when they were answered bounds the join phase the order started: the broker
+                # cannot have answered later than the join timer the model armed
+                deadline = model.join_deadline_ms()
+                if deadline is not None and any(
+                    r.api is ApiKey.JOIN_GROUP
+                    and r.observed is not None
+                    and r.observed.error == "NONE"
+                    and (r.observed.completion_ms or 0) > deadline + tolerance
+                    for r in requests
+                ):
+                    bad += 1
                 if len(leaders) == 1 and group.state is GroupState.PREPARING_REBALANCE:
                     leader = _current_id(group, leaders.pop())
                     if leader in group.members and group.leader_id != leader:
@@ -562,7 +579,7 @@ class GroupReplayer:
             return bad
 
         order = search_order(
-            predecessors(tie),
+            predecessors(tie, () if self.model.group is None else self.model.group.members),
             disagreements,
             exhaustive_max=self.settings.order_search_exhaustive_max,
             search_max=self.settings.order_search_max,

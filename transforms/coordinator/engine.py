@@ -253,6 +253,11 @@ class CoordinatorEngine:
     def timer_keys(self) -> list[str]:
         return [t.key for t in self._timers.timers()]
 
+    def join_deadline_ms(self) -> int | None:
+        """When the join phase in progress ends at the latest (its timer), or None."""
+        timer = self._timers.get(self._join_key)
+        return None if timer is None else timer.deadline
+
     def handle(self, request: GroupRequest) -> None:
         """Process one request (arrival order, non-decreasing ``arrival_ms``); fires due timers first."""
         t = request.arrival_ms
