@@ -540,7 +540,7 @@ class GroupReplayer:
                     obs is not None
                     and compare(p.request, obs, p.response, completion_tolerance_ms=tolerance).mismatches
                 ):
-                    bad += 1
+                    bad += 2
             group = model.group
             if group is not None:  # held by the model although the broker had answered by now
                 for member in group.members.values():
@@ -549,7 +549,7 @@ class GroupReplayer:
                             continue
                         done = call.request.observed.completion_ms
                         if done is not None and done <= t:
-                            bad += 1
+                            bad += 2
                 # the leader of a join phase is the first member added to a leaderless group: when the
                 # tie's JoinGroups are answered later, their observed leader tells which came first
                 leaders = {
@@ -563,19 +563,27 @@ class GroupReplayer:
                 }
                 # ... and when they were answered bounds the join phase the order started: the broker
                 # cannot have answered later than the join timer the model armed
+                # (a timer that ends exactly when the broker answered is the likeliest explanation; a
+                # disagreement weighs 2, an answer time the order's timer does not explain 1)
                 deadline = model.join_deadline_ms()
-                if deadline is not None and any(
-                    r.api is ApiKey.JOIN_GROUP
+                answered_later = [
+                    r.observed.completion_ms
+                    for r in requests
+                    if r.api is ApiKey.JOIN_GROUP
                     and r.observed is not None
                     and r.observed.error == "NONE"
-                    and (r.observed.completion_ms or 0) > deadline + tolerance
-                    for r in requests
-                ):
-                    bad += 1
+                    and r.observed.completion_ms is not None
+                    and r.observed.completion_ms > t
+                ]
+                if deadline is not None and answered_later:
+                    if any(done > deadline + tolerance for done in answered_later):
+                        bad += 2  # answered after the join timer the order armed: impossible
+                    elif all(abs(done - deadline) > tolerance for done in answered_later):
+                        bad += 1  # not explained by the timer (all members joining may still be)
                 if len(leaders) == 1 and group.state is GroupState.PREPARING_REBALANCE:
                     leader = _current_id(group, leaders.pop())
                     if leader in group.members and group.leader_id != leader:
-                        bad += 1
+                        bad += 2
             return bad
 
         order = search_order(
