@@ -127,6 +127,17 @@ class _Out:
         self.response = response
 
 
+def _protocol_inconsistent(requested: str | None, group_value: str | None, java: bool) -> bool:
+    """SyncGroup v5+'s protocol type/name check: Scala's ``!group.protocolName.contains(name)`` also
+    rejects a name when the group has none (between generations); Java's ``isProtocolInconsistent``
+    only compares two values."""
+    if requested is None:
+        return False
+    if group_value is None:
+        return not java
+    return requested != group_value
+
+
 class CoordinatorEngine:
     """The coordinator of one classic group, replayed from its requests in arrival order.
 
@@ -1616,8 +1627,8 @@ class CoordinatorEngine:
             error is None
             and f.sync_protocol_check
             and (
-                (req.protocol_type is not None and req.protocol_type != group.protocol_type)
-                or (req.protocol_name is not None and req.protocol_name != group.protocol_name)
+                _protocol_inconsistent(req.protocol_type, group.protocol_type, f.java)
+                or _protocol_inconsistent(req.protocol_name, group.protocol_name, f.java)
             )
         ):
             error = INCONSISTENT_GROUP_PROTOCOL
