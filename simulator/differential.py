@@ -826,9 +826,7 @@ class _Generator:
         urgent = [c for c in self.clients if c.phase in ("rejoin", "joined")]
         if not urgent or self.rng.random() < 0.1:
             return False
-        # a follower syncs as soon as its JoinGroup is answered; the leader first computes the assignment
-        followers = [c for c in urgent if not (c.phase == "joined" and c.leader)]
-        c = self.rng.choice(followers or urgent)
+        c = self.rng.choice(urgent)
         self.advance(self.heartbeat_until(self.now + self.rng.choice([0, 0, 1, 2, 5, 20])))
         if c.phase == "rejoin":
             self.join(c)

@@ -517,13 +517,7 @@ class GroupReplayer:
 
     def _order_tie(self, tie: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """Requests that arrived in the same instant, in the order that respects the log's constraints
-        and agrees best with the observed responses (transforms.ordering). Where nothing tells them
-        apart, followers' SyncGroups come before the leader's: a follower syncs as soon as its JoinGroup
-        is answered, the leader only after computing the assignment (and which came first decides
-        whose session the group's completion re-arms)."""
-        tie = sorted(
-            tie, key=lambda row: int(row["api_key"]) == ApiKey.SYNC_GROUP and bool(row.get("assignments"))
-        )
+        and agrees best with the observed responses (transforms.ordering)."""
         requests = [request_from_row(row) for row in tie]
         t = requests[0].arrival_ms
         tolerance = self.completion_tolerance_ms
