@@ -34,7 +34,8 @@ import re
 import sys
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Sequence as SequenceOf
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -149,21 +150,15 @@ class Sequence:
         """The sequence without the ops in ``drop``; references to a dropped op become ``""`` and later
         references are renumbered."""
         keep = [i for i in range(len(self.ops)) if i not in drop]
-        renumber = {old: new for new, old in enumerate(keep)}
-
-        def fix(value: Any) -> Any:
-            if isinstance(value, str):
-                m = _REF.match(value)
-                if m:
-                    old = int(m.group(1))
-                    return f"${{{renumber[old]}}}" if old in renumber else ""
-                return value
-            if isinstance(value, list):
-                return [fix(v) for v in value]
-            return value
-
+        renumber = {old: f"${{{new}}}" for new, old in enumerate(keep)}
         ops = tuple(
-            Op(op.at_ms, op.api, op.version, op.client_id, {k: fix(v) for k, v in op.fields.items()})
+            Op(
+                op.at_ms,
+                op.api,
+                op.version,
+                op.client_id,
+                {k: _map_refs(v, renumber) for k, v in op.fields.items()},
+            )
             for op in (self.ops[i] for i in keep)
         )
         return Sequence(self.seed, self.settings, ops, self.end_ms)
@@ -173,12 +168,14 @@ class Sequence:
         return "\n".join([json.dumps(head), *(json.dumps(op.to_json()) for op in self.ops)])
 
 
-def _resolve(value: Any, ids: dict[int, str]) -> Any:
+def _map_refs(value: Any, refs: dict[int, str]) -> Any:
+    """``value`` with every ``"${N}"`` in it (strings, nested lists) replaced by ``refs[N]``, or ``""``
+    when ``refs`` has no N: resolving member ids (N → id) and renumbering (N → ``"${M}"``) alike."""
     if isinstance(value, str):
         m = _REF.match(value)
-        return ids.get(int(m.group(1)), "") if m else value
+        return refs.get(int(m.group(1)), "") if m else value
     if isinstance(value, list):
-        return [_resolve(v, ids) for v in value]
+        return [_map_refs(v, refs) for v in value]
     return value
 
 
@@ -188,7 +185,7 @@ def _b64(text: str | None) -> bytes | None:
 
 def group_request(op: Op, index: int, ids: dict[int, str]) -> GroupRequest:
     """The op as the model's request, member-id references resolved with ``ids`` (op index → member id)."""
-    f = {k: _resolve(v, ids) for k, v in op.fields.items()}
+    f = {k: _map_refs(v, ids) for k, v in op.fields.items()}
     protocols = tuple(Protocol(n, _b64(m), len(_b64(m) or b"")) for n, m in f.pop("protocols", []) or [])
     assignments = tuple((m, _b64(a)) for m, a in f.pop("assignments", []) or [])
     leave = tuple(LeaveMember(m, i, r) for m, i, r in f.pop("leave_members", []) or [])
@@ -291,6 +288,20 @@ class JavaRandomUuids:
         return uuid.UUID(bytes=bytes(data))
 
 
+def oracle_answers(
+    events: Iterable[dict[str, Any]], by_req: Mapping[int, int], ops: SequenceOf[Op]
+) -> Iterator[tuple[int, Answer, dict[str, Any]]]:
+    """The oracle's responses among ``events`` to ops we sent (oracle request number → op index in
+    ``by_req``): (op index, answer, Kafka's response JSON). A failure reported by the oracle raises."""
+    for e in events:
+        kind = e.get("type")
+        if kind in ("error", "timer_error"):
+            raise RuntimeError(f"the oracle failed: {e}")
+        if kind == "response" and e["req"] in by_req:
+            i = by_req[e["req"]]
+            yield i, answer_from_oracle(ops[i].api, ops[i].version, int(e["t"]), e["body"]), e["body"]
+
+
 def run_oracle(
     oracle: KafkaOracle, seq: Sequence, bodies: dict[int, dict[str, Any]] | None = None
 ) -> dict[int, Answer]:
@@ -303,18 +314,12 @@ def run_oracle(
     now = 0
 
     def take(events: list[dict[str, Any]]) -> None:
-        for e in events:
-            if e.get("type") == "response" and e["req"] in by_req:
-                i = by_req[e["req"]]
-                op = seq.ops[i]
-                a = answer_from_oracle(op.api, op.version, int(e["t"]), e["body"])
-                answers[i] = a
-                if bodies is not None:
-                    bodies[i] = e["body"]
-                if op.api is ApiKey.JOIN_GROUP and a.member_id:
-                    ids[i] = a.member_id
-            elif e.get("type") in ("error", "timer_error"):
-                raise RuntimeError(f"the oracle failed: {e}")
+        for i, a, body in oracle_answers(events, by_req, seq.ops):
+            answers[i] = a
+            if bodies is not None:
+                bodies[i] = body
+            if seq.ops[i].api is ApiKey.JOIN_GROUP and a.member_id:
+                ids[i] = a.member_id
 
     for i, op in enumerate(seq.ops):
         if op.at_ms > now:
@@ -552,14 +557,8 @@ class _Generator:
         self.take(self.oracle.send(oracle_request(group_request(op, i, self.resolved()))))
 
     def take(self, events: list[dict[str, Any]]) -> None:
-        for e in events:
-            if e.get("type") in ("error", "timer_error"):
-                raise RuntimeError(f"the oracle failed: {e}")
-            if e.get("type") != "response" or e["req"] not in self.by_req:
-                continue
-            i = self.by_req[e["req"]]
+        for i, a, _ in oracle_answers(events, self.by_req, self.ops):
             op = self.ops[i]
-            a = answer_from_oracle(op.api, op.version, int(e["t"]), e["body"])
             if op.api is ApiKey.JOIN_GROUP and a.member_id and a.member_id not in self.id_ref:
                 self.id_ref[a.member_id] = f"${{{i}}}"
             c = self.waiting.pop(i, None)
