@@ -14,7 +14,7 @@ import dataclasses
 from enum import Enum
 from typing import Any
 
-from transforms.coordinator.state import ClassicGroup, ClassicGroupMember, ParkedCall
+from transforms.coordinator.state import JAVA_HASHMAP_CAPACITY, ClassicGroup, ClassicGroupMember, ParkedCall
 from transforms.coordinator.types import (
     EventKind,
     GroupRequest,
@@ -162,7 +162,7 @@ def _ungroup(group_id: str, d: Json, calls: dict[int, ParkedCall]) -> ClassicGro
     g.state = GroupState(d["state"])
     g.previous_state = GroupState(d["previous_state"])
     g.generation_id = d["generation"]
-    g.table_capacity = d.get("capacity", 16)
+    g.table_capacity = d.get("capacity", JAVA_HASHMAP_CAPACITY)
     g.protocol_type = d["protocol_type"]
     g.protocol_name = d["protocol_name"]
     g.leader_id = d["leader"]

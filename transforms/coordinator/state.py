@@ -238,7 +238,7 @@ class ClassicGroup:
 
     def ordered_members(self) -> list[ClassicGroupMember]:
         members = self.members
-        return [members[m] for m in java_hash_order(members, self.table_capacity)]
+        return [members[m] for m in self.member_ids()]
 
     def has(self, member_id: str) -> bool:
         return member_id in self.members
