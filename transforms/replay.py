@@ -14,7 +14,6 @@ sorted-partition fast path (``mapInArrow``) produce the same rows.
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import uuid
 import zlib
@@ -521,14 +520,26 @@ class GroupReplayer:
         requests = [request_from_row(row) for row in tie]
         t = requests[0].arrival_ms
         tolerance = self.completion_tolerance_ms
+        # the tie's JoinGroups the broker accepted and answered after this instant (order-independent)
+        parked_joins = [
+            r.observed
+            for r in requests
+            if r.api is ApiKey.JOIN_GROUP
+            and r.observed is not None
+            and r.observed.error == "NONE"
+            and r.observed.completion_ms is not None
+            and r.observed.completion_ms > t
+        ]
+        answered_later = [obs.completion_ms for obs in parked_joins if obs.completion_ms is not None]
+        leaders = {obs.leader for obs in parked_joins if obs.leader}
 
         def disagreements(order: Sequence[int]) -> int:
-            model = copy.deepcopy(self.model)
-            first = len(model._predictions)
+            model = self.model.fork()
             for i in order:
                 model.handle(requests[i])
             bad = 0
-            for p in model._predictions[first:]:
+            predictions, _ = model.drain()
+            for p in predictions:
                 obs = p.request.observed
                 if (
                     obs is not None
@@ -544,38 +555,20 @@ class GroupReplayer:
                         done = call.request.observed.completion_ms
                         if done is not None and done <= t:
                             bad += 2
-                # the leader of a join phase is the first member added to a leaderless group: when the
-                # tie's JoinGroups are answered later, their observed leader tells which came first
-                leaders = {
-                    r.observed.leader
-                    for r in requests
-                    if r.api is ApiKey.JOIN_GROUP
-                    and r.observed is not None
-                    and r.observed.error == "NONE"
-                    and r.observed.leader
-                    and (r.observed.completion_ms or 0) > t
-                }
-                # ... and when they were answered bounds the join phase the order started: the broker
-                # cannot have answered later than the join timer the model armed
+                # when the tie's parked JoinGroups were answered bounds the join phase the order
+                # started: the broker cannot have answered later than the join timer the model armed
                 # (a timer that ends exactly when the broker answered is the likeliest explanation; a
                 # disagreement weighs 2, an answer time the order's timer does not explain 1)
                 deadline = model.join_deadline_ms()
-                answered_later = [
-                    r.observed.completion_ms
-                    for r in requests
-                    if r.api is ApiKey.JOIN_GROUP
-                    and r.observed is not None
-                    and r.observed.error == "NONE"
-                    and r.observed.completion_ms is not None
-                    and r.observed.completion_ms > t
-                ]
                 if deadline is not None and answered_later:
                     if any(done > deadline + tolerance for done in answered_later):
                         bad += 2  # answered after the join timer the order armed: impossible
                     elif all(abs(done - deadline) > tolerance for done in answered_later):
                         bad += 1  # not explained by the timer (all members joining may still be)
+                # the leader of a join phase is the first member added to a leaderless group: the
+                # observed leader of the tie's later-answered JoinGroups tells which came first
                 if len(leaders) == 1 and group.state is GroupState.PREPARING_REBALANCE:
-                    leader = _current_id(group, leaders.pop())
+                    leader = _current_id(group, next(iter(leaders)))
                     if leader in group.members and group.leader_id != leader:
                         bad += 2
             return bad

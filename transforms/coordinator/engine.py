@@ -16,8 +16,10 @@ class and implemented in :mod:`transforms.coordinator.reconcile`.
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Callable
+from typing import Self
 
 from transforms.coordinator import causes
 from transforms.coordinator.config import (
@@ -263,6 +265,16 @@ class CoordinatorEngine:
 
     def timer_keys(self) -> list[str]:
         return [t.key for t in self._timers.timers()]
+
+    def fork(self) -> Self:
+        """An independent copy to try requests on (the replay's tie ordering): the whole state, without
+        the predictions and events not drained yet (they can be many, and the copy has no use for them)."""
+        outputs = self._predictions, self._events
+        self._predictions, self._events = [], []
+        try:
+            return copy.deepcopy(self)
+        finally:
+            self._predictions, self._events = outputs
 
     def join_deadline_ms(self) -> int | None:
         """When the join phase in progress ends at the latest (its timer), or None."""
@@ -1440,9 +1452,10 @@ class CoordinatorEngine:
             group.empty_since_ms = self._clock
             self._persist(group)
             self._arm_offsets_expiration(group)
+        ordered = group.ordered_members()  # Kafka's order: the list, and who is answered/re-armed first
         self._event(
             EventKind.JOIN_COMPLETED,
-            members=tuple(group.member_ids()),
+            members=tuple(m.member_id for m in ordered),
             leader=group.leader_id,
             protocol_name=group.protocol_name,
             protocol_type=group.protocol_type,
@@ -1450,7 +1463,7 @@ class CoordinatorEngine:
         if not group.members:
             return
         leader = group.leader_id
-        for member in group.ordered_members():
+        for member in ordered:
             call = member.awaiting_join
             if call is not None:
                 if (unsure or not group.order_known) and call.scored:
