@@ -1098,6 +1098,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-shrink", action="store_true")
     p.add_argument("--explain", action="store_true", help="print each minimal example op by op")
     args = p.parse_args(argv)
+    version, _, implementation = args.kafka_version.partition(":")
+    try:
+        Settings().model_config(version, implementation or None)
+    except ValueError as exc:
+        p.error(f"--kafka-version {args.kafka_version}: {exc}")
     try:
         oracle = KafkaOracle()
     except OracleUnavailable as exc:

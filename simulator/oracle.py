@@ -15,8 +15,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-#: Where the oracle is looked for: ``$KAFKA_ORACLE_HOME``, then ``../shared/kafka-oracle`` beside the
-#: checkout (the workplace layout).
+#: Where the oracle is looked for: ``$KAFKA_ORACLE_HOME`` when set, else ``../shared/kafka-oracle`` beside
+#: the checkout (the workplace layout).
 ENV_HOME = "KAFKA_ORACLE_HOME"
 LAUNCHER = Path("bin") / "kafka-coordinator-oracle"
 
@@ -32,16 +32,14 @@ class OracleError(RuntimeError):
 def oracle_home() -> Path:
     """The oracle's directory, or :class:`OracleUnavailable` with a one-line reason."""
     env = os.environ.get(ENV_HOME)
-    candidates = [Path(env)] if env else []
-    repo = Path(__file__).resolve().parent.parent
-    candidates.append(repo.parent / "shared" / "kafka-oracle")
-    for home in candidates:
-        if (home / LAUNCHER).is_file():
-            if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-                raise OracleUnavailable("the Kafka coordinator oracle needs Java 17 on PATH (or JAVA_HOME)")
-            return home
-    where = " or ".join(str(c) for c in candidates)
-    raise OracleUnavailable(f"no Kafka coordinator oracle at {where} (set {ENV_HOME})")
+    # a home named by the environment is the only one looked at: a wrong one is reported, not bypassed
+    home = Path(env) if env else Path(__file__).resolve().parent.parent.parent / "shared" / "kafka-oracle"
+    if not (home / LAUNCHER).is_file():
+        hint = f"{ENV_HOME}={env} names no oracle" if env else f"set {ENV_HOME}"
+        raise OracleUnavailable(f"no Kafka coordinator oracle at {home} ({hint})")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise OracleUnavailable("the Kafka coordinator oracle needs Java 17 on PATH (or JAVA_HOME)")
+    return home
 
 
 class KafkaOracle:
