@@ -107,7 +107,7 @@ FLEXIBLE_FROM: dict[ApiKey, int] = {
 }
 
 # ---------------------------------------------------------------------------------------------------
-# Message schemas (reference §3): JSON keys in spec order, with the versions each field exists in.
+# Message schemas (request-log-format.md §3): JSON keys in spec order, with the versions each field exists in.
 # Used to tokenize text-era bodies (field order and names) and by ``log_render`` to write bodies.
 # ---------------------------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """JSON-era (Kafka 2.8+) lines of ``kafka.request.logger``, hand-written from the format reference
-(key order of RequestConvertToJson, per-version fields of §3), parsed by ``parse_line``."""
+(key order of RequestConvertToJson, per-version fields of request-log-format.md §3), parsed by
+``parse_line``."""
 
 from __future__ import annotations
 
