@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,13 +33,13 @@ MODULE = re.compile(r"`(?P<mod>(?:rebalance_replay\.)?(?:conf|schemas|transforms
 
 
 def source_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
-    """Project files with these suffixes, outside hidden folders and ``SKIP_DIRS``."""
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if any(p.startswith(".") or p in SKIP_DIRS for p in rel.parts[:-1]):
-            continue
-        if path.suffix in suffixes and path.is_file() and path.resolve() != SELF:
-            yield path
+    """Project files with these suffixes, outside hidden folders (``.venv``, ``.git``) and ``SKIP_DIRS``."""
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
+        for name in sorted(files):
+            path = Path(folder) / name
+            if path.suffix in suffixes and path.resolve() != SELF:
+                yield path
 
 
 def headings(doc: Path) -> set[str]:
