@@ -12,11 +12,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 
+from jobs.delta.base import ENGINE_CHOICES, EngineChoice
+from jobs.errors import ConfigError as ConfigError  # declared with the other user-facing errors
 from transforms.coordinator.config import CoordinatorConfig
 
 KAFKA_VERSIONS = (
@@ -39,16 +41,11 @@ KAFKA_VERSIONS = (
     "3.9",
     "4.0",
 )
-ENGINES = ("auto", "delta-spark", "delta-rs")
-
-
-class ConfigError(ValueError):
-    """A one-line, user-facing configuration problem."""
 
 
 @dataclass(frozen=True)
 class StorageConfig:
-    engine: str
+    engine: EngineChoice
     warehouse: str
     lock_wait_s: int
 
@@ -315,7 +312,7 @@ def build_config(data: dict[str, Any]) -> Config:
         )
     return Config(
         storage=StorageConfig(
-            engine=_choice(data, "storage.engine", ENGINES),
+            engine=cast(EngineChoice, _choice(data, "storage.engine", ENGINE_CHOICES)),
             warehouse=_str(data, "storage.warehouse"),
             lock_wait_s=_int(data, "storage.lock_wait_s", minimum=0),
         ),
