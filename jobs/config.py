@@ -20,27 +20,7 @@ import yaml
 from jobs.delta.base import ENGINE_CHOICES, EngineChoice
 from jobs.errors import ConfigError as ConfigError  # declared with the other user-facing errors
 from transforms.coordinator.config import CoordinatorConfig
-
-KAFKA_VERSIONS = (
-    "2.2",
-    "2.3",
-    "2.4",
-    "2.5",
-    "2.6",
-    "2.7",
-    "2.8",
-    "3.0",
-    "3.1",
-    "3.2",
-    "3.3",
-    "3.4",
-    "3.5",
-    "3.6",
-    "3.7",
-    "3.8",
-    "3.9",
-    "4.0",
-)
+from transforms.kafka_version import KAFKA_LINES, parse_kafka_version
 
 
 @dataclass(frozen=True)
@@ -267,10 +247,13 @@ def _redact(data: Mapping[str, Any]) -> tuple[str, ...]:
 def _kafka_version(data: Mapping[str, Any]) -> str:
     v = _get(data, "kafka.version")
     v = f"{v:.1f}" if isinstance(v, float) else str(v)
-    m = re.fullmatch(r"(\d+)\.(\d+)(?:\.\d+)?", v.strip())
-    if not m or f"{m.group(1)}.{m.group(2)}" not in KAFKA_VERSIONS:
+    try:
+        major, minor, _ = parse_kafka_version(v, strict=True)
+    except ValueError:
+        major = minor = -1
+    if f"{major}.{minor}" not in KAFKA_LINES:
         raise ConfigError(
-            f"config: kafka.version must be one of {', '.join(KAFKA_VERSIONS)} "
+            f"config: kafka.version must be one of {', '.join(KAFKA_LINES)} "
             f"(patch levels allowed, e.g. 2.8.1), got {v!r}"
         )
     return v.strip()

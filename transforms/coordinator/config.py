@@ -4,19 +4,19 @@
 matrix of the semantics reference (§14 per-version deltas, §15 Java-coordinator deltas) is resolved
 once into a :class:`VersionFeatures` so the request handlers test plain booleans.
 
-Version strings: ``"X.Y"`` means the **last patch release** of that line (what production clusters
-run, and what the patch-level backports 2.6.1 / 2.8.1 / 3.3.1 / 3.3.2 need), ``"X.Y.Z"`` an exact
-release. ``"2.8"`` therefore has the pending-sync timeout (2.8.1) and ``"2.8.0"`` does not.
+Version strings (:mod:`transforms.kafka_version`): ``"X.Y"`` means the **last patch release** of that
+line (what production clusters run, and what the patch-level backports 2.6.1 / 2.8.1 / 3.3.1 / 3.3.2
+need), ``"X.Y.Z"`` an exact release. ``"2.8"`` therefore has the pending-sync timeout (2.8.1) and
+``"2.8.0"`` does not.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
-#: Patch number used for a bare ``"X.Y"`` version: the newest patch of that line.
-LATEST_PATCH = 99
+from transforms.kafka_version import Version
+from transforms.kafka_version import parse_kafka_version as parse_kafka_version  # the one parser
 
 #: ``NewMemberJoinTimeoutMs`` (Scala) / ``CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS`` (Java): not a config.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
@@ -25,22 +25,13 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 #: consumer's ``max.poll.interval.ms`` default, which it sends as ``rebalanceTimeoutMs``.
 ASSUMED_REBALANCE_TIMEOUT_MS = 300_000
 
-Version = tuple[int, int, int]
 
-_VERSION_RE = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?")
-
-
-def parse_kafka_version(text: str) -> Version:
-    """``"3.7"`` → ``(3, 7, 99)`` (last patch of 3.7); ``"3.3.1"`` → ``(3, 3, 1)``; suffixes ignored."""
-    m = _VERSION_RE.match(text)
-    if not m:
-        raise ValueError(f"not a Kafka version: {text!r}")
-    major, minor = int(m.group(1)), int(m.group(2))
-    patch = int(m.group(3)) if m.group(3) is not None else LATEST_PATCH
-    v = (major, minor, patch)
+def modelled_version(text: str) -> Version:
+    """The version the model runs as (bare ``"X.Y"``: the last patch); ValueError outside 2.2 … 4.x."""
+    v = parse_kafka_version(text)
     if v < (2, 2, 0):
         raise ValueError(f"Kafka {text} is older than 2.2, the oldest version modelled")
-    if major > 4:
+    if v[0] > 4:
         raise ValueError(f"Kafka {text} is newer than the 4.x line modelled")
     return v
 
@@ -85,7 +76,7 @@ class CoordinatorConfig:
     emit_liveness_events: bool = True
 
     def __post_init__(self) -> None:
-        parse_kafka_version(self.kafka_version)
+        modelled_version(self.kafka_version)
         if self.implementation not in (None, "scala", "java"):
             raise ValueError(f"implementation must be scala, java or None, not {self.implementation!r}")
         if self.timer_rule not in ("strict", "inclusive"):
@@ -103,7 +94,7 @@ class CoordinatorConfig:
 
     @property
     def version(self) -> Version:
-        return parse_kafka_version(self.kafka_version)
+        return modelled_version(self.kafka_version)
 
     @property
     def resolved_implementation(self) -> Literal["scala", "java"]:
