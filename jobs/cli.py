@@ -20,10 +20,10 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, get_args
 
 from jobs.bookkeeping import write_json
-from jobs.config import Config, load_config
+from jobs.config import Config, ReplayPath, load_config
 from jobs.errors import EXIT_USAGE, UsageError, UserError, user_message
 
 PROG = "rebalance-replay"
@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
             )
             p.add_argument(
                 "--path",
-                choices=("auto", "stateful", "fast"),
+                choices=get_args(ReplayPath),
                 default=None,
                 help="replay path (default: replay.path)",
             )
