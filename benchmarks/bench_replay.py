@@ -66,7 +66,7 @@ def main() -> None:
         t = time.perf_counter()
         n = generate(logs, args.requests, args.groups, args.members)
         print(f"generated {n} request lines in {time.perf_counter() - t:.1f}s")
-    from jobs.delta_store import open_store
+    from jobs.delta import open_store
     from jobs.ingest import ingest
     from jobs.spark_session import get_spark
 

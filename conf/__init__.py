@@ -1,1 +1,2 @@
-"""Default configuration (``default.yaml``), shipped as package data so a wheel on a cluster finds it."""
+"""Default configuration (``default.yaml``, generated from ``jobs/config.py``), shipped as package data:
+the template of a ``--conf`` file."""

@@ -20,17 +20,13 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, get_args
 
 from jobs.bookkeeping import write_json
-from jobs.config import Config, ConfigError, load_config
-from jobs.log_files import InputError
+from jobs.config import Config, ReplayPath, load_config
+from jobs.errors import EXIT_USAGE, UsageError, UserError, user_message
 
 PROG = "rebalance-replay"
-
-
-class UsageError(Exception):
-    """Bad usage: exit 2 with a one-line message."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -88,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
             )
             p.add_argument(
                 "--path",
-                choices=("auto", "stateful", "fast"),
+                choices=get_args(ReplayPath),
                 default=None,
                 help="replay path (default: replay.path)",
             )
@@ -156,7 +152,7 @@ def _session(config: Config) -> Any:
 
 
 def _store(spark: Any, config: Config) -> Any:
-    from jobs.delta_store import DeltaRsStore, open_store
+    from jobs.delta import DeltaRsStore, open_store
 
     store = open_store(spark, config.storage.warehouse, config.storage.engine)
     engine = "delta-rs (embedded, local paths)" if isinstance(store, DeltaRsStore) else "delta-spark"
@@ -296,23 +292,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         ):
             open_warehouse(config.storage.warehouse, config.output.redact, _say)
             return COMMANDS[args.command](args, config)
-    except UsageError as e:
-        _say(f"{PROG}: error: {e} (see '{PROG} --help')")
-        return 2
-    except (ConfigError, InputError) as e:
-        _say(f"{PROG}: error: {e}")
-        return 2
+    except UserError as e:  # usage, config, input, warehouse, storage, Java: the message says it all
+        if debug and e.exit_code != EXIT_USAGE:  # nothing ran on bad usage/config/input: no trace
+            traceback.print_exc()
+        hint = f" (see '{PROG} --help')" if isinstance(e, UsageError) else ""
+        _say(f"{PROG}: error: {e.message}{hint}")
+        return e.exit_code
     except KeyboardInterrupt:
         _say(f"{PROG}: interrupted")
         return 130
     except Exception as e:  # a one-line message, never a stack trace, unless --debug
-        from jobs.errors import is_user_facing, user_message
-
-        msg = user_message(e)
         if debug:
             traceback.print_exc()
-        hint = "" if debug or is_user_facing(e) else " (rerun with --debug for details)"
-        _say(f"{PROG}: error: {msg}{hint}")
+        hint = "" if debug else " (rerun with --debug for details)"
+        _say(f"{PROG}: error: {user_message(e)}{hint}")
         return 1
 
 

@@ -1,5 +1,9 @@
-"""Typed configuration: ``conf/default.yaml`` + ``--conf FILE`` + ``--set key=value``, validated at start-up.
+"""Typed configuration, every key declared ONCE here: ``--conf FILE`` + ``--set key=value`` over the
+declared defaults, validated at start-up.
 
+Each key is a field of a section dataclass below: name, type (``Literal`` for choices), default,
+validator (``minimum=``, ``bounds=``, ``check=``) and doc (see :mod:`jobs.settings`).
+``conf/default.yaml`` and ``docs/config.md`` are generated from it: ``python -m jobs.config``.
 Every problem (unknown key, wrong type, bad value) is a :class:`ConfigError` with a one-line message
 naming the key, e.g. ``config: replay.mode must be one of track, predict (got 'tracking')``.
 """
@@ -10,62 +14,117 @@ import copy
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 
-from transforms.coordinator.config import CoordinatorConfig
+from jobs.delta.base import EngineChoice
+from jobs.errors import ConfigError as ConfigError  # declared with the other user-facing errors
+from jobs.settings import build, defaults, render_markdown, render_yaml, section, setting
+from transforms.coordinator.config import CoordinatorConfig, Implementation, Mode, TimerRule
+from transforms.kafka_version import KAFKA_LINES, parse_kafka_version
 
-KAFKA_VERSIONS = (
-    "2.2",
-    "2.3",
-    "2.4",
-    "2.5",
-    "2.6",
-    "2.7",
-    "2.8",
-    "3.0",
-    "3.1",
-    "3.2",
-    "3.3",
-    "3.4",
-    "3.5",
-    "3.6",
-    "3.7",
-    "3.8",
-    "3.9",
-    "4.0",
-)
-ENGINES = ("auto", "delta-spark", "delta-rs")
+#: ``replay.path``: ``stateful`` (applyInPandasWithState streaming), ``fast`` (sorted mapInArrow), or
+#: ``auto`` (the fast path above ``replay.fast_path_min_groups`` groups).
+ReplayPath = Literal["auto", "stateful", "fast"]
+#: Values ``output.redact`` can replace by keyed hashes.
+REDACTABLE = ("principal", "client_address", "client_id")
 
 
-class ConfigError(ValueError):
-    """A one-line, user-facing configuration problem."""
+# ---- validators beyond the type ------------------------------------------------------------------
+
+
+def _timezone(path: str, tz: str) -> str:
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(
+            f"config: {path} {tz!r} is not a known time zone (use an IANA name such as UTC or Europe/Berlin)"
+        ) from None
+    return tz
+
+
+def _broker_id_pattern(path: str, pattern: str) -> str:
+    try:
+        compiled = re.compile(pattern)
+    except re.error as e:
+        raise ConfigError(f"config: {path} is not a valid regex: {e}") from None
+    if "broker_id" not in compiled.groupindex:
+        raise ConfigError(f"config: {path} needs a named group (?P<broker_id>...)")
+    return pattern
+
+
+def _kafka_version(path: str, raw: Any) -> str:
+    v = f"{raw:.1f}" if isinstance(raw, float) else str(raw)
+    try:
+        major, minor, _ = parse_kafka_version(v, strict=True)
+    except ValueError:
+        major = minor = -1
+    if f"{major}.{minor}" not in KAFKA_LINES:
+        raise ConfigError(
+            f"config: {path} must be one of {', '.join(KAFKA_LINES)} "
+            f"(patch levels allowed, e.g. 2.8.1), got {v!r}"
+        )
+    return v.strip()
+
+
+def _redact(path: str, fields: tuple[str, ...]) -> tuple[str, ...]:
+    unknown = [f for f in fields if f not in REDACTABLE]
+    if unknown:
+        raise ConfigError(
+            f"config: {path}: {', '.join(unknown)} cannot be redacted (choose from {', '.join(REDACTABLE)})"
+        )
+    return tuple(sorted(set(fields)))
+
+
+# ---- the declaration -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class StorageConfig:
-    engine: str
-    warehouse: str
-    lock_wait_s: int
+    """Where and how the warehouse's Delta tables are kept."""
+
+    engine: EngineChoice = setting(
+        "auto",
+        "auto: delta-spark when Delta's JVM classes are on the classpath (clusters, Databricks), else "
+        "delta-rs (embedded default: Spark writes parquet, delta-rs commits the Delta log).",
+    )
+    warehouse: str = setting("./warehouse", "The warehouse folder; --warehouse DIR overrides.")
+    lock_wait_s: int = setting(
+        0,
+        "One run writes a warehouse at a time (a lock file, <warehouse>/_lock). A second run fails at "
+        "once with a message naming the first, or waits up to this many seconds for it to finish.",
+        minimum=0,
+    )
 
 
 @dataclass(frozen=True)
 class SparkConfig:
-    master: str
-    driver_memory: str
-    shuffle_partitions: int
-    extra: dict[str, str]
+    """The local Spark session (ignored when a session already exists: spark-submit, Databricks)."""
+
+    master: str = setting("local[*]", "Spark master of a local session.")
+    driver_memory: str = setting("6g", "spark.driver.memory of a local session.")
+    shuffle_partitions: int = setting(8, "spark.sql.shuffle.partitions.", minimum=1)
+    extra: dict[str, str] = setting({}, "Any further spark.* settings for a local session.")
 
 
 @dataclass(frozen=True)
 class InputConfig:
-    timezone: str
-    broker_id_pattern: str
-    file_patterns: tuple[str, ...]
+    """Finding and reading the broker request-log files."""
+
+    timezone: str = setting("UTC", "The broker JVM's zone of the log timestamps.", check=_timezone)
+    broker_id_pattern: str = setting(
+        "(?P<broker_id>[^/]+)/[^/]+$",
+        "Regex applied to the file path (with / separators); group broker_id names the broker. Default: "
+        "the parent directory name, e.g. logs/broker-1/kafka-request.log -> broker-1.",
+        check=_broker_id_pattern,
+    )
+    file_patterns: tuple[str, ...] = setting(
+        ("kafka-request.log", "kafka-request.log.*", "*.log", "*.log.gz"),
+        "File names taken from directories (fnmatch): the live file, hourly rotations, gzipped ones.",
+    )
 
     @property
     def tz(self) -> ZoneInfo:
@@ -74,64 +133,154 @@ class InputConfig:
 
 @dataclass(frozen=True)
 class KafkaConfig:
-    version: str
-    coordinator: str
+    """The Kafka release whose coordinator behaviour is modelled."""
+
+    version: str = setting(
+        "3.7",
+        f"{KAFKA_LINES[0]} ... {KAFKA_LINES[-1]}, patch levels allowed (2.8.1); a bare X.Y is the line's "
+        "last patch.",
+        parse=_kafka_version,
+    )
+    coordinator: Literal["auto", Implementation] = setting(
+        "auto", "auto (Kafka's default for the version: java from 4.0) | scala | java."
+    )
 
 
 @dataclass(frozen=True)
 class BrokerConfig:
-    group_min_session_timeout_ms: int
-    group_max_session_timeout_ms: int | None
-    group_initial_rebalance_delay_ms: int
-    group_max_size: int
+    """Broker settings, under Kafka's own property names: --set broker.group.initial.rebalance.delay.ms=0"""
+
+    group_min_session_timeout_ms: int = setting(
+        6000, "Smallest session timeout a member may ask for.", name="group.min.session.timeout.ms", minimum=0
+    )
+    group_max_session_timeout_ms: int | None = setting(
+        None,
+        "Largest session timeout; null: the version's default (300000 up to 2.2, 1800000 from 2.3).",
+        name="group.max.session.timeout.ms",
+        minimum=0,
+    )
+    group_initial_rebalance_delay_ms: int = setting(
+        3000,
+        "Delay of the first rebalance of an empty group.",
+        name="group.initial.rebalance.delay.ms",
+        minimum=0,
+    )
+    group_max_size: int = setting(
+        2147483647, "Most members a group may have.", name="group.max.size", minimum=1
+    )
+
+    def __post_init__(self) -> None:
+        mx = self.group_max_session_timeout_ms
+        if mx is not None and mx < self.group_min_session_timeout_ms:
+            raise ConfigError(
+                "config: broker.group.max.session.timeout.ms must be ≥ group.min.session.timeout.ms"
+            )
 
 
 @dataclass(frozen=True)
 class ReplayConfig:
-    mode: str
-    timer_rule: str
-    warm_start: bool
-    path: str
-    late_tolerance_ms: int
-    bucket_ms: int
-    max_rows_per_call: int
-    fast_path_min_groups: int
-    cooperative_protocols: tuple[str, ...]
-    follow_up_window_ms: int
-    order_search_exhaustive_max: int
-    order_search_max: int
+    """Replaying each group's requests through the coordinator model."""
+
+    mode: Mode = setting("track", "track (reconcile with observed responses) | predict (pure model).")
+    timer_rule: Literal["auto", TimerRule] = setting(
+        "auto", "auto (the real broker) | strict (Scala tests) | inclusive (Java tests)."
+    )
+    warm_start: bool = setting(
+        True,
+        "Groups may already run when the logs start: the model starts unconfident and infers the "
+        "members it has not seen join.",
+    )
+    path: ReplayPath = setting(
+        "auto", "auto | stateful (applyInPandasWithState streaming) | fast (sorted mapInArrow)."
+    )
+    late_tolerance_ms: int = setting(
+        600000,
+        "Rows may land late (rotated files from other brokers, long-parked JoinGroups complete minutes "
+        "after they arrive). Incremental runs only finalise events older than the newest completion time "
+        "minus this.",
+        minimum=0,
+    )
+    bucket_ms: int = setting(
+        3600000,
+        "Each run's new rows are replayed in arrival-time buckets of this size, one micro-batch each, so "
+        "a large group never has to fit in memory at once.",
+        minimum=1000,
+    )
+    max_rows_per_call: int = setting(
+        200000,
+        "...halved per run until no group has more than this many rows in one bucket (one stateful call).",
+        minimum=1000,
+    )
+    fast_path_min_groups: int = setting(
+        2000, "path=auto uses the fast path above this many groups.", minimum=0
+    )
+    cooperative_protocols: tuple[str, ...] = setting(
+        ("cooperative-sticky",),
+        "Assignment protocols under which a member's rejoin soon after a rebalance is a cooperative "
+        "follow-up (the second rebalance of an incremental reassignment).",
+    )
+    follow_up_window_ms: int = setting(
+        10000,
+        "A cooperative member's rejoin within this long of the previous rebalance's Stable time marks "
+        "the new rebalance as a cooperative follow-up.",
+        minimum=0,
+    )
+    order_search_exhaustive_max: int = setting(
+        6,
+        "Requests logged in the same instant are ordered by connection, causality and, among the orders "
+        "still possible, the one that agrees with the observed answers: every order is tried when there "
+        "are at most this many unconstrained requests (6 -> 720 orders; one connection's requests keep "
+        "their order, so larger tie sets often qualify), a greedy search beyond.",
+        minimum=1,
+    )
+    order_search_max: int = setting(
+        64, "No order search above this many tied requests (then the stable key decides).", minimum=1
+    )
 
 
 @dataclass(frozen=True)
 class ValidationConfig:
-    min_agreement: float
-    completion_tolerance_ms: int
+    """Predicted against observed responses."""
+
+    min_agreement: float = setting(
+        0.99, "Share of predictions that must agree with the observed responses.", bounds=(0, 1)
+    )
+    completion_tolerance_ms: int = setting(
+        5, "Predicted and observed completion times this close (ms) still agree (log rounding).", minimum=0
+    )
 
 
 @dataclass(frozen=True)
 class ReportConfig:
-    great_expectations: bool
+    """Reports."""
 
-
-REDACTABLE = ("principal", "client_address", "client_id")
+    great_expectations: bool = setting(True, "Run the Great Expectations checkpoints and write Data Docs.")
 
 
 @dataclass(frozen=True)
 class OutputConfig:
-    redact: tuple[str, ...]
+    """What is written."""
+
+    redact: tuple[str, ...] = setting(
+        (),
+        "Values replaced by keyed hashes (stable within a warehouse, so joins still work) in every table, "
+        f"report and summary, before anything is written: any of {', '.join(REDACTABLE)}. Fixed when a "
+        "warehouse is created. --set output.redact=principal,client_address,client_id",
+        check=_redact,
+    )
 
 
 @dataclass(frozen=True)
 class Config:
-    storage: StorageConfig
-    spark: SparkConfig
-    input: InputConfig
-    kafka: KafkaConfig
-    broker: BrokerConfig
-    replay: ReplayConfig
-    validation: ValidationConfig
-    report: ReportConfig
-    output: OutputConfig
+    storage: StorageConfig = section(StorageConfig)
+    spark: SparkConfig = section(SparkConfig)
+    input: InputConfig = section(InputConfig)
+    kafka: KafkaConfig = section(KafkaConfig)
+    broker: BrokerConfig = section(BrokerConfig)
+    replay: ReplayConfig = section(ReplayConfig)
+    validation: ValidationConfig = section(ValidationConfig)
+    report: ReportConfig = section(ReportConfig)
+    output: OutputConfig = section(OutputConfig)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def coordinator_config(self) -> CoordinatorConfig:
@@ -151,11 +300,7 @@ class Config:
         return CoordinatorConfig(**kwargs)
 
 
-def default_yaml() -> dict[str, Any]:
-    text = resources.files("conf").joinpath("default.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
-    assert isinstance(data, dict)
-    return data
+# ---- loading -------------------------------------------------------------------------------------
 
 
 def _merge(base: dict[str, Any], override: Mapping[str, Any], prefix: str = "") -> None:
@@ -201,172 +346,20 @@ def _set_dotted(data: dict[str, Any], assignment: str) -> None:
     _merge(data[section], nested, section + ".")
 
 
-def _get(data: Mapping[str, Any], path: str) -> Any:
-    """Value at a dotted path; under ``broker.`` the rest is one Kafka property name."""
-    if path.startswith("broker."):
-        return data["broker"][path[len("broker.") :]]
-    cur: Any = data
-    for part in path.split("."):
-        cur = cur[part]
-    return cur
-
-
-def _int(data: Mapping[str, Any], path: str, *, minimum: int | None = None, optional: bool = False) -> Any:
-    v = _get(data, path)
-    if v is None and optional:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int):
-        if isinstance(v, str) and re.fullmatch(r"-?\d+", v.strip()):
-            v = int(v)
-        else:
-            raise ConfigError(f"config: {path} must be an integer, got {v!r}")
-    if minimum is not None and v < minimum:
-        raise ConfigError(f"config: {path} must be ≥ {minimum}, got {v}")
-    return v
-
-
-def _choice(data: Mapping[str, Any], path: str, choices: Sequence[str]) -> str:
-    v = _get(data, path)
-    v = str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
-    if v not in choices:
-        raise ConfigError(f"config: {path} must be one of {', '.join(choices)} (got {v!r})")
-    return str(v)
-
-
-def _bool(data: Mapping[str, Any], path: str) -> bool:
-    v = _get(data, path)
-    if not isinstance(v, bool):
-        raise ConfigError(f"config: {path} must be true or false, got {v!r}")
-    return v
-
-
-def _str(data: Mapping[str, Any], path: str) -> str:
-    v = _get(data, path)
-    if not isinstance(v, str) or not v:
-        raise ConfigError(f"config: {path} must be a non-empty string, got {v!r}")
-    return v
-
-
-def _str_list(data: Mapping[str, Any], path: str) -> tuple[str, ...]:
-    v = _get(data, path)
-    if isinstance(v, str):
-        v = [s.strip() for s in v.split(",") if s.strip()]
-    if not isinstance(v, list) or not all(isinstance(s, str) for s in v):
-        raise ConfigError(f"config: {path} must be a list of strings, got {v!r}")
-    return tuple(v)
-
-
-def _redact(data: Mapping[str, Any]) -> tuple[str, ...]:
-    fields = _str_list(data, "output.redact")
-    unknown = [f for f in fields if f not in REDACTABLE]
-    if unknown:
-        raise ConfigError(
-            f"config: output.redact: {', '.join(unknown)} cannot be redacted "
-            f"(choose from {', '.join(REDACTABLE)})"
-        )
-    return tuple(sorted(set(fields)))
-
-
-def _kafka_version(data: Mapping[str, Any]) -> str:
-    v = _get(data, "kafka.version")
-    v = f"{v:.1f}" if isinstance(v, float) else str(v)
-    m = re.fullmatch(r"(\d+)\.(\d+)(?:\.\d+)?", v.strip())
-    if not m or f"{m.group(1)}.{m.group(2)}" not in KAFKA_VERSIONS:
-        raise ConfigError(
-            f"config: kafka.version must be one of {', '.join(KAFKA_VERSIONS)} "
-            f"(patch levels allowed, e.g. 2.8.1), got {v!r}"
-        )
-    return v.strip()
-
-
 def build_config(data: dict[str, Any]) -> Config:
-    tz = _str(data, "input.timezone")
-    try:
-        ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ConfigError(
-            f"config: input.timezone {tz!r} is not a known time zone "
-            "(use an IANA name such as UTC or Europe/Berlin)"
-        ) from None
-    pattern = _str(data, "input.broker_id_pattern")
-    try:
-        compiled = re.compile(pattern)
-    except re.error as e:
-        raise ConfigError(f"config: input.broker_id_pattern is not a valid regex: {e}") from None
-    if "broker_id" not in compiled.groupindex:
-        raise ConfigError("config: input.broker_id_pattern needs a named group (?P<broker_id>...)")
-    min_agreement = _get(data, "validation.min_agreement")
-    if (
-        isinstance(min_agreement, bool)
-        or not isinstance(min_agreement, int | float)
-        or not 0 <= min_agreement <= 1
-    ):
-        raise ConfigError(
-            f"config: validation.min_agreement must be a number in [0, 1], got {min_agreement!r}"
-        )
-    extra = _get(data, "spark.extra")
-    if not isinstance(extra, dict):
-        raise ConfigError(f"config: spark.extra must be a mapping, got {extra!r}")
-    min_sto = _int(data, "broker.group.min.session.timeout.ms", minimum=0)
-    max_sto = _int(data, "broker.group.max.session.timeout.ms", minimum=0, optional=True)
-    if max_sto is not None and max_sto < min_sto:
-        raise ConfigError(
-            "config: broker.group.max.session.timeout.ms must be ≥ group.min.session.timeout.ms"
-        )
-    return Config(
-        storage=StorageConfig(
-            engine=_choice(data, "storage.engine", ENGINES),
-            warehouse=_str(data, "storage.warehouse"),
-            lock_wait_s=_int(data, "storage.lock_wait_s", minimum=0),
-        ),
-        spark=SparkConfig(
-            master=_str(data, "spark.master"),
-            driver_memory=_str(data, "spark.driver_memory"),
-            shuffle_partitions=_int(data, "spark.shuffle_partitions", minimum=1),
-            extra={str(k): str(v) for k, v in extra.items()},
-        ),
-        input=InputConfig(
-            timezone=tz, broker_id_pattern=pattern, file_patterns=_str_list(data, "input.file_patterns")
-        ),
-        kafka=KafkaConfig(
-            version=_kafka_version(data),
-            coordinator=_choice(data, "kafka.coordinator", ("auto", "scala", "java")),
-        ),
-        broker=BrokerConfig(
-            group_min_session_timeout_ms=min_sto,
-            group_max_session_timeout_ms=max_sto,
-            group_initial_rebalance_delay_ms=_int(data, "broker.group.initial.rebalance.delay.ms", minimum=0),
-            group_max_size=_int(data, "broker.group.max.size", minimum=1),
-        ),
-        replay=ReplayConfig(
-            mode=_choice(data, "replay.mode", ("track", "predict")),
-            timer_rule=_choice(data, "replay.timer_rule", ("auto", "strict", "inclusive")),
-            warm_start=_bool(data, "replay.warm_start"),
-            path=_choice(data, "replay.path", ("auto", "stateful", "fast")),
-            late_tolerance_ms=_int(data, "replay.late_tolerance_ms", minimum=0),
-            bucket_ms=_int(data, "replay.bucket_ms", minimum=1000),
-            max_rows_per_call=_int(data, "replay.max_rows_per_call", minimum=1000),
-            fast_path_min_groups=_int(data, "replay.fast_path_min_groups", minimum=0),
-            cooperative_protocols=_str_list(data, "replay.cooperative_protocols"),
-            follow_up_window_ms=_int(data, "replay.follow_up_window_ms", minimum=0),
-            order_search_exhaustive_max=_int(data, "replay.order_search_exhaustive_max", minimum=1),
-            order_search_max=_int(data, "replay.order_search_max", minimum=1),
-        ),
-        validation=ValidationConfig(
-            min_agreement=float(min_agreement),
-            completion_tolerance_ms=_int(data, "validation.completion_tolerance_ms", minimum=0),
-        ),
-        report=ReportConfig(great_expectations=_bool(data, "report.great_expectations")),
-        output=OutputConfig(redact=_redact(data)),
-        raw=copy.deepcopy(data),
-    )
+    """The typed configuration of YAML-shaped ``data`` (every key present), validated."""
+    config: Config = build(Config, data)
+    return Config(**{**{f: getattr(config, f) for f in _SECTIONS}, "raw": copy.deepcopy(data)})
+
+
+_SECTIONS = tuple(defaults(Config))
 
 
 def load_config(
     conf_files: Sequence[str | Path] = (), overrides: Sequence[str] = (), warehouse: str | None = None
 ) -> Config:
     """Defaults, then each ``--conf`` file in order, then each ``--set``, then ``--warehouse``."""
-    data = default_yaml()
+    data = defaults(Config)
     for f in conf_files:
         path = Path(f)
         if not path.is_file():
@@ -385,3 +378,42 @@ def load_config(
     if warehouse:
         data["storage"]["warehouse"] = warehouse
     return build_config(data)
+
+
+# ---- generated files -----------------------------------------------------------------------------
+
+YAML_HEADER = """rebalance-replay defaults. Override with --conf FILE (same shape, any subset) and
+--set key=value. Broker settings use Kafka's own property names:
+--set broker.group.initial.rebalance.delay.ms=0
+Generated from jobs/config.py (python -m jobs.config); do not edit by hand."""
+
+DOC_INTRO = (
+    "Generated from the declaration in `jobs/config.py` (`python -m jobs.config`); do not edit by hand. "
+    "Defaults are in `conf/default.yaml`; override with `--conf FILE` (same shape, any subset) and "
+    "`--set key=value` (e.g. `--set broker.group.initial.rebalance.delay.ms=0`)."
+)
+
+
+def default_yaml_text() -> str:
+    """``conf/default.yaml``."""
+    return render_yaml(Config, YAML_HEADER)
+
+
+def config_markdown() -> str:
+    """``docs/config.md``."""
+    return render_markdown(Config, "Configuration", DOC_INTRO)
+
+
+def write_generated(root: Path) -> list[Path]:
+    """Regenerate ``conf/default.yaml`` and ``docs/config.md`` under the checkout ``root``."""
+    out = []
+    for rel, text in (("conf/default.yaml", default_yaml_text()), ("docs/config.md", config_markdown())):
+        path = root / rel
+        path.write_text(text, encoding="utf-8")
+        out.append(path)
+    return out
+
+
+if __name__ == "__main__":  # pragma: no cover
+    for written in write_generated(Path(__file__).resolve().parents[1]):
+        print(f"wrote {written}")

@@ -44,7 +44,7 @@ from transforms.request_log import LineKind, parse_line
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-    from jobs.delta_store import DeltaStore
+    from jobs.delta import DeltaStore
 
 APP_ID = "rebalance-replay/ingest"
 BATCH_ROWS = 5000

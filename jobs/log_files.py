@@ -19,13 +19,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from jobs.errors import InputError as InputError  # declared with the other user-facing errors
+
 GZIP_MAGIC = b"\x1f\x8b"
 _COMPLETE_TAIL = re.compile(rb"\(kafka\.request\.logger(?::\d+)?\)(?: \[[^\]]*\])?\s*$")
 READ_BLOCK = 1 << 20
-
-
-class InputError(ValueError):
-    """A one-line, user-facing problem with the input files."""
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ from transforms.replay import (
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-    from jobs.delta_store import DeltaStore
+    from jobs.delta import DeltaStore
 
 OUTPUT_TABLES: dict[str, TableDef] = {
     "predictions": PREDICTIONS,

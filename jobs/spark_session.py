@@ -16,18 +16,20 @@ import tempfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from jobs.errors import JAVA_MISSING_MESSAGE, JavaMissingError
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import SparkSession
 
 __all__ = [
     "DEFAULT_CONF",
+    "JAVA_MISSING_MESSAGE",
     "JavaMissingError",
     "get_spark",
     "java_available",
     "java_executable",
 ]
 
-JAVA_MISSING_MESSAGE = "Java 17 is required to run Spark: install a JDK and set JAVA_HOME"
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -57,13 +59,6 @@ DEFAULT_CONF: Mapping[str, str] = {
 }
 
 DEFAULT_LOG_LEVEL = "WARN"
-
-
-class JavaMissingError(RuntimeError):
-    """No Java runtime to start Spark's JVM with."""
-
-    def __init__(self, detail: str = "") -> None:
-        super().__init__(JAVA_MISSING_MESSAGE + (f" ({detail})" if detail else ""))
 
 
 def _java_binary_name() -> str:

@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import Column, DataFrame, SparkSession
 
     from jobs.config import Config
-    from jobs.delta_store import DeltaStore
+    from jobs.delta import DeltaStore
 
 __all__ = [
     "OUTPUTS_SUITE",

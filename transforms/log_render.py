@@ -31,6 +31,7 @@ from decimal import Decimal
 from typing import Any
 
 from transforms.kafka_protocol import KNOWN_API_CODES, ApiKey, Errors
+from transforms.kafka_version import parse_kafka_version
 from transforms.request_log import (
     FLEXIBLE_FROM,
     MESSAGE_SPECS,
@@ -218,11 +219,9 @@ _VERSION_GATES: dict[ApiKey, dict[str, tuple[int, int]]] = {
 
 
 def kafka_version_tuple(version: str) -> tuple[int, int, int]:
-    """``"2.4"`` → ``(2, 4, 0)``; ``"3.9.1"`` → ``(3, 9, 1)``."""
-    parts = [int(p) for p in version.split(".")[:3]]
-    while len(parts) < 3:
-        parts.append(0)
-    return parts[0], parts[1], parts[2]
+    """``"2.4"`` → ``(2, 4, 0)`` (the line's first release: formats change at X.Y.0 releases);
+    ``"3.9.1"`` → ``(3, 9, 1)``."""
+    return parse_kafka_version(version, bare_patch=0)
 
 
 def era_of(kafka_version: str) -> str:

@@ -498,7 +498,7 @@ def test_gx_broken_outputs_are_reported_by_name(spark: Any, frames: dict[str, An
 
 def test_validate_reads_the_warehouse(spark: Any, frames: dict[str, Any], warehouse: Path) -> None:
     from jobs.config import load_config
-    from jobs.delta_store import open_store
+    from jobs.delta import open_store
 
     config = load_config(overrides=["validation.min_agreement=0.7"], warehouse=str(warehouse))
     store = open_store(spark, str(warehouse), "delta-rs")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from jobs.config import ConfigError, load_config
+from jobs.settings import build, defaults, keys, render_yaml, section, setting
 
 
 def test_defaults_load() -> None:
@@ -105,3 +107,91 @@ def test_bucket_shrinks_until_the_busiest_group_fits() -> None:
     # a 1,000-member group heartbeating every 3 s: ~1.2M requests an hour → three halvings
     assert bucket_ms_for(hour, 1_200_000, 200_000) == hour // 8
     assert bucket_ms_for(hour, 10**12, 200_000) == 1000  # never under a second
+
+
+# ---------------------------------------------------------------- declared once (jobs/config.py)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_default_yaml_is_the_declaration() -> None:
+    import yaml
+
+    from jobs.config import Config, default_yaml_text
+
+    text = (ROOT / "conf" / "default.yaml").read_text(encoding="utf-8")
+    assert text == default_yaml_text(), "run: python -m jobs.config"
+    assert yaml.safe_load(text) == defaults(Config)
+
+
+def test_config_docs_are_the_declaration() -> None:
+    from jobs.config import Config, config_markdown
+
+    docs = (ROOT / "docs" / "config.md").read_text(encoding="utf-8")
+    assert docs == config_markdown(), "run: python -m jobs.config"
+    for key in keys(Config):
+        assert key.spec.doc, f"{key.path} has no doc"
+        assert f"| `{key.path}` |" in docs
+
+
+def test_every_key_can_be_set_to_its_default_from_the_command_line() -> None:
+    import yaml
+
+    from jobs.config import Config
+
+    default = load_config()
+    for key in keys(Config):
+        if key.path == "spark.extra":
+            continue  # spark.extra.<name>=value sets one entry (below)
+        raw = key.default if not isinstance(key.default, tuple) else list(key.default)
+        text = yaml.safe_dump(raw, default_flow_style=True).removesuffix("\n...\n").strip()
+        c = load_config(overrides=[f"{key.path}={text}"])
+        assert c == default, key.path
+    assert load_config(overrides=["spark.extra.spark.x=1"]).spark.extra == {"spark.x": "1"}
+
+
+def test_literal_choices_come_from_one_declaration() -> None:
+    from typing import get_args
+
+    from jobs.cli import build_parser
+    from jobs.config import ReplayPath
+
+    with pytest.raises(ConfigError, match=r"replay\.path must be one of auto, stateful, fast"):
+        load_config(overrides=["replay.path=slow"])
+    with pytest.raises(ConfigError, match=r"kafka\.coordinator must be one of auto, scala, java"):
+        load_config(overrides=["kafka.coordinator=go"])
+    with pytest.raises(ConfigError, match=r"replay\.timer_rule must be one of auto, strict, inclusive"):
+        load_config(overrides=["replay.timer_rule=loose"])
+    args = build_parser().parse_args(["replay", "--path", "fast"])
+    assert args.path == "fast" and get_args(ReplayPath) == ("auto", "stateful", "fast")
+
+
+@dataclass(frozen=True)
+class RuleR01:
+    """R01: rebalance storms."""
+
+    max_rebalances_per_hour: int = setting(12, "More rebalances an hour than this is a storm.", minimum=1)
+
+
+@dataclass(frozen=True)
+class Audit:
+    """Audit thresholds, one section per rule."""
+
+    R01: RuleR01 = section(RuleR01)
+
+
+@dataclass(frozen=True)
+class WithAudit:
+    audit: Audit = section(Audit)
+
+
+def test_nested_sections_per_rule() -> None:
+    """How a per-rule section (e.g. audit.R01.max_rebalances_per_hour) is declared and validated."""
+    assert [k.path for k in keys(WithAudit)] == ["audit.R01.max_rebalances_per_hour"]
+    data = defaults(WithAudit)
+    assert data == {"audit": {"R01": {"max_rebalances_per_hour": 12}}}
+    assert build(WithAudit, data).audit.R01.max_rebalances_per_hour == 12
+    with pytest.raises(ConfigError, match=r"audit\.R01\.max_rebalances_per_hour must be ≥ 1, got 0"):
+        build(WithAudit, {"audit": {"R01": {"max_rebalances_per_hour": 0}}})
+    assert "  R01:\n    # More rebalances an hour than this is a storm.\n    max_rebalances_per_hour: 12" in (
+        render_yaml(WithAudit, "header")
+    )

@@ -4,19 +4,28 @@
 matrix of the semantics reference (§14 per-version deltas, §15 Java-coordinator deltas) is resolved
 once into a :class:`VersionFeatures` so the request handlers test plain booleans.
 
-Version strings: ``"X.Y"`` means the **last patch release** of that line (what production clusters
-run, and what the patch-level backports 2.6.1 / 2.8.1 / 3.3.1 / 3.3.2 need), ``"X.Y.Z"`` an exact
-release. ``"2.8"`` therefore has the pending-sync timeout (2.8.1) and ``"2.8.0"`` does not.
+Version strings (:mod:`transforms.kafka_version`): ``"X.Y"`` means the **last patch release** of that
+line (what production clusters run, and what the patch-level backports 2.6.1 / 2.8.1 / 3.3.1 / 3.3.2
+need), ``"X.Y.Z"`` an exact release. ``"2.8"`` therefore has the pending-sync timeout (2.8.1) and
+``"2.8.0"`` does not.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
-#: Patch number used for a bare ``"X.Y"`` version: the newest patch of that line.
-LATEST_PATCH = 99
+from transforms.kafka_version import Version
+from transforms.kafka_version import parse_kafka_version as parse_kafka_version  # the one parser
+
+#: Which coordinator's behaviour is modelled: Kafka's Scala ``GroupCoordinator`` or the Java one (4.0+).
+Implementation = Literal["scala", "java"]
+#: ``track``: reconcile with the observed responses; ``predict``: the pure model.
+Mode = Literal["track", "predict"]
+#: When a timer due at D fires for a request stamped D: ``inclusive`` (the broker) or ``strict``.
+TimerRule = Literal["strict", "inclusive"]
+#: Which of several timers with equal deadlines fires first (see ``CoordinatorConfig.timer_tie_order``).
+TimerTieOrder = Literal["rebalance_first", "arming_order", "auto"]
 
 #: ``NewMemberJoinTimeoutMs`` (Scala) / ``CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS`` (Java): not a config.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
@@ -25,22 +34,13 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 #: consumer's ``max.poll.interval.ms`` default, which it sends as ``rebalanceTimeoutMs``.
 ASSUMED_REBALANCE_TIMEOUT_MS = 300_000
 
-Version = tuple[int, int, int]
 
-_VERSION_RE = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?")
-
-
-def parse_kafka_version(text: str) -> Version:
-    """``"3.7"`` → ``(3, 7, 99)`` (last patch of 3.7); ``"3.3.1"`` → ``(3, 3, 1)``; suffixes ignored."""
-    m = _VERSION_RE.match(text)
-    if not m:
-        raise ValueError(f"not a Kafka version: {text!r}")
-    major, minor = int(m.group(1)), int(m.group(2))
-    patch = int(m.group(3)) if m.group(3) is not None else LATEST_PATCH
-    v = (major, minor, patch)
+def modelled_version(text: str) -> Version:
+    """The version the model runs as (bare ``"X.Y"``: the last patch); ValueError outside 2.2 … 4.x."""
+    v = parse_kafka_version(text)
     if v < (2, 2, 0):
         raise ValueError(f"Kafka {text} is older than 2.2, the oldest version modelled")
-    if major > 4:
+    if v[0] > 4:
         raise ValueError(f"Kafka {text} is newer than the 4.x line modelled")
     return v
 
@@ -57,19 +57,19 @@ class CoordinatorConfig:
     """
 
     kafka_version: str = "3.7"
-    implementation: Literal["scala", "java"] | None = None
+    implementation: Implementation | None = None
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int | None = None
     group_initial_rebalance_delay_ms: int = 3000
     group_max_size: int = 2**31 - 1
     new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
-    timer_rule: Literal["strict", "inclusive"] = "inclusive"
+    timer_rule: TimerRule = "inclusive"
     #: equal deadlines: ``rebalance_first`` (join/sync timers before session timers, then arming order —
     #: what reproduces the Scala coordinator's tests, §16a), ``arming_order`` (FIFO: the Java
     #: coordinator's keyed timers, as Kafka 4.0's own coordinator code fires them in the differential
     #: tests) or ``auto`` (by the implementation)
-    timer_tie_order: Literal["rebalance_first", "arming_order", "auto"] = "auto"
-    mode: Literal["predict", "track"] = "track"
+    timer_tie_order: TimerTieOrder = "auto"
+    mode: Mode = "track"
     warm_start: bool = True
     #: §11: an Empty group is deleted (→ Dead, generation restarts at 0) when its offsets expire.
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
@@ -85,17 +85,15 @@ class CoordinatorConfig:
     emit_liveness_events: bool = True
 
     def __post_init__(self) -> None:
-        parse_kafka_version(self.kafka_version)
-        if self.implementation not in (None, "scala", "java"):
-            raise ValueError(f"implementation must be scala, java or None, not {self.implementation!r}")
-        if self.timer_rule not in ("strict", "inclusive"):
-            raise ValueError(f"timer_rule must be strict or inclusive, not {self.timer_rule!r}")
-        if self.timer_tie_order not in ("rebalance_first", "arming_order", "auto"):
-            raise ValueError(
-                f"timer_tie_order must be rebalance_first, arming_order or auto, not {self.timer_tie_order!r}"
-            )
-        if self.mode not in ("predict", "track"):
-            raise ValueError(f"mode must be predict or track, not {self.mode!r}")
+        modelled_version(self.kafka_version)
+        for name, allowed in (
+            ("implementation", (*get_args(Implementation), None)),
+            ("timer_rule", get_args(TimerRule)),
+            ("timer_tie_order", get_args(TimerTieOrder)),
+            ("mode", get_args(Mode)),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
         if self.group_max_size < 1:
             raise ValueError("group.max.size must be >= 1")
         if self.group_initial_rebalance_delay_ms < 0:
@@ -103,10 +101,10 @@ class CoordinatorConfig:
 
     @property
     def version(self) -> Version:
-        return parse_kafka_version(self.kafka_version)
+        return modelled_version(self.kafka_version)
 
     @property
-    def resolved_implementation(self) -> Literal["scala", "java"]:
+    def resolved_implementation(self) -> Implementation:
         if self.implementation is not None:
             return self.implementation
         return "java" if self.version >= (4, 0, 0) else "scala"
