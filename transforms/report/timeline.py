@@ -1,0 +1,218 @@
+"""The group timeline as a Plotly figure (plain JSON-able dicts, drawn by plotly.js in the page).
+
+Layout: lane 0 (top) is the group — state transitions, group-wide findings; lanes 1… are members. The
+x axis is time (epoch ms, shown as dates), the y axis the lanes (reversed, so lane 0 is on top).
+Rebalances are shapes *below* the traces (one per rebalance, coloured by trigger) with their generation
+label; heartbeats are ticks (or a density heatmap); JoinGroup/SyncGroup are line segments from arrival
+to completion; events are markers with hover text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transforms.report.model import GroupPage, Marker
+
+MARKER_STYLE: dict[str, dict[str, Any]] = {
+    "transition": {"symbol": "diamond", "color": "#444444", "size": 9, "name": "state transition"},
+    "leave": {"symbol": "triangle-left", "color": "#E69F00", "size": 12, "name": "LeaveGroup"},
+    "eviction": {"symbol": "x-thin-open", "color": "#D55E00", "size": 14, "name": "eviction", "width": 3},
+    "heartbeat": {"symbol": "circle-open", "color": "#8C564B", "size": 7, "name": "heartbeat (not NONE)"},
+    "mismatch": {
+        "symbol": "square-open",
+        "color": "#FF0000",
+        "size": 14,
+        "name": "predicted ≠ observed",
+        "width": 3,
+    },
+    "finding": {"symbol": "star", "color": "#9467BD", "size": 15, "name": "finding"},
+}
+SPAN_STYLE = {"JOIN_GROUP": ("#1F77B4", "JoinGroup"), "SYNC_GROUP": ("#2CA02C", "SyncGroup")}
+LANE_PX = 36
+BIG_LANE_PX = 12
+
+
+def _segments(spans: list[Any]) -> tuple[list[Any], list[Any], list[Any]]:
+    xs: list[Any] = []
+    ys: list[Any] = []
+    texts: list[Any] = []
+    for s in spans:
+        hover = (
+            f"{SPAN_STYLE[s.api][1]} {s.where}<br>→ {s.error}"
+            + (f", generation {s.generation}" if s.generation is not None else "")
+            + f"<br>{(s.end_ms - s.start_ms) / 1000:.3f} s"
+            + ("<br><b>predicted ≠ observed</b>" if s.mismatch else "")
+        )
+        xs += [s.start_ms, s.end_ms, None]
+        ys += [s.lane, s.lane, None]
+        texts += [hover, hover, None]
+    return xs, ys, texts
+
+
+def figure(page: GroupPage) -> dict[str, Any]:
+    """The Plotly figure (``{"data": [...], "layout": {...}}``) of one group page."""
+    n_lanes = len(page.lanes) + 1
+    big = n_lanes > 60
+    traces: list[dict[str, Any]] = []
+
+    if page.density is not None:
+        d = page.density
+        lanes = sorted(d.counts)
+        traces.append(
+            {
+                "type": "heatmap",
+                "name": f"heartbeats per {d.bin_ms // 1000} s",
+                "x": [d.start_ms + i * d.bin_ms + d.bin_ms // 2 for i in range(d.bins)],
+                "y": lanes,
+                "z": [[c if c else None for c in d.counts[lane]] for lane in lanes],
+                "colorscale": [[0, "#dddddd"], [1, "#333333"]],
+                "showscale": True,
+                "colorbar": {"title": {"text": f"heartbeats / {d.bin_ms // 1000} s"}, "len": 0.5},
+                "hovertemplate": "%{z} heartbeats<extra>lane %{y}</extra>",
+                "xgap": 0,
+                "ygap": 1,
+            }
+        )
+    elif page.ticks:
+        xs = [t for lane in sorted(page.ticks) for t in page.ticks[lane]]
+        ys = [lane for lane in sorted(page.ticks) for _ in page.ticks[lane]]
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "heartbeat",
+                "x": xs,
+                "y": ys,
+                "marker": {"symbol": "line-ns-open", "size": 8, "color": "#999999", "line": {"width": 1}},
+                "hoverinfo": "x",
+            }
+        )
+    for api, (colour, name) in SPAN_STYLE.items():
+        spans = [s for s in page.spans if s.api == api]
+        if not spans:
+            continue
+        xs, ys, texts = _segments(spans)
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": f"{name} (arrival → completion)",
+                "x": xs,
+                "y": ys,
+                "text": texts,
+                "hovertemplate": "%{text}<extra></extra>",
+                "line": {"color": colour, "width": 6},
+                "marker": {
+                    "symbol": "line-ns",
+                    "size": 10,
+                    "color": colour,
+                    "line": {"width": 2, "color": colour},
+                },
+                "connectgaps": False,
+            }
+        )
+    by_kind: dict[str, list[Marker]] = {}
+    for m in page.markers:
+        by_kind.setdefault(m.kind, []).append(m)
+    for kind, style in MARKER_STYLE.items():
+        ms = by_kind.get(kind)
+        if not ms:
+            continue
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": style["name"],
+                "x": [m.time_ms for m in ms],
+                "y": [m.lane for m in ms],
+                "text": [m.text for m in ms],
+                "hovertemplate": "%{text}<extra></extra>",
+                "marker": {
+                    "symbol": style["symbol"],
+                    "size": style["size"],
+                    "color": style["color"],
+                    "line": {"width": style.get("width", 1), "color": style["color"]},
+                },
+            }
+        )
+    # one invisible point per band so its hover (trigger, durations) shows at the band's label
+    if page.bands:
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "rebalance",
+                "x": [(b.start_ms + b.end_ms) // 2 for b in page.bands],
+                "y": [0 for _ in page.bands],
+                "text": [b.hover for b in page.bands],
+                "hovertemplate": "%{text}<extra></extra>",
+                "marker": {"size": 18, "opacity": 0},
+                "showlegend": False,
+            }
+        )
+    shapes = [
+        {
+            "type": "rect",
+            "layer": "below",
+            "xref": "x",
+            "yref": "paper",
+            "x0": b.start_ms,
+            "x1": max(b.end_ms, b.start_ms + 1),
+            "y0": 0,
+            "y1": 1,
+            "fillcolor": b.colour,
+            "opacity": 0.25,
+            "line": {"width": 1, "color": b.colour, "dash": "dot" if b.open else "solid"},
+        }
+        for b in page.bands
+    ]
+    annotations = [
+        {
+            "x": b.start_ms,
+            "xref": "x",
+            "y": 1,
+            "yref": "paper",
+            "yanchor": "bottom",
+            "xanchor": "left",
+            "text": f"{b.label} · {b.trigger}",
+            "showarrow": False,
+            "textangle": -30,
+            "font": {"size": 10, "color": "#333"},
+        }
+        for b in page.bands
+    ]
+    lane_px = BIG_LANE_PX if big else LANE_PX
+    span = max(page.end_ms - page.start_ms, 1)
+    pad = max(span // 50, 500)
+    layout = {
+        "height": max(420, 190 + n_lanes * lane_px),
+        "margin": {"l": 10, "r": 10, "t": 110, "b": 40},
+        "hovermode": "closest",
+        "dragmode": "zoom",
+        "showlegend": True,
+        "legend": {"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0},
+        "xaxis": {
+            "type": "date",
+            "range": [page.start_ms - pad, page.end_ms + pad],
+            "title": {"text": "time (UTC)"},
+            "showgrid": True,
+            "gridcolor": "#eeeeee",
+        },
+        "yaxis": {
+            "tickmode": "array",
+            "tickvals": list(range(n_lanes)),
+            "ticktext": ["group (state, findings)"] + [lane.label for lane in page.lanes],
+            "range": [n_lanes - 0.5, -0.5],
+            "automargin": True,
+            "showgrid": True,
+            "gridcolor": "#f3f3f3",
+            "zeroline": False,
+            "tickfont": {"size": 9 if big else 11},
+            "fixedrange": False,
+        },
+        "shapes": shapes,
+        "annotations": annotations,
+        "plot_bgcolor": "#ffffff",
+        "paper_bgcolor": "#ffffff",
+    }
+    return {"data": traces, "layout": layout}
