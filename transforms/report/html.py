@@ -305,9 +305,10 @@ def group_html(page: GroupPage, *, title: str, index_href: str = "index.html") -
 """
     script = _json_script("figure-data", fig) + (
         "<script>(function(){var f=JSON.parse(document.getElementById('figure-data').textContent);"
-        "var el=document.getElementById('timeline');"
+        "var el=document.getElementById('timeline');var t0=performance.now();"
         "Plotly.newPlot(el,f.data,f.layout,{responsive:true,displaylogo:false,scrollZoom:true})"
-        ".then(function(){el.setAttribute('data-rendered','1');});"
+        ".then(function(){el.setAttribute('data-plot-ms',String(Math.round(performance.now()-t0)));"
+        "el.setAttribute('data-rendered',String(Math.round(performance.now())));});"
         "window.addEventListener('beforeprint',function(){Plotly.relayout(el,{width:1000});});"
         "window.addEventListener('afterprint',function(){Plotly.relayout(el,{width:null});});})();</script>"
     )

@@ -29,7 +29,30 @@ MARKER_STYLE: dict[str, dict[str, Any]] = {
 }
 SPAN_STYLE = {"JOIN_GROUP": ("#1F77B4", "JoinGroup"), "SYNC_GROUP": ("#2CA02C", "SyncGroup")}
 LANE_PX = 36
+#: Above this many JoinGroup (or SyncGroup) spans on a page they are drawn without hover text.
+MAX_HOVER_SPANS = 3000
+#: Up to this many lanes each has its label; above, every k-th lane (the hover names every member).
+MAX_LABELLED_LANES = 100
 BIG_LANE_PX = 12
+
+
+def lane_ticks(n_lanes: int) -> list[int]:
+    """The lanes that get a y-axis label: all of them up to MAX_LABELLED_LANES, else every k-th."""
+    step = 1 if n_lanes <= MAX_LABELLED_LANES else -(-n_lanes // MAX_LABELLED_LANES)
+    return list(range(0, n_lanes, step))
+
+
+def merge_spans(spans: list[Any], gap_ms: int) -> list[tuple[int, int, int]]:
+    """Per lane, spans (any API) merged where they overlap or are at most ``gap_ms`` apart:
+    ``(start_ms, end_ms, lane)``, by lane then time."""
+    out: list[tuple[int, int, int]] = []
+    for s in sorted(spans, key=lambda s: (s.lane, s.start_ms)):
+        if out and out[-1][2] == s.lane and s.start_ms <= out[-1][1] + gap_ms:
+            a, b, lane = out[-1]
+            out[-1] = (a, max(b, s.end_ms), lane)
+        else:
+            out.append((s.start_ms, s.end_ms, s.lane))
+    return out
 
 
 def _segments(spans: list[Any]) -> tuple[list[Any], list[Any], list[Any]]:
@@ -53,6 +76,13 @@ def figure(page: GroupPage) -> dict[str, Any]:
     """The Plotly figure (``{"data": [...], "layout": {...}}``) of one group page."""
     n_lanes = len(page.lanes) + 1
     big = n_lanes > 60
+    labels = ["group (state, findings)"] + [lane.label for lane in page.lanes]
+    # plotly measures every tick label (seconds for a thousand): big groups label every k-th lane
+    sparse = n_lanes > MAX_LABELLED_LANES
+    tickvals = lane_ticks(n_lanes)
+    font_px = 9 if big else 11
+    longest = max(len(labels[i]) + (len(str(i)) + 2 if sparse else 0) for i in tickvals)
+    left_margin = min(560, 20 + int(longest * font_px * 0.62))
     traces: list[dict[str, Any]] = []
 
     if page.density is not None:
@@ -68,7 +98,7 @@ def figure(page: GroupPage) -> dict[str, Any]:
                 "colorscale": [[0, "#dddddd"], [1, "#333333"]],
                 "showscale": True,
                 "colorbar": {"title": {"text": f"heartbeats / {d.bin_ms // 1000} s"}, "len": 0.5},
-                "hovertemplate": "%{z} heartbeats<extra>lane %{y}</extra>",
+                "hovertemplate": "lane %{y}: %{z} heartbeats<extra></extra>",
                 "xgap": 0,
                 "ygap": 1,
             }
@@ -87,30 +117,45 @@ def figure(page: GroupPage) -> dict[str, Any]:
                 "hoverinfo": "x",
             }
         )
-    for api, (colour, name) in SPAN_STYLE.items():
-        spans = [s for s in page.spans if s.api == api]
-        if not spans:
-            continue
-        xs, ys, texts = _segments(spans)
+    if len(page.spans) > MAX_HOVER_SPANS:
+        # big groups: each lane's JoinGroup/SyncGroup spans merged where less than a pixel apart at the
+        # full view, one light path without hover (every request is in the tables and the findings)
+        merged = merge_spans(page.spans, max(1, (page.end_ms - page.start_ms) // 2000))
         traces.append(
             {
                 "type": "scatter",
-                "mode": "lines+markers",
-                "name": f"{name} (arrival → completion)",
-                "x": xs,
-                "y": ys,
-                "text": texts,
-                "hovertemplate": "%{text}<extra></extra>",
-                "line": {"color": colour, "width": 6},
-                "marker": {
-                    "symbol": "line-ns",
-                    "size": 10,
-                    "color": colour,
-                    "line": {"width": 2, "color": colour},
-                },
+                "mode": "lines",
+                "name": f"JoinGroup → SyncGroup ({len(page.spans)} requests, merged)",
+                "x": [x for a, b, _ in merged for x in (a, b, None)],
+                "y": [y for _, _, lane in merged for y in (lane, lane, None)],
+                "hoverinfo": "skip",
+                "line": {"color": SPAN_STYLE["JOIN_GROUP"][0], "width": 4},
                 "connectgaps": False,
             }
         )
+    for api, (colour, name) in SPAN_STYLE.items():
+        spans = [s for s in page.spans if s.api == api]
+        if not spans or len(page.spans) > MAX_HOVER_SPANS:
+            continue
+        xs, ys, texts = _segments(spans)
+        trace: dict[str, Any] = {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": f"{name} (arrival → completion)",
+            "x": xs,
+            "y": ys,
+            "text": texts,
+            "hovertemplate": "%{text}<extra></extra>",
+            "line": {"color": colour, "width": 6},
+            "marker": {
+                "symbol": "line-ns",
+                "size": 10,
+                "color": colour,
+                "line": {"width": 2, "color": colour},
+            },
+            "connectgaps": False,
+        }
+        traces.append(trace)
     by_kind: dict[str, list[Marker]] = {}
     for m in page.markers:
         by_kind.setdefault(m.kind, []).append(m)
@@ -186,7 +231,7 @@ def figure(page: GroupPage) -> dict[str, Any]:
     pad = max(span // 50, 500)
     layout = {
         "height": max(420, 190 + n_lanes * lane_px),
-        "margin": {"l": 10, "r": 10, "t": 110, "b": 40},
+        "margin": {"l": left_margin, "r": 10, "t": 110, "b": 40},
         "hovermode": "closest",
         "dragmode": "zoom",
         "showlegend": True,
@@ -200,14 +245,15 @@ def figure(page: GroupPage) -> dict[str, Any]:
         },
         "yaxis": {
             "tickmode": "array",
-            "tickvals": list(range(n_lanes)),
-            "ticktext": ["group (state, findings)"] + [lane.label for lane in page.lanes],
+            "tickvals": tickvals,
+            "ticktext": [labels[i] if i == 0 or not sparse else f"{i}: {labels[i]}" for i in tickvals],
             "range": [n_lanes - 0.5, -0.5],
-            "automargin": True,
+            # no automargin: it redraws every trace once the labels are measured (seconds on big pages)
+            "automargin": False,
             "showgrid": True,
             "gridcolor": "#f3f3f3",
             "zeroline": False,
-            "tickfont": {"size": 9 if big else 11},
+            "tickfont": {"size": font_px},
             "fixedrange": False,
         },
         "shapes": shapes,
