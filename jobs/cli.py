@@ -92,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                 default=None,
                 help="replay path (default: replay.path)",
             )
+        if name in ("replay", "run", "report"):
             for flag, side in (("--from", "start"), ("--to", "end")):
                 p.add_argument(
                     flag,
@@ -99,11 +100,15 @@ def build_parser() -> argparse.ArgumentParser:
                     type=_instant,
                     default=None,
                     metavar="TIME",
-                    help=f"batch replay of a time window: {side} of arrival times (ISO 8601, UTC unless "
-                    "an offset is given, or epoch ms)"
-                    + (", exclusive" if side == "end" else "")
-                    + "; a forensics run, written to WAREHOUSE/forensics/NAME, never over the scheduled "
-                    "tables",
+                    help=(
+                        f"only what happened from/to this time ({side}; ISO 8601 or epoch ms)"
+                        if name == "report"
+                        else f"batch replay of a time window: {side} of arrival times (ISO 8601, UTC "
+                        "unless an offset is given, or epoch ms)"
+                        + (", exclusive" if side == "end" else "")
+                        + "; a forensics run, written to WAREHOUSE/forensics/NAME, never over the "
+                        "scheduled tables"
+                    ),
                 )
         if name in ("replay", "report"):
             p.add_argument(
@@ -123,16 +128,6 @@ def build_parser() -> argparse.ArgumentParser:
                 help="forensics run name (replay: default derived from the window and groups; report: "
                 "render WAREHOUSE/forensics/NAME instead of the scheduled tables)",
             )
-        if name == "report":
-            for flag, side in (("--from", "start"), ("--to", "end")):
-                p.add_argument(
-                    flag,
-                    dest=f"window_{side}",
-                    type=_instant,
-                    default=None,
-                    metavar="TIME",
-                    help=f"only what happened from/to this time ({side}; ISO 8601 or epoch ms)",
-                )
         if name in ("report", "run"):
             p.add_argument(
                 "--out",

@@ -28,7 +28,7 @@ def _sources() -> dict[str, Path]:
     }
 
 
-def make_offline(site: str | Path, log: Callable[[str], None] = print) -> list[str]:
+def make_offline(site: str | Path, log: Callable[[str], object] = print) -> list[str]:
     """Rewrite the Data Docs site under ``site`` (the folder of its index.html); returns the CDN pieces
     that were dropped (no local copy). Raises nothing for a missing site (returns [])."""
     root = Path(site)

@@ -41,11 +41,26 @@ if TYPE_CHECKING:  # pragma: no cover
 FINDINGS_TABLE = "findings"
 #: predictions columns a page needs for the rows it draws one by one
 EVENT_COLUMNS = (
-    "source_file", "line_no", "group_id", "api", "seq", "member_id", "group_instance_id",
-    "request_generation_id", "arrival_ms", "observed_error", "predicted_error", "observed_generation_id",
-    "predicted_generation_id", "observed_member_id", "predicted_member_id", "observed_completion_ms",
-    "scored", "matched", "mismatch_kinds",
-)  # fmt: skip
+    "source_file",
+    "line_no",
+    "group_id",
+    "api",
+    "seq",
+    "member_id",
+    "group_instance_id",
+    "request_generation_id",
+    "arrival_ms",
+    "observed_error",
+    "predicted_error",
+    "observed_generation_id",
+    "predicted_generation_id",
+    "observed_member_id",
+    "predicted_member_id",
+    "observed_completion_ms",
+    "scored",
+    "matched",
+    "mismatch_kinds",
+)
 
 
 @dataclass

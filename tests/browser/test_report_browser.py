@@ -41,29 +41,83 @@ def big_group(members: int = 1000, rebalances: int = 24) -> Any:
     for r in range(rebalances):
         start = T0 + r * 3_600_000 + 1000
         for i, m in enumerate(ids):
-            base = {"source_file": "b/kafka-request.log", "line_no": r * 10_000 + i, "group_id": "big",
-                    "seq": 0, "member_id": m, "group_instance_id": None, "request_generation_id": r,
-                    "observed_error": "NONE", "predicted_error": "NONE", "observed_generation_id": r + 1,
-                    "predicted_generation_id": r + 1, "observed_member_id": m, "predicted_member_id": m,
-                    "scored": True, "matched": not (r == 3 and i < 5), "mismatch_kinds": ["error"]}  # fmt: skip
+            base = {
+                "source_file": "b/kafka-request.log",
+                "line_no": r * 10_000 + i,
+                "group_id": "big",
+                "seq": 0,
+                "member_id": m,
+                "group_instance_id": None,
+                "request_generation_id": r,
+                "observed_error": "NONE",
+                "predicted_error": "NONE",
+                "observed_generation_id": r + 1,
+                "predicted_generation_id": r + 1,
+                "observed_member_id": m,
+                "predicted_member_id": m,
+                "scored": True,
+                "matched": not (r == 3 and i < 5),
+                "mismatch_kinds": ["error"],
+            }
             preds.append(
                 {**base, "api": "JOIN_GROUP", "arrival_ms": start + i, "observed_completion_ms": start + 3000}
             )
-            preds.append({**base, "api": "SYNC_GROUP", "arrival_ms": start + 3001 + i % 50,
-                          "observed_completion_ms": start + 3100})  # fmt: skip
-        rebs.append({"group_id": "big", "rebalance_seq": r + 1, "generation_from": r, "generation_to": r + 1,
-                     "started_ms": start, "ended_ms": start + 3100, "outcome": "stable",
-                     "total_duration_ms": 3100, "join_phase_ms": 3000, "sync_phase_ms": 100,
-                     "trigger": "new_member" if r % 2 else "session_expiry", "members_before": ids,
-                     "members_after": ids, "joined": [], "left": [], "evicted": []})  # fmt: skip
-    sessions = [{"group_id": "big", "member_id": m, "group_instance_id": None, "client_id": f"c{i}",
-                 "client_address": f"10.1.{i // 250}.{i % 250}", "generation_id": 1, "joined_ms": T0 + 1000 + i,
-                 "last_heartbeat_ms": None, "heartbeats": 0, "commits": 0,
-                 "ended_ms": T0 + DAY // 2 if i == 0 else None,
-                 "end_reason": "session_expiry" if i == 0 else "open", "is_leader": i == 0}
-                for i, m in enumerate(ids)]  # fmt: skip
-    return build_group_page("big", predictions=preds, heartbeat_bins=bins, bin_ms=bin_ms, transitions=[],
-                            rebalances=rebs, sessions=sessions, findings=None)  # fmt: skip
+            preds.append(
+                {
+                    **base,
+                    "api": "SYNC_GROUP",
+                    "arrival_ms": start + 3001 + i % 50,
+                    "observed_completion_ms": start + 3100,
+                }
+            )
+        rebs.append(
+            {
+                "group_id": "big",
+                "rebalance_seq": r + 1,
+                "generation_from": r,
+                "generation_to": r + 1,
+                "started_ms": start,
+                "ended_ms": start + 3100,
+                "outcome": "stable",
+                "total_duration_ms": 3100,
+                "join_phase_ms": 3000,
+                "sync_phase_ms": 100,
+                "trigger": "new_member" if r % 2 else "session_expiry",
+                "members_before": ids,
+                "members_after": ids,
+                "joined": [],
+                "left": [],
+                "evicted": [],
+            }
+        )
+    sessions = [
+        {
+            "group_id": "big",
+            "member_id": m,
+            "group_instance_id": None,
+            "client_id": f"c{i}",
+            "client_address": f"10.1.{i // 250}.{i % 250}",
+            "generation_id": 1,
+            "joined_ms": T0 + 1000 + i,
+            "last_heartbeat_ms": None,
+            "heartbeats": 0,
+            "commits": 0,
+            "ended_ms": T0 + DAY // 2 if i == 0 else None,
+            "end_reason": "session_expiry" if i == 0 else "open",
+            "is_leader": i == 0,
+        }
+        for i, m in enumerate(ids)
+    ]
+    return build_group_page(
+        "big",
+        predictions=preds,
+        heartbeat_bins=bins,
+        bin_ms=bin_ms,
+        transitions=[],
+        rebalances=rebs,
+        sessions=sessions,
+        findings=None,
+    )
 
 
 def test_big_group_renders_in_under_5s_offline(tmp_path: Path) -> None:

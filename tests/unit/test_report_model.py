@@ -95,22 +95,43 @@ def rebalance(
 
 
 def transition(seq: int, t: int, a: str, b: str, gen: int) -> dict[str, Any]:
-    return {"group_id": "g", "seq": seq, "time_ms": t, "from_state": a, "to_state": b, "generation_id": gen,
-            "cause": "c", "member_id": None}  # fmt: skip
+    return {
+        "group_id": "g",
+        "seq": seq,
+        "time_ms": t,
+        "from_state": a,
+        "to_state": b,
+        "generation_id": gen,
+        "cause": "c",
+        "member_id": None,
+    }
 
 
-def sample_page(findings: list[dict[str, Any]] | None = None, bins: list[HeartbeatBin] | None = None,
-                bin_ms: int = 1) -> Any:  # fmt: skip
+def sample_page(
+    findings: list[dict[str, Any]] | None = None, bins: list[HeartbeatBin] | None = None, bin_ms: int = 1
+) -> Any:
     preds = [
-        pred("JOIN_GROUP", "", T0 + 10, observed_member_id="a-1", observed_completion_ms=T0 + 3010,
-             observed_generation_id=1),
+        pred(
+            "JOIN_GROUP",
+            "",
+            T0 + 10,
+            observed_member_id="a-1",
+            observed_completion_ms=T0 + 3010,
+            observed_generation_id=1,
+        ),
         pred("JOIN_GROUP", "", T0 + 20, observed_member_id="b-2", observed_completion_ms=T0 + 3010),
         pred("SYNC_GROUP", "a-1", T0 + 3020, observed_completion_ms=T0 + 3030),
         pred("HEARTBEAT", "b-2", T0 + 9000, observed_error="REBALANCE_IN_PROGRESS"),
-        pred("HEARTBEAT", "a-1", T0 + 9500, matched=False, predicted_error="UNKNOWN_MEMBER_ID",
-             mismatch_kinds=["error"]),
+        pred(
+            "HEARTBEAT",
+            "a-1",
+            T0 + 9500,
+            matched=False,
+            predicted_error="UNKNOWN_MEMBER_ID",
+            mismatch_kinds=["error"],
+        ),
         pred("LEAVE_GROUP", None, T0 + 20_000, group_instance_id="inst-b"),
-    ]  # fmt: skip
+    ]
     sessions = [
         session("a-1", 1, T0 + 10, T0 + 8000, "session_expiry"),
         session("b-2", 1, T0 + 20, T0 + 20_000, "left", group_instance_id="inst-b"),
@@ -150,8 +171,16 @@ def test_lanes_one_per_member_in_order_of_first_appearance_with_client_and_host(
 
 def test_long_member_ids_are_shortened_in_the_label_only() -> None:
     long_id = "consumer-orders-processor-1-3fcc61fc-42c0-5070-8fd6-13a1198451a2"
-    page = build_group_page("g", predictions=[pred("JOIN_GROUP", long_id, T0)], heartbeat_bins=[], bin_ms=1,
-                            transitions=[], rebalances=[], sessions=[], findings=None)  # fmt: skip
+    page = build_group_page(
+        "g",
+        predictions=[pred("JOIN_GROUP", long_id, T0)],
+        heartbeat_bins=[],
+        bin_ms=1,
+        transitions=[],
+        rebalances=[],
+        sessions=[],
+        findings=None,
+    )
     lane = page.lanes[0]
     assert lane.member_id == long_id and len(lane.label) <= 30 and lane.label.endswith("198451a2")
     assert long_id in lane.title
@@ -175,8 +204,11 @@ def test_markers_leave_eviction_mismatch_transition_and_nonroutine_heartbeat() -
     assert ("eviction", 1, 8000) in kinds  # session expiry
     assert ("mismatch", 1, 9500) in kinds
     assert ("heartbeat", 2, 9000) in kinds  # REBALANCE_IN_PROGRESS is drawn on its own
-    assert [m for m in kinds if m[0] == "transition"] == [("transition", 0, 10), ("transition", 0, 3010),
-                                                          ("transition", 0, 3030)]  # fmt: skip
+    assert [m for m in kinds if m[0] == "transition"] == [
+        ("transition", 0, 10),
+        ("transition", 0, 3010),
+        ("transition", 0, 3030),
+    ]
     # the session that ended with "left" is not an eviction
     assert not any(m.kind == "eviction" and m.lane == 2 for m in page.markers)
     assert len(page.mismatches) == 1 and "UNKNOWN_MEMBER_ID" in page.mismatches[0]["text"]
@@ -196,9 +228,18 @@ def test_findings_none_means_audit_not_run_and_markers_carry_summary_and_fix() -
     page = sample_page()
     assert page.findings is None and page.stats["findings"] is None
     assert AUDIT_NOT_RUN in group_html(page, title="t")
-    f = {"rule_id": "R02", "rule": "session-timeout-eviction", "severity": "critical", "summary": "a-1 evicted",
-         "fix": "session.timeout.ms ≥ 60000", "group_id": "g", "member_ids": ["a-1"], "window_start_ms": T0 + 8000,
-         "window_end_ms": T0 + 9000, "evidence": [{"source_file": "b1/log", "line_no": 7, "api": "HEARTBEAT"}]}  # fmt: skip
+    f = {
+        "rule_id": "R02",
+        "rule": "session-timeout-eviction",
+        "severity": "critical",
+        "summary": "a-1 evicted",
+        "fix": "session.timeout.ms ≥ 60000",
+        "group_id": "g",
+        "member_ids": ["a-1"],
+        "window_start_ms": T0 + 8000,
+        "window_end_ms": T0 + 9000,
+        "evidence": [{"source_file": "b1/log", "line_no": 7, "api": "HEARTBEAT"}],
+    }
     page = sample_page(findings=[f])
     (marker,) = [m for m in page.markers if m.kind == "finding"]
     assert (marker.lane, marker.time_ms, marker.severity) == (1, T0 + 8000, "critical")
@@ -263,9 +304,14 @@ def test_overview_ranks_groups_and_links_findings() -> None:
     findings = [
         {"group_id": "bad", "severity": "critical", "rule_id": "R02", "rule": "x", "summary": "s", "fix": "f"}
     ]
-    ov = build_overview({"requests": 5, "agreement": 0.5}, groups, findings,
-                        agreement=api_agreement([{"api": "HEARTBEAT", "n": 2, "scored": 2, "matched": 1}]),
-                        data_docs="../gx/index.html", title="t")  # fmt: skip
+    ov = build_overview(
+        {"requests": 5, "agreement": 0.5},
+        groups,
+        findings,
+        agreement=api_agreement([{"api": "HEARTBEAT", "n": 2, "scored": 2, "matched": 1}]),
+        data_docs="../gx/index.html",
+        title="t",
+    )
     assert [g["group_id"] for g in ov.by_rebalancing] == ["busy", "bad", "calm"]
     assert [g["group_id"] for g in ov.by_severity] == ["bad", "busy", "calm"]
     assert ov.findings is not None and ov.findings[0]["page"] == "p3.html"
@@ -291,7 +337,7 @@ GX_PAGE = """<html><head>
 <link rel="stylesheet" href="https://unpkg.com/bootstrap-table@1.19.1/dist/bootstrap-table.min.css">
 <script src="https://code.jquery.com/jquery-3.7.1.min.js"></script>
 <script src="https://cdn.jsdelivr.net/npm/vega@5"></script>
-<style>.x { background: url('https://great-expectations-web-assets.s3.us-east-2.amazonaws.com/full_logo_dark.png') }</style>
+<style>.x { background: url("https://great-expectations-web-assets.s3.amazonaws.com/x.png") }</style>
 </head><body>
 <img src="https://great-expectations-web-assets.s3.us-east-2.amazonaws.com/logo-long.png?d=1&dataContextId=abc">
 <div id="t1-toolbar" class="ml-1"><button onclick="clearTableFilters('t1')">Clear Filters</button></div>

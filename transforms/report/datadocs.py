@@ -13,25 +13,29 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from html import escape
 from typing import Any
 
 OFFLINE_DIR = "static/offline"
 #: CDN URL pattern → local file under OFFLINE_DIR (copied from the named PyPI package by jobs/datadocs.py)
+_BOOTSTRAP4 = r"https://[a-z.]*bootstrapcdn\.com/bootstrap/4[0-9.]*"
+_CDNJS = r"https://cdnjs\.cloudflare\.com/ajax/libs"
+_JSDELIVR = r"https://cdn\.jsdelivr\.net/npm"
 OFFLINE_ASSETS: dict[str, str] = {
     r"https://code\.jquery\.com/jquery-[0-9.]+(\.min)?\.js": "jquery/jquery.min.js",
-    r"https://[a-z.]*bootstrapcdn\.com/bootstrap/4[0-9.]*/css/bootstrap(\.min)?\.css": "bootstrap/css/bootstrap.min.css",
+    _BOOTSTRAP4 + r"/css/bootstrap(\.min)?\.css": "bootstrap/css/bootstrap.min.css",
     # the bundle carries Popper, which Bootstrap 4's dropdowns/tooltips need
-    r"https://[a-z.]*bootstrapcdn\.com/bootstrap/4[0-9.]*/js/bootstrap(\.min)?\.js": "bootstrap/js/bootstrap.bundle.min.js",
-    r"https://cdnjs\.cloudflare\.com/ajax/libs/font-awesome/[0-9.]+/css/all(\.min)?\.css": "fontawesome/css/all.min.css",
+    _BOOTSTRAP4 + r"/js/bootstrap(\.min)?\.js": "bootstrap/js/bootstrap.bundle.min.js",
+    _CDNJS + r"/font-awesome/[0-9.]+/css/all(\.min)?\.css": "fontawesome/css/all.min.css",
 }
 #: CDN assets with no PyPI copy (or made unnecessary): their tags are removed
 DROPPED: dict[str, str] = {
-    r"https://cdnjs\.cloudflare\.com/ajax/libs/popper\.js/[^\"']+": "Popper 1 (in Bootstrap's bundle instead)",
+    _CDNJS + r"/popper\.js/[^\"']+": "Popper 1 (in Bootstrap's bundle instead)",
     r"https://unpkg\.com/bootstrap-table@[^\"']+": "bootstrap-table (not on PyPI: tables are static HTML)",
-    r"https://cdnjs\.cloudflare\.com/ajax/libs/bootstrap-datepicker/[^\"']+": "bootstrap-datepicker (table filters)",
-    r"https://cdn\.jsdelivr\.net/npm/@forevolve/bootstrap-dark@[^\"']+": "bootstrap-dark (dark colour scheme)",
-    r"https://cdn\.jsdelivr\.net/npm/vega[^\"']*": "Vega / Vega-Lite / vega-embed (expectation charts)",
+    _CDNJS + r"/bootstrap-datepicker/[^\"']+": "bootstrap-datepicker (table filters)",
+    _JSDELIVR + r"/@forevolve/bootstrap-dark@[^\"']+": "bootstrap-dark (dark colour scheme)",
+    _JSDELIVR + r"/vega[^\"']*": "Vega / Vega-Lite / vega-embed (expectation charts)",
 }
 TRACKING_HOST = "great-expectations-web-assets.s3"
 LOCAL_LOGO = "static/images/logo-long.png"
@@ -41,7 +45,8 @@ _TAG = re.compile(
 )
 _VENDOR_URL = re.compile(r"https://great-expectations-web-assets\.s3[^\"')\s]*")
 _BT_CALL = re.compile(
-    r"<script>\s*\$\('#(?P<id>[^']+)'\)\.bootstrapTable\(\s*Object\.assign\(\s*\{\s*columns: (?P<cols>.*?),\s*\n"
+    r"<script>\s*\$\('#(?P<id>[^']+)'\)\.bootstrapTable\(\s*Object\.assign\(\s*\{\s*"
+    r"columns: (?P<cols>.*?),\s*\n"
     r"\s*data: (?P<data>.*?),\s*\n\s*toolbar: .*?</script>",
     re.S,
 )
@@ -59,6 +64,13 @@ def _static_table(columns: list[dict[str, Any]], data: list[dict[str, Any]]) -> 
         cells = "".join(f"<td>{r.get(c['field'], '')}</td>" for c in columns)
         rows.append(f"<tr{attrs}>{cells}</tr>")
     return f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody>"
+
+
+def _filled(rows: str) -> Callable[[re.Match[str]], str]:
+    def fill(t: re.Match[str]) -> str:
+        return t.group(1).replace('data-toggle="table"', "") + rows + "</table>"
+
+    return fill
 
 
 def offline_html(html: str, prefix: str) -> tuple[str, list[str]]:
@@ -99,15 +111,16 @@ def offline_html(html: str, prefix: str) -> tuple[str, list[str]]:
         out = re.sub(rf'<div id="{re.escape(table_id)}-toolbar"[^>]*>.*?</div>', "", out, count=1, flags=re.S)
         out = re.sub(
             rf'(<table\s+id="{re.escape(table_id)}"[^>]*>)\s*</table>',
-            lambda t, rows=rows: t.group(1).replace('data-toggle="table"', "") + rows + "</table>",
+            _filled(rows),
             out,
             count=1,
         )
     if "clickable-row" in out and "rr-offline-rows" not in out:
         out = out.replace(
             "</body>",
-            '<script id="rr-offline-rows">document.addEventListener("click",function(e){var r=e.target.closest('
-            '"tr.clickable-row");if(r&&!e.target.closest("a")){window.location=r.getAttribute("data-href");}});'
+            '<script id="rr-offline-rows">document.addEventListener("click",function(e){'
+            'var r=e.target.closest("tr.clickable-row");'
+            'if(r&&!e.target.closest("a")){window.location=r.getAttribute("data-href");}});'
             "</script></body>",
             1,
         )

@@ -102,7 +102,8 @@ def _page(title: str, body: str, *, script: str = "", plotly: bool = False) -> s
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         # no request leaves the page's folder: only file-relative sources are allowed
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'self' 'unsafe-inline' data: blob:;"
+        '<meta http-equiv="Content-Security-Policy" '
+        "content=\"default-src 'self' 'unsafe-inline' data: blob:;"
         " connect-src 'none'\">"
         f"<title>{escape(title)}</title><style>{CSS}</style>{head_script}</head><body>{body}{script}</body></html>\n"
     )
@@ -340,7 +341,8 @@ def overview_html(ov: Overview) -> str:
         for g in ov.by_severity
     ]
     docs = (
-        f'<p><a href="{escape(ov.data_docs)}">Great Expectations Data Docs</a> (validation results, offline)</p>'
+        f'<p><a href="{escape(ov.data_docs)}">Great Expectations Data Docs</a> '
+        "(validation results, offline)</p>"
         if ov.data_docs
         else '<p class="note">no Data Docs for this run (validate with Great Expectations writes them).</p>'
     )

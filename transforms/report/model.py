@@ -340,7 +340,8 @@ def build_group_page(
                     lane_of.get(str(s["member_id"]), 0),
                     int(s["ended_ms"]),
                     "eviction",
-                    f"{s['member_id']} removed by the coordinator: {reason} (generation {s['generation_id']})",
+                    f"{s['member_id']} removed by the coordinator: {reason} "
+                    f"(generation {s['generation_id']})",
                 )
             )
     for t in sorted(transitions, key=lambda t: (int(t["time_ms"]), int(t["seq"]))):
@@ -385,8 +386,8 @@ def build_group_page(
         n = (max(b.bin_start_ms for b in heartbeat_bins) - first_bin) // bin_ms + 1
         counts: dict[int, list[int]] = {}
         for b in heartbeat_bins:
-            row = counts.setdefault(lane_of.get(b.member_id, 0), [0] * n)
-            row[(b.bin_start_ms - first_bin) // bin_ms] += b.count
+            cells = counts.setdefault(lane_of.get(b.member_id, 0), [0] * n)
+            cells[(b.bin_start_ms - first_bin) // bin_ms] += b.count
         density = Density(bin_ms, first_bin, n, counts)
 
     bands = build_bands(rebalances, end_ms)

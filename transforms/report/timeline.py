@@ -99,6 +99,7 @@ def figure(page: GroupPage) -> dict[str, Any]:
                 "showscale": True,
                 "colorbar": {"title": {"text": f"heartbeats / {d.bin_ms // 1000} s"}, "len": 0.5},
                 "hovertemplate": "lane %{y}: %{z} heartbeats<extra></extra>",
+                "opacity": 0.75,  # the rebalance bands below show through
                 "xgap": 0,
                 "ygap": 1,
             }
@@ -227,15 +228,17 @@ def figure(page: GroupPage) -> dict[str, Any]:
         for b in page.bands
     ]
     lane_px = BIG_LANE_PX if big else LANE_PX
+    height = max(480, 260 + n_lanes * lane_px)
     span = max(page.end_ms - page.start_ms, 1)
     pad = max(span // 50, 500)
     layout = {
-        "height": max(420, 190 + n_lanes * lane_px),
-        "margin": {"l": left_margin, "r": 10, "t": 110, "b": 40},
+        "height": height,
+        "margin": {"l": left_margin, "r": 10, "t": 110, "b": 110},
         "hovermode": "closest",
         "dragmode": "zoom",
         "showlegend": True,
-        "legend": {"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0},
+        # below the time axis (its labels take ~45 px)
+        "legend": {"orientation": "h", "y": -50 / (height - 220), "yanchor": "top", "x": 0},
         "xaxis": {
             "type": "date",
             "range": [page.start_ms - pad, page.end_ms + pad],
