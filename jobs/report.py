@@ -258,7 +258,6 @@ def report(
     index = out / "index.html"
     index.write_text(overview_html(ov), encoding="utf-8")
     write_json(out / "report.json", {"groups": overview_groups, "title": title}, indent=1)
-    log(f"report: {len(group_ids)} group page(s) → {index}")
     return ReportResult(
         str(index.resolve()),
         len(group_ids) + 1,

@@ -374,3 +374,19 @@ def test_data_docs_rewrite_points_at_local_assets_and_makes_tables_static() -> N
     assert '<tr class="clickable-row" data-href="x.html"' in html and "<td>y</td>" in html
     assert any("bootstrap-table" in d for d in dropped) and any("Vega" in d for d in dropped)
     assert offline_html(html, "../")[0] == html  # idempotent
+
+
+def test_leave_group_without_member_id_goes_to_the_members_whose_session_it_ended() -> None:
+    leave = pred("LEAVE_GROUP", None, T0 + 500, observed_completion_ms=T0 + 500)
+    sessions = [
+        session("a-1", 1, T0, T0 + 500, "left"),
+        session("b-2", 1, T0, None, "open"),
+        session("c-3", 1, T0, T0 + 400, "left"),  # left earlier, not by this request
+    ]
+    page = build_group_page("g", predictions=[leave], heartbeat_bins=[], bin_ms=1, transitions=[],
+                            rebalances=[], sessions=sessions, findings=None)  # fmt: skip
+    assert [(m.kind, m.lane) for m in page.markers] == [("leave", 1)]
+    unknown = pred("LEAVE_GROUP", None, T0 + 900)
+    page = build_group_page("g", predictions=[unknown], heartbeat_bins=[], bin_ms=1, transitions=[],
+                            rebalances=[], sessions=sessions, findings=None)  # fmt: skip
+    assert [(m.kind, m.lane) for m in page.markers] == [("leave", 0)]  # on the group lane

@@ -180,6 +180,23 @@ def _lane_member(r: Row) -> str:
     return ""
 
 
+def _left_by(sessions: Sequence[Row], p: Row, lane_of: Mapping[str, int]) -> list[int]:
+    """Lanes of the members whose session a LeaveGroup ended (end_reason ``left`` between its arrival and
+    its completion)."""
+    lo = int(p["arrival_ms"])
+    hi = int(p.get("observed_completion_ms") or lo)
+    return sorted(
+        {
+            lane_of[str(s["member_id"])]
+            for s in sessions
+            if s.get("end_reason") == "left"
+            and s.get("ended_ms") is not None
+            and lo <= int(s["ended_ms"]) <= hi
+            and str(s["member_id"]) in lane_of
+        }
+    )
+
+
 def build_lanes(
     sessions: Sequence[Row], predictions: Sequence[Row], bins: Sequence[HeartbeatBin]
 ) -> list[Lane]:
@@ -307,11 +324,10 @@ def build_group_page(
         elif api == "LEAVE_GROUP":
             if lane == 0 and p.get("group_instance_id"):
                 lane = by_instance.get(p["group_instance_id"], 0)
-            markers.append(
-                Marker(
-                    lane, int(p["arrival_ms"]), "leave", f"LeaveGroup ({p.get('observed_error')}) {_where(p)}"
-                )
-            )
+            text = f"LeaveGroup ({p.get('observed_error')}) {_where(p)}"
+            # v3+ names its members in a list (the row has no member id): the sessions it ended
+            leavers = [lane] if lane else _left_by(sessions, p, lane_of) or [0]
+            markers.extend(Marker(x, int(p["arrival_ms"]), "leave", text) for x in leavers)
         elif api == "HEARTBEAT" and not mism:
             markers.append(
                 Marker(
