@@ -255,6 +255,7 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
         name = name or forensics_name(window, groups)
         summary_dir = str(Path(config.storage.warehouse) / "forensics" / name)
         output = open_store(spark, summary_dir, config.storage.engine)
+        args.forensics_name = name  # `run --from/--to`: its report renders this forensics run
         _say(f"replay: forensics run {name!r} → {summary_dir} (the scheduled tables are not touched)")
     result = replay(
         spark,

@@ -147,3 +147,69 @@ def test_data_docs_render_offline(sample_wh: Path) -> None:
         assert index.evaluate("getComputedStyle(document.querySelector('.nav-tabs')).display") == "flex"
     assert load.blocked == [], load.blocked
     assert load.console_errors == [] and load.page_errors == []
+
+
+def test_findings_are_rendered_when_the_audit_wrote_them(sample_wh: Path, tmp_path: Path) -> None:
+    """A `findings` table (issue 10's columns) → markers with summary and fix, the evidence as file:line,
+    the overview's findings table linking to the group page; "audit not run" is gone."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    wh = tmp_path / "wh"
+    import shutil
+
+    shutil.copytree(sample_wh, wh, ignore=shutil.ignore_patterns("reports", "_lock"))
+    evicted = next(s for s in read_table(wh / "member_sessions") if s["end_reason"] == "session_expiry")
+    evidence = pa.struct(
+        [
+            ("source_file", pa.string()),
+            ("line_no", pa.int64()),
+            ("api", pa.string()),
+            ("arrival_ms", pa.int64()),
+        ]
+    )
+    rows = pa.table(
+        {
+            "rule_id": ["R02"],
+            "rule": ["session-timeout-eviction"],
+            "severity": ["critical"],
+            "confidence": [0.9],
+            "group_id": [evicted["group_id"]],
+            "member_ids": [[evicted["member_id"]]],
+            "window_start_ms": [evicted["last_heartbeat_ms"]],
+            "window_end_ms": [evicted["ended_ms"]],
+            "occurrences": [1],
+            "summary": ["member was evicted after 45 s without a heartbeat"],
+            "evidence": pa.array(
+                [
+                    [
+                        {
+                            "source_file": "broker-1/kafka-request.log",
+                            "line_no": 77,
+                            "api": "HEARTBEAT",
+                            "arrival_ms": evicted["last_heartbeat_ms"],
+                        }
+                    ]
+                ],
+                type=pa.list_(evidence),
+            ),
+            "fix": ["session.timeout.ms ≥ 60000"],
+        }
+    )
+    write_deltalake(str(wh / "findings"), rows)
+    assert main(["report", "--warehouse", str(wh)]) == 0
+    index = (wh / "reports" / "index.html").read_text()
+    assert "audit not run" not in index and "session-timeout-eviction" in index
+    meta = {g["group_id"]: g for g in json.loads((wh / "reports" / "report.json").read_text())["groups"]}
+    page_name = meta[evicted["group_id"]]["page"]
+    assert f'href="{page_name}"' in index
+    page = (wh / "reports" / page_name).read_text()
+    assert "broker-1/kafka-request.log:77 HEARTBEAT" in page and "session.timeout.ms ≥ 60000" in page
+    if skip_reason() is None:
+        load = PageLoad()
+        with offline_browser() as ctx:
+            p = open_offline(ctx, wh / "reports" / page_name, load, wait_for="#timeline[data-rendered]")
+            names = p.evaluate("document.getElementById('timeline').data.map(t => t.name)")
+            assert "finding" in names
+            p.screenshot(path=str(ARTIFACTS / "report-with-findings.png"), full_page=True)
+        assert load.blocked == [] and load.console_errors == [] and load.page_errors == []
