@@ -242,6 +242,11 @@ def report(
             findings=None if findings is None else findings.get(g, []),
             agreement=api_agreement(agreement.get(g, [])),
         )
+        if page.density is not None:
+            log(
+                f"report: {g}: {page.heartbeats} heartbeats drawn as density per "
+                f"{page.density.bin_ms // 1000} s"
+            )
         name = page_file(g)
         (out / name).write_text(group_html(page, title=title), encoding="utf-8")
         overview_groups.append({"group_id": g, "page": name, **page.stats})
