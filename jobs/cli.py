@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         "validate": "compare predicted and observed responses; Great Expectations checkpoints",
         "audit": "flag misconfigurations and anomalies",
         "report": "write the HTML forensics report",
-        "run": "ingest, replay, validate (and audit, report once available) in order",
+        "run": "ingest, replay, validate, audit (once available) and report, in order",
     }
     for name, help_text in descriptions.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -88,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
                 default=None,
                 help="replay path (default: replay.path)",
             )
+        if name in ("replay", "run", "report"):
             for flag, side in (("--from", "start"), ("--to", "end")):
                 p.add_argument(
                     flag,
@@ -95,9 +96,41 @@ def build_parser() -> argparse.ArgumentParser:
                     type=_instant,
                     default=None,
                     metavar="TIME",
-                    help=f"batch replay of a time window: {side} of arrival times (ISO 8601, UTC unless "
-                    "an offset is given, or epoch ms)" + (", exclusive" if side == "end" else ""),
+                    help=(
+                        f"only what happened from/to this time ({side}; ISO 8601 or epoch ms)"
+                        if name == "report"
+                        else f"batch replay of a time window: {side} of arrival times (ISO 8601, UTC "
+                        "unless an offset is given, or epoch ms)"
+                        + (", exclusive" if side == "end" else "")
+                        + "; a forensics run, written to WAREHOUSE/forensics/NAME, never over the "
+                        "scheduled tables"
+                    ),
                 )
+        if name in ("replay", "report"):
+            p.add_argument(
+                "--group",
+                "-g",
+                action="append",
+                default=[],
+                dest="groups",
+                metavar="GROUP",
+                help="only this group (repeatable); with replay, a forensics run",
+            )
+            p.add_argument(
+                "--name",
+                dest="forensics_name",
+                default=None,
+                metavar="NAME",
+                help="forensics run name (replay: default derived from the window and groups; report: "
+                "render WAREHOUSE/forensics/NAME instead of the scheduled tables)",
+            )
+        if name in ("report", "run"):
+            p.add_argument(
+                "--out",
+                default=None,
+                metavar="DIR",
+                help="report folder (default: WAREHOUSE/reports, or the forensics run's reports/)",
+            )
     return parser
 
 
@@ -183,26 +216,60 @@ def cmd_ingest(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
-def cmd_replay(args: argparse.Namespace, config: Config) -> int:
-    from jobs.replay import replay
-
+def _window(args: argparse.Namespace) -> tuple[int | None, int | None]:
     window = (getattr(args, "window_start", None), getattr(args, "window_end", None))
-    if getattr(args, "incremental", False) and window != (None, None):
-        raise UsageError("--from/--to select a window for a batch replay; they do not go with --incremental")
     if None not in window and window[0] >= window[1]:  # type: ignore[operator]
         raise UsageError("--from must be before --to")
+    return window
+
+
+def cmd_replay(args: argparse.Namespace, config: Config) -> int:
+    from jobs.replay import replay
+    from transforms.report.naming import forensics_name, valid_name
+
+    window = _window(args)
+    groups = tuple(getattr(args, "groups", None) or ())
+    forensics = window != (None, None) or bool(groups)
+    if getattr(args, "incremental", False) and forensics:
+        raise UsageError(
+            "--from/--to/--group select a forensics window for a batch replay; they do not go with "
+            "--incremental"
+        )
+    name = getattr(args, "forensics_name", None)
+    if name is not None and not forensics:
+        raise UsageError("--name names a forensics run: give --from/--to and/or --group with it")
+    if name is not None and not valid_name(name):
+        raise UsageError(f"--name {name!r}: use letters, digits, '.', '_' and '-' only")
 
     spark = _session(config)
+    store = _store(spark, config)
+    output = None
+    summary_dir = config.storage.warehouse
+    if forensics:
+        from jobs.delta_store import open_store
+
+        name = name or forensics_name(window, groups)
+        summary_dir = str(Path(config.storage.warehouse) / "forensics" / name)
+        output = open_store(spark, summary_dir, config.storage.engine)
+        args.forensics_name = name  # `run --from/--to`: its report renders this forensics run
+        _say(f"replay: forensics run {name!r} → {summary_dir} (the scheduled tables are not touched)")
     result = replay(
         spark,
-        _store(spark, config),
+        store,
         config,
         incremental=getattr(args, "incremental", False),
         path=getattr(args, "path", None),
         window=window,
+        groups=groups,
+        output=output,
         log=_say,
     )
-    write_summary(config.storage.warehouse, result.as_summary())
+    extra: dict[str, Any] = {}
+    if forensics:
+        extra = {
+            "forensics": {"name": name, "from_ms": window[0], "to_ms": window[1], "groups": list(groups)}
+        }
+    write_summary(summary_dir, {**result.as_summary(), **extra})
     counts = ", ".join(
         f"{result.counts.get(k, 0)} {k}"
         for k in ("predictions", "transitions", "rebalances", "member_sessions")
@@ -232,6 +299,35 @@ def cmd_validate(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace, config: Config) -> int:
+    from jobs.report import report
+
+    name = getattr(args, "forensics_name", None)
+    root = Path(config.storage.warehouse)
+    source = root if name is None else root / "forensics" / name
+    if name is not None and not source.is_dir():
+        raise UsageError(f"no forensics run {name!r} in {root} (see {root / 'forensics'})")
+    out = getattr(args, "out", None) or str(source / "reports")
+    spark = _session(config)
+    from jobs.delta_store import open_store
+
+    store = _store(spark, config) if name is None else open_store(spark, str(source), config.storage.engine)
+    result = report(
+        spark,
+        store,
+        config,
+        out_dir=out,
+        groups=tuple(getattr(args, "groups", None) or ()),
+        window=_window(args) if args.command == "report" else (None, None),
+        summary_dir=str(source),
+        warehouse=config.storage.warehouse,
+        log=_say,
+    )
+    write_summary(str(source), {"report": result.as_dict()})
+    print(f"report: {result.pages} page(s), {result.groups} group(s) → {result.index}")
+    return 0
+
+
 def cmd_not_implemented(args: argparse.Namespace, config: Config) -> int:
     _say(f"{PROG}: {args.command}: not implemented yet")
     return 2
@@ -246,8 +342,11 @@ def cmd_run(args: argparse.Namespace, config: Config) -> int:
             continue
         status = max(status, handler(args, config))
     path = Path(config.storage.warehouse) / "summary.json"
-    print(headline(json.loads(path.read_text())) if path.exists() else "")
+    summary = json.loads(path.read_text()) if path.exists() else {}
+    print(headline(summary))
     print(f"summary: {path}")
+    if summary.get("report", {}).get("index"):
+        print(f"report: {summary['report']['index']}")
     return status
 
 
@@ -272,7 +371,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Config], int]] = {
     "replay": cmd_replay,
     "validate": cmd_validate,
     "audit": cmd_not_implemented,
-    "report": cmd_not_implemented,
+    "report": cmd_report,
     "run": cmd_run,
 }
 

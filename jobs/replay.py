@@ -27,7 +27,7 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -377,25 +377,35 @@ def replay(
     incremental: bool = False,
     path: str | None = None,
     window: tuple[int | None, int | None] = (None, None),
+    groups: Sequence[str] = (),
+    output: DeltaStore | None = None,
     log: Callable[[str], None] | None = None,
 ) -> ReplayResult:
     """Replay the warehouse's ``requests`` into the output tables. See the module docstring.
 
     ``window`` (batch only): replay only requests that arrived in ``[start, end)`` (epoch ms, either side
-    open) — forensics on an incident; the model warm-starts if the window opens mid-life.
+    open) and ``groups`` (batch only): only these groups — forensics on an incident; the model
+    warm-starts if the window opens mid-life. ``output``: the store the output tables (and the replay
+    bookkeeping, ``<output>/_replay``) go to instead of ``store`` — a forensics run's own folder, so the
+    scheduled tables are never touched (``requests`` is always read from ``store``).
     """
-    if incremental and window != (None, None):
-        raise ValueError("replay: --from/--to select a window for a batch replay, not for --incremental")
+    if incremental and (window != (None, None) or groups or output is not None):
+        raise ValueError(
+            "replay: --from/--to/--group select a forensics window for a batch replay, not for --incremental"
+        )
     from pyspark.sql import functions as F
 
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     started = time.monotonic()
-    dirs = ReplayDirs(config.storage.warehouse)
+    out_store = store if output is None else output
+    dirs = ReplayDirs(out_store.warehouse)
     manifest = dirs.load_manifest()
     mode = "incremental" if incremental else "batch"
     requests_version = store.version(REQUESTS)
-    fingerprint = _config_fingerprint(config) + (
-        f"/{window[0]}-{window[1]}" if window != (None, None) else ""
+    fingerprint = (
+        _config_fingerprint(config)
+        + (f"/{window[0]}-{window[1]}" if window != (None, None) else "")
+        + (f"/groups={','.join(sorted(groups))}" if groups else "")
     )
     chosen = path or config.replay.path
     if requests_version is None:
@@ -433,6 +443,8 @@ def replay(
             all_rows = all_rows.filter(F.col("arrival_ms") >= F.lit(window[0]))
         if window[1] is not None:
             all_rows = all_rows.filter(F.col("arrival_ms") < F.lit(window[1]))
+        if groups:
+            all_rows = all_rows.filter(F.col("group_id").isin(list(groups)))
         # one pass for everything the run needs to know: groups, rows, newest completion
         per_group = (
             all_rows.groupBy("group_id")
@@ -449,10 +461,10 @@ def replay(
             chosen = "fast" if len(groups) >= config.replay.fast_path_min_groups else "stateful"
         say(f"replay: batch over {len(groups)} group(s), {chosen} path")
         if chosen == "fast":
-            result = _replay_fast(spark, store, settings, all_rows, n_rows, horizon)
+            result = _replay_fast(spark, out_store, settings, all_rows, n_rows, horizon)
         else:
             result = _replay_stateful_batch(
-                spark, store, config, settings, dirs, all_rows, groups, n_rows, horizon, say
+                spark, out_store, config, settings, dirs, all_rows, groups, n_rows, horizon, say
             )
         crash_point("replay:before_manifest")  # outputs committed, manifest not yet written
         shutil.rmtree(dirs.incremental, ignore_errors=True)  # a batch replay resets the scheduled audit

@@ -805,6 +805,10 @@ def run_gx(
                 f"({evaluated} expectations, {time.monotonic() - t0:.1f}s)"
             )
         docs = _docs_path(ctx, root)
+        if docs:  # offline: assets from PyPI packages, no CDN, no tracking image
+            from jobs.datadocs import make_offline
+
+            make_offline(Path(docs).parent, log)
         success = all(s["success"] for s in suites.values())
         return GxOutcome(success, suites, failures, docs, time.monotonic() - started)
     except Exception as e:  # GX trouble is reported, never fatal

@@ -13,6 +13,7 @@ import pytest
 from jobs.cli import main
 from simulator.clients import ConsumerSpec, SimConfig
 from tests.helpers import canonical, quiet_times, read_table, render_group_lines, write_lines
+from transforms.report.naming import forensics_name
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -303,7 +304,10 @@ def test_time_window_forensics(
     _cli("ingest", "--input", str(logs), "--warehouse", str(wh))
     start, end = T0 + 80 * S, T0 + 140 * S
     _cli("replay", "--warehouse", str(wh), "--from", "2024-06-03T12:01:20Z", "--to", str(end))
-    predictions = read_table(wh / "predictions")
+    # a forensics run: its own folder, the scheduled tables are not written (issue 12)
+    run = wh / "forensics" / forensics_name((start, end), ())
+    assert not (wh / "predictions").exists()
+    predictions = read_table(run / "predictions")
     assert predictions and all(start <= p["arrival_ms"] < end for p in predictions)
     # the window opens on live groups: the model warms up from what it sees, then scores; the heartbeat
     # that reveals the expiry of a ledger member never seen joining (session timeout unknown) is not
@@ -317,7 +321,7 @@ def test_time_window_forensics(
         p["group_id"] == "ledger" and p["observed_error"] == "REBALANCE_IN_PROGRESS" and not p["scored"]
         for p in warm
     )
-    shop = [r for r in read_table(wh / "rebalances") if r["group_id"] == "shop-orders"]
+    shop = [r for r in read_table(run / "rebalances") if r["group_id"] == "shop-orders"]
     assert [r["trigger"] for r in shop] == ["member_left", "session_expiry"]
     assert main(["replay", "--warehouse", str(wh), "--incremental", "--from", str(start)]) == 2
     assert main(["replay", "--warehouse", str(wh), "--from", "yesterday"]) == 2

@@ -1,0 +1,94 @@
+"""Headless Chromium (the distribution's package) driven by Playwright, with every request that is not
+``file://`` aborted and counted: the pages must work with no network."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium_path() -> str | None:
+    for p in CHROMIUM_CANDIDATES:
+        if Path(p).exists():
+            return p
+    return shutil.which("chromium")
+
+
+def skip_reason() -> str | None:
+    """Why the browser tests cannot run here (one line), or None."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright for Python is not installed (pip install -e '.[dev]')"
+    if chromium_path() is None:
+        return "no Chromium at /usr/bin/chromium (apt-get install -y chromium; .ci/run installs it)"
+    return None
+
+
+@dataclass
+class PageLoad:
+    blocked: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def offline_browser() -> Iterator[Any]:
+    """A fresh Chromium (new user-data-dir) whose contexts abort every non-file:// request."""
+    from playwright.sync_api import sync_playwright
+
+    profile = tempfile.mkdtemp(prefix="rr-chromium-")
+    try:
+        with sync_playwright() as pw:
+            context = pw.chromium.launch_persistent_context(
+                profile,
+                executable_path=chromium_path(),
+                args=CHROMIUM_ARGS,
+                headless=True,
+                offline=True,
+                viewport={"width": 1400, "height": 900},
+            )
+            try:
+                yield context
+            finally:
+                context.close()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def open_offline(context: Any, path: Path, load: PageLoad, *, wait_for: str | None = None) -> Any:
+    """Open ``path`` in a new tab, aborting and recording every request that is not file://."""
+    page = context.new_page()
+
+    def route(r: Any) -> None:
+        url = r.request.url
+        if url.startswith("file://") or url.startswith("data:") or url.startswith("blob:"):
+            r.continue_()
+        else:
+            load.blocked.append(url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.on("console", lambda m: load.console_errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: load.page_errors.append(str(e)))
+    page.goto(path.resolve().as_uri(), wait_until="load")
+    if wait_for:
+        page.wait_for_selector(wait_for, state="attached", timeout=30_000)
+    return page
