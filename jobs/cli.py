@@ -246,7 +246,7 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
     output = None
     summary_dir = config.storage.warehouse
     if forensics:
-        from jobs.delta_store import open_store
+        from jobs.delta import open_store
 
         name = name or forensics_name(window, groups)
         summary_dir = str(Path(config.storage.warehouse) / "forensics" / name)
@@ -309,7 +309,7 @@ def cmd_report(args: argparse.Namespace, config: Config) -> int:
         raise UsageError(f"no forensics run {name!r} in {root} (see {root / 'forensics'})")
     out = getattr(args, "out", None) or str(source / "reports")
     spark = _session(config)
-    from jobs.delta_store import open_store
+    from jobs.delta import open_store
 
     store = _store(spark, config) if name is None else open_store(spark, str(source), config.storage.engine)
     result = report(

@@ -36,7 +36,7 @@ from transforms.report.naming import page_file
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-    from jobs.delta_store import DeltaStore
+    from jobs.delta import DeltaStore
 
 FINDINGS_TABLE = "findings"
 #: predictions columns a page needs for the rows it draws one by one
