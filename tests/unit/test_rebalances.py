@@ -12,6 +12,7 @@ import pytest
 
 from schemas.tables import MEMBER_SESSIONS, REBALANCES, TRANSITIONS
 from transforms.consumer_protocol import encode_assignment
+from transforms.coordinator.causes import trigger_of_text
 from transforms.coordinator.types import (
     EventKind,
     GroupRequest,
@@ -22,7 +23,7 @@ from transforms.coordinator.types import (
     Protocol,
     RemovalReason,
 )
-from transforms.kafka_protocol import ApiKey
+from transforms.kafka_protocol import ApiKey, Errors
 from transforms.rebalances import RebalanceTracker, TrackerOutput, classify_cause
 
 GROUP = "orders"
@@ -86,7 +87,11 @@ class Sim:
         self.state = to
         if frm == PR and to in (CR, EMPTY):
             self.gen += 1
-        self.ev(EventKind.TRANSITION, timer=timer, from_state=frm, member_id=member, cause=cause)
+        # the model's transitions carry the typed trigger its reason text is written from
+        trigger = trigger_of_text(cause)
+        self.ev(
+            EventKind.TRANSITION, timer=timer, from_state=frm, member_id=member, cause=cause, trigger=trigger
+        )
 
     def predict(self, seq: int, req: GroupRequest, error: str = "NONE", **resp: Any) -> None:
         self.steps[-1][0].append(
@@ -334,7 +339,7 @@ class Sim:
         return self
 
     def external_error(self, error: str = "NOT_COORDINATOR") -> Sim:
-        self.ev(EventKind.EXTERNAL_ERROR, detail=error)
+        self.ev(EventKind.EXTERNAL_ERROR, detail=error, error=Errors[error])
         return self
 
 

@@ -33,7 +33,6 @@ from transforms.coordinator.state import (
     ClassicGroupMember,
     IllegalStateTransition,
     ParkedCall,
-    check_transition,
 )
 from transforms.coordinator.timers import (
     BOOKKEEPING_PRIORITY,
@@ -43,16 +42,19 @@ from transforms.coordinator.timers import (
     TimerQueue,
 )
 from transforms.coordinator.types import (
+    Cause,
     EventKind,
     GroupRequest,
     GroupState,
+    LeaveMember,
     ModelEvent,
     ObservedResponse,
     PredictedResponse,
     Prediction,
     RemovalReason,
+    Trigger,
 )
-from transforms.kafka_protocol import EXTERNAL_ERRORS, ApiKey
+from transforms.kafka_protocol import EXTERNAL_ERRORS, ApiKey, Errors
 
 __all__ = ["CoordinatorConfig", "CoordinatorEngine", "IllegalStateTransition"]
 
@@ -526,6 +528,10 @@ class CoordinatorEngine:
         protocol_name: str | None = None,
         protocol_type: str | None = None,
         assignments: tuple[tuple[str, bytes | None], ...] = (),
+        trigger: Trigger | None = None,
+        adopted: bool = False,
+        inferred: bool = False,
+        error: Errors | None = None,
     ) -> None:
         g = self._group
         self._events.append(
@@ -548,17 +554,31 @@ class CoordinatorEngine:
                 protocol_name=protocol_name,
                 protocol_type=protocol_type,
                 assignments=assignments,
+                trigger=trigger,
+                adopted=adopted,
+                inferred=inferred,
+                error=error,
             )
         )
 
-    def _transition(
-        self, group: ClassicGroup, target: GroupState, cause: str | None, member_id: str | None = None
+    def _on_transition(
+        self, group: ClassicGroup, previous: GroupState, cause: Cause, member_id: str | None, adopted: bool
     ) -> None:
-        check_transition(group.state, target)
-        previous = group.state
-        group.previous_state = previous
-        group.state = target
-        self._event(EventKind.TRANSITION, from_state=previous, cause=cause, member_id=member_id)
+        """Every state change of the group (``ClassicGroup.transition_to``) becomes a TRANSITION event."""
+        self._event(
+            EventKind.TRANSITION,
+            from_state=previous,
+            cause=cause.text,
+            member_id=member_id,
+            trigger=cause.trigger,
+            adopted=adopted,
+        )
+
+    def install_group(self, group: ClassicGroup | None) -> None:
+        """Make ``group`` the coordinator's group (None: no such group); its transitions become events."""
+        if group is not None:
+            group.on_transition = self._on_transition
+        self._group = group
 
     def _respond(self, call: ParkedCall, response: PredictedResponse) -> None:
         """The coordinator answers ``call`` now."""
@@ -592,7 +612,17 @@ class CoordinatorEngine:
             and set(obs.members) == set(response.members or ())
         ):
             if obs.generation_id is not None and obs.generation_id > group.generation_id:
-                group.generation_id = obs.generation_id  # the broker's count (the log began mid-life)
+                # the broker's count (the log began mid-life)
+                group.transition_to(
+                    group.state,
+                    Cause(
+                        Trigger.ADOPTED,
+                        f"generation {group.generation_id} -> {obs.generation_id}: "
+                        "the broker's join response",
+                    ),
+                    adopted=True,
+                    generation_id=obs.generation_id,
+                )
             if obs.leader in group.members:
                 group.leader_id = obs.leader
             self._observed_full_join = True
@@ -669,7 +699,7 @@ class CoordinatorEngine:
             if err is not None and err in EXTERNAL_ERROR_NAMES:
                 call.scored = False
                 call.unscored_reason = f"external error: {err}"
-                self._event(EventKind.EXTERNAL_ERROR, member_id=req.member_id, detail=err)
+                self._event(EventKind.EXTERNAL_ERROR, member_id=req.member_id, detail=err, error=Errors[err])
                 if err == "COORDINATOR_LOAD_IN_PROGRESS":
                     self._loading = True
                 if err in MOVE_ERRORS and not self._moved_episode:
@@ -802,7 +832,7 @@ class CoordinatorEngine:
         group = ClassicGroup(self.group_id)
         if not self._confident:
             group.has_offsets = None  # the group may have existed before the log began
-        self._group = group
+        self.install_group(group)
         return group
 
     def _unload(self, cause: str) -> None:
@@ -810,7 +840,7 @@ class CoordinatorEngine:
         if group is None or group.state == DEAD:
             return
         previous = group.state
-        self._transition(group, DEAD, cause)
+        group.transition_to(DEAD, Cause(Trigger.UNLOADED, cause))
         if previous == PREPARING:
             for m in list(group.members.values()):
                 if m.awaiting_join is not None:
@@ -830,11 +860,11 @@ class CoordinatorEngine:
     def _load_persisted(self, why: str) -> None:
         snapshot = self._persisted
         if snapshot is None:
-            self._group = None
+            self.install_group(None)
             self._event(EventKind.WARM_START, detail=f"{why}: nothing persisted, group unknown")
             return
         group = restore_persisted(self.group_id, snapshot)
-        self._group = group
+        self.install_group(group)
         self._event(
             EventKind.WARM_START,
             detail=why,
@@ -846,8 +876,11 @@ class CoordinatorEngine:
         if len(group.members) > self.config.group_max_size:
             self.prepare_rebalance(
                 group,
-                f"Freshly-loaded group is over capacity ({self.config.group_max_size}). "
-                "Rebalancing in order to give a chance for consumers to commit offsets",
+                Cause(
+                    Trigger.COORDINATOR,
+                    f"Freshly-loaded group is over capacity ({self.config.group_max_size}). "
+                    "Rebalancing in order to give a chance for consumers to commit offsets",
+                ),
             )
         for m in group.members.values():
             self._arm_heartbeat(m, m.session_timeout_ms)
@@ -870,8 +903,10 @@ class CoordinatorEngine:
     def _expire_offsets(self, group: ClassicGroup) -> None:
         if group.state != EMPTY:
             return
-        self._transition(group, DEAD, "offsets expired: Empty group without offsets removed")
-        self._group = None
+        group.transition_to(
+            DEAD, Cause(Trigger.OFFSETS_EXPIRED, "offsets expired: Empty group without offsets removed")
+        )
+        self.install_group(None)
         self._persisted = None
 
     # ============================================================================================
@@ -1145,19 +1180,15 @@ class CoordinatorEngine:
     def _validate_member(
         self, group: ClassicGroup, member_id: str, instance_id: str | None, strict: bool
     ) -> str | None:
-        """``validateCurrentMember`` (3.0+, Java) or the 2.3-2.8 ``isStaticMemberFenced`` + ``has``.
-
-        ``strict``: JoinGroup (an unknown instance id is UNKNOWN_MEMBER_ID in every version)."""
-        if instance_id is not None and self._f.static_membership:
-            mapped = group.static_members.get(instance_id)
-            if mapped is None:
-                if strict or self._f.validate_current_member:
-                    return UNKNOWN_MEMBER_ID
-            elif mapped != member_id:
-                return FENCED_INSTANCE_ID
-        if member_id not in group.members:
-            return UNKNOWN_MEMBER_ID
-        return None
+        """``ClassicGroup.validate_member`` with this version's rules. ``strict``: JoinGroup (an unknown
+        instance id is UNKNOWN_MEMBER_ID in every version)."""
+        f = self._f
+        return group.validate_member(
+            member_id,
+            instance_id,
+            static_membership=f.static_membership,
+            strict=strict or f.validate_current_member,
+        )
 
     def _rebalance_timeout_for(self, req: GroupRequest) -> int | None:
         if req.api_version == 0 or req.rebalance_timeout_ms is None:
@@ -1196,7 +1227,7 @@ class CoordinatorEngine:
             EventKind.MEMBER_ADDED,
             member_id=member_id,
             group_instance_id=instance_id,
-            cause=cause,
+            cause=cause.text,
             client_reason=req.reason,
         )
         if group.leader_id == member_id and len(group.members) == 1:
@@ -1204,7 +1235,7 @@ class CoordinatorEngine:
         self.maybe_prepare_rebalance(group, cause, member_id)
 
     def _update_member_and_rebalance(
-        self, group: ClassicGroup, member: ClassicGroupMember, call: ParkedCall, cause: str
+        self, group: ClassicGroup, member: ClassicGroupMember, call: ParkedCall, cause: Cause
     ) -> None:
         """``updateMemberAndRebalance`` / ``updateMemberThenRebalanceOrCompleteJoin``."""
         req = call.request
@@ -1223,7 +1254,11 @@ class CoordinatorEngine:
         )
         if changed:
             self._event(
-                EventKind.MEMBER_UPDATED, member_id=member.member_id, cause=cause, client_reason=req.reason
+                EventKind.MEMBER_UPDATED,
+                member_id=member.member_id,
+                cause=cause.text,
+                client_reason=req.reason,
+                inferred=cause.trigger is Trigger.RECONCILED,
             )
         self.maybe_prepare_rebalance(group, cause, member.member_id)
 
@@ -1314,11 +1349,13 @@ class CoordinatorEngine:
     # ============================================================================================
     # rebalance (join phase)
     # ============================================================================================
-    def maybe_prepare_rebalance(self, group: ClassicGroup, cause: str, member_id: str | None = None) -> None:
+    def maybe_prepare_rebalance(
+        self, group: ClassicGroup, cause: Cause, member_id: str | None = None
+    ) -> None:
         if group.state in (STABLE, COMPLETING, EMPTY):
             self.prepare_rebalance(group, cause, member_id)
 
-    def prepare_rebalance(self, group: ClassicGroup, cause: str, member_id: str | None = None) -> None:
+    def prepare_rebalance(self, group: ClassicGroup, cause: Cause, member_id: str | None = None) -> None:
         """``prepareRebalance``: flush parked SyncGroups, cancel pending-sync, arm the join timer."""
         if group.state == COMPLETING:
             self._reset_and_propagate_assignment_error(group, REBALANCE_IN_PROGRESS)
@@ -1331,7 +1368,7 @@ class CoordinatorEngine:
             self._timers.cancel(self._offsets_key)
         else:
             self._arm(self._join_key, group.rebalance_timeout_ms(), self._p_rebalance, T_JOIN)
-        self._transition(group, PREPARING, cause, member_id)
+        group.transition_to(PREPARING, cause, member_id)
         if not initial and group.has_all_members_joined():
             self.complete_join(group)
 
@@ -1425,6 +1462,7 @@ class CoordinatorEngine:
                     leader=observed_leader,
                     detail=old,
                     cause="reconciled: the broker's join response",
+                    inferred=True,
                 )
         elif not self._maybe_elect_new_joined_leader(group) and group.members:
             self._arm(self._join_key, group.rebalance_timeout_ms(), self._p_rebalance, T_JOIN)
@@ -1434,21 +1472,14 @@ class CoordinatorEngine:
                 cause=f"Group {self.group_id} could not complete rebalance because no members rejoined",
             )
             return
-        group.generation_id = max(group.generation_id + 1, observed_generation or 0)
-        group.pending_sync_members.clear()
-        if group.members:
-            group.protocol_name = group.select_protocol()
-            self._transition(
-                group,
-                COMPLETING,
-                f"Stabilized group {self.group_id} generation {group.generation_id} "
-                f"with {len(group.members)} members",
-            )
-        else:
-            group.protocol_name = None
-            self._transition(
-                group, EMPTY, f"Group {self.group_id} with generation {group.generation_id} is now empty"
-            )
+        generation = max(group.generation_id + 1, observed_generation or 0)
+        text = (
+            f"Stabilized group {self.group_id} generation {generation} with {len(group.members)} members"
+            if group.members
+            else f"Group {self.group_id} with generation {generation} is now empty"
+        )
+        group.init_next_generation(Cause(Trigger.JOIN_COMPLETED, text), observed_generation)
+        if not group.members:
             group.empty_since_ms = self._clock
             self._persist(group)
             self._arm_offsets_expiration(group)
@@ -1487,25 +1518,19 @@ class CoordinatorEngine:
             )
 
     def _maybe_elect_new_joined_leader(self, group: ClassicGroup) -> bool:
-        leader_id = group.leader_id
-        if leader_id is None:
-            return False
-        leader = group.members.get(leader_id)
-        if leader is not None and leader.awaiting_join is not None:
-            return True
-        for m in group.ordered_members():
-            if m.awaiting_join is not None:
-                group.leader_id = m.member_id
-                self._event(
-                    EventKind.LEADER_CHANGED,
-                    member_id=m.member_id,
-                    leader=m.member_id,
-                    detail=leader_id,
-                    cause=f"Group leader [member.id: {leader_id}] failed to join before rebalance timeout, "
-                    f"while new leader {m.member_id} was elected.",
-                )
-                return True
-        return False
+        """``ClassicGroup.maybe_elect_new_joined_leader``, reporting a new leader."""
+        old = group.leader_id
+        leader = group.maybe_elect_new_joined_leader()
+        if leader is not None and leader != old:
+            self._event(
+                EventKind.LEADER_CHANGED,
+                member_id=leader,
+                leader=leader,
+                detail=old,
+                cause=f"Group leader [member.id: {old}] failed to join before rebalance timeout, "
+                f"while new leader {leader} was elected.",
+            )
+        return leader is not None
 
     # ============================================================================================
     # removal
@@ -1514,7 +1539,7 @@ class CoordinatorEngine:
         self,
         group: ClassicGroup,
         member: ClassicGroupMember,
-        cause: str,
+        cause: Cause,
         reason: RemovalReason,
         client_reason: str | None = None,
         ignore_initial: bool = False,
@@ -1531,8 +1556,9 @@ class CoordinatorEngine:
             member_id=member.member_id,
             group_instance_id=member.group_instance_id,
             removal_reason=reason,
-            cause=cause,
+            cause=cause.text,
             client_reason=client_reason,
+            inferred=cause.trigger is Trigger.RECONCILED,
         )
         if was_leader:
             self._event(
@@ -1669,12 +1695,14 @@ class CoordinatorEngine:
                 # storeGroup succeeds: the model never fails a write
                 if group.state == COMPLETING and req.generation_id == group.generation_id:
                     self._set_and_propagate_assignment(group, assignment)
-                    self._transition(
-                        group,
+                    group.transition_to(
                         STABLE,
-                        f"Assignment received from leader {member_id} for group {self.group_id} "
-                        f"for generation {group.generation_id}. The group has {len(group.members)} members, "
-                        f"{len(group.static_members)} of which are static.",
+                        Cause(
+                            Trigger.SYNC_COMPLETED,
+                            f"Assignment received from leader {member_id} for group {self.group_id} "
+                            f"for generation {group.generation_id}. The group has {len(group.members)} "
+                            f"members, {len(group.static_members)} of which are static.",
+                        ),
                         member_id,
                     )
                     self._persist(group)
@@ -1740,7 +1768,7 @@ class CoordinatorEngine:
                     member_id=mid,
                     group_instance_id=member.group_instance_id,
                     removal_reason=RemovalReason.PENDING_SYNC_EXPIRY,
-                    cause=cause,
+                    cause=cause.text,
                 )
                 if was_leader:
                     self._event(
@@ -1828,8 +1856,6 @@ class CoordinatorEngine:
         batch = req.api_version >= 3
         identities = list(req.leave_members)
         if not identities and not batch:
-            from transforms.coordinator.types import LeaveMember
-
             identities = [LeaveMember(member_id=req.member_id or "")]
         group = self._group
         top: str = NONE

@@ -124,7 +124,7 @@ def load_model(cls: type[_M], data: bytes, config: CoordinatorConfig) -> _M:
     model._notes = {k: tuple(v) for k, v in doc["notes"]}
     calls = {row[0]: _uncall(row) for row in doc["calls"]}
     model._parked = {seq: calls[seq] for seq in doc["parked"]}
-    model._group = None if doc["group"] is None else _ungroup(model.group_id, doc["group"], calls)
+    model.install_group(None if doc["group"] is None else _ungroup(model.group_id, doc["group"], calls))
     model._timers.restore(
         [Timer(k, d, p, o, kind, tuple(data)) for k, d, p, o, kind, data in doc["timers"]], doc["timer_order"]
     )

@@ -36,11 +36,13 @@ from transforms.coordinator.config import ASSUMED_REBALANCE_TIMEOUT_MS
 from transforms.coordinator.engine import CoordinatorEngine
 from transforms.coordinator.state import ClassicGroup, ClassicGroupMember, ParkedCall
 from transforms.coordinator.types import (
+    Cause,
     EventKind,
     GroupState,
     ObservedResponse,
     PredictedResponse,
     RemovalReason,
+    Trigger,
 )
 from transforms.kafka_protocol import ApiKey
 
@@ -67,6 +69,11 @@ def _reconciled(model: CoordinatorEngine, detail: str, member_id: str | None = N
     model._event(EventKind.RECONCILED, member_id=member_id, detail=detail)
 
 
+def _because(what: str) -> Cause:
+    """The cause of what the model does because the broker's answer says so (why is unknown)."""
+    return Cause(Trigger.RECONCILED, f"reconciled: {what}")
+
+
 # ------------------------------------------------------------------------------------------------
 # building blocks
 # ------------------------------------------------------------------------------------------------
@@ -75,7 +82,7 @@ def ensure_group(model: CoordinatorEngine, why: str) -> ClassicGroup:
     if group is None or group.state == DEAD:
         group = ClassicGroup(model.group_id)
         group.has_offsets = None
-        model._group = group
+        model.install_group(group)
         _reconciled(model, f"group exists in the broker ({why})")
     return group
 
@@ -108,6 +115,7 @@ def ensure_member(
                 group_instance_id=instance_id,
                 detail=mapped,
                 cause=f"reconciled: {why}",
+                inferred=True,
             )
             _reconciled(model, f"static member {instance_id} is {member_id} in the broker ({why})", member_id)
             return member
@@ -136,6 +144,7 @@ def ensure_member(
         member_id=member_id,
         group_instance_id=instance_id,
         cause=f"inferred: {why}",
+        inferred=True,
     )
     _reconciled(model, f"member {member_id} exists in the broker ({why})", member_id)
     return member
@@ -161,6 +170,7 @@ def drop_member(model: CoordinatorEngine, group: ClassicGroup, member_id: str, w
         group_instance_id=member.group_instance_id,
         removal_reason=RemovalReason.RECONCILED,
         cause=f"reconciled: {why}",
+        inferred=True,
     )
 
 
@@ -193,8 +203,9 @@ def force_state(model: CoordinatorEngine, group: ClassicGroup, target: GroupStat
         model._remove_sync_expiration(group)
     if target == PREPARING:
         model._arm(model._join_key, group.rebalance_timeout_ms(), model._p_rebalance, "join")
-    group.previous_state = current
-    group.state = target
+    group.transition_to(
+        target, Cause(Trigger.ADOPTED, f"state {current.value} -> {target.value}: {why}"), adopted=True
+    )
     if target == EMPTY:
         group.empty_since_ms = model._clock
         model._arm_offsets_expiration(group)
@@ -209,7 +220,12 @@ def adopt_generation(model: CoordinatorEngine, group: ClassicGroup, generation: 
     if generation < 0 or generation <= group.generation_id:
         return False
     old = group.generation_id
-    group.generation_id = generation
+    group.transition_to(
+        group.state,
+        Cause(Trigger.ADOPTED, f"generation {old} -> {generation}: {why}"),
+        adopted=True,
+        generation_id=generation,
+    )
     group.pending_sync_members.clear()
     model._timers.cancel(model._sync_key)
     _reconciled(model, f"generation {old} -> {generation}: {why}")
@@ -293,7 +309,7 @@ def _reconcile_member_request(model: CoordinatorEngine, call: ParkedCall, observ
             adopt_generation(model, group, gen, what)
         if group.state in (STABLE, COMPLETING, EMPTY):
             _reconciled(model, f"the broker is rebalancing ({what})", member_id)
-            model.prepare_rebalance(group, f"reconciled: {what}", member_id or None)
+            model.prepare_rebalance(group, _because(what), member_id or None)
             if any(m.inferred for m in group.members.values()):
                 # a member known only from its heartbeats (timeouts unknown) may have expired on the
                 # broker: the model cannot tell who left, so it is back in warm-up until it sees again
@@ -307,9 +323,7 @@ def _reconcile_member_request(model: CoordinatorEngine, call: ParkedCall, observ
         member = group.members.get(target)
         if member is not None:
             _reconciled(model, f"member {target} is unknown to the broker ({what})", target)
-            model.remove_member_and_update_group(
-                group, member, f"reconciled: {what}", RemovalReason.RECONCILED
-            )
+            model.remove_member_and_update_group(group, member, _because(what), RemovalReason.RECONCILED)
     elif observed == "FENCED_INSTANCE_ID":
         if group is None or instance_id is None:
             return
@@ -372,7 +386,9 @@ def _reconcile_join(
             model._timers.arm(
                 model._hb_prefix + mid, model._clock + timeout, model._p_session, "heartbeat", (mid,)
             )
-            model._event(EventKind.PENDING_MEMBER_ADDED, member_id=mid, cause=f"reconciled: {what}")
+            model._event(
+                EventKind.PENDING_MEMBER_ADDED, member_id=mid, cause=f"reconciled: {what}", inferred=True
+            )
             _reconciled(model, f"pending member {mid} ({what})", mid)
         return
     if group is None:
@@ -389,6 +405,7 @@ def _reconcile_join(
                 member_id=mid,
                 removal_reason=RemovalReason.RECONCILED,
                 cause=f"reconciled: {what}",
+                inferred=True,
             )
             _reconciled(model, f"pending member {mid} refused by the broker ({what})", mid)
             if group.state == PREPARING:
@@ -401,9 +418,7 @@ def _reconcile_join(
             "INVALID_SESSION_TIMEOUT",
         ):
             _reconciled(model, f"member {mid} refused by the broker ({what})", mid)
-            model.remove_member_and_update_group(
-                group, member, f"reconciled: {what}", RemovalReason.RECONCILED
-            )
+            model.remove_member_and_update_group(group, member, _because(what), RemovalReason.RECONCILED)
         elif member is not None and observed == "FENCED_INSTANCE_ID":
             drop_member(model, group, mid, what)
 
@@ -424,7 +439,7 @@ def _repark_join(
                 drop_member(model, group, mapped, f"{what}: replaced by {member_id}")
         model._add_member_and_rebalance(group, call, member_id, req.group_instance_id)
     else:
-        model._update_member_and_rebalance(group, member, call, f"reconciled: {what}")
+        model._update_member_and_rebalance(group, member, call, _because(what))
     if group.state == PREPARING:
         model._maybe_complete_join(group)
 
@@ -466,6 +481,7 @@ def adopt_join_view(model: CoordinatorEngine, group: ClassicGroup, obs: Observed
             leader=obs.leader,
             detail=old,
             cause=f"reconciled: {what}",
+            inferred=True,
         )
         _reconciled(model, f"leader {old} -> {obs.leader} ({what})", obs.leader)
     if obs.protocol_name and group.protocol_name != obs.protocol_name:
@@ -505,7 +521,7 @@ def _reconcile_leave(
             member = group.members[mid]
             _reconciled(model, f"member {mid} left in the broker", mid)
             model.remove_member_and_update_group(
-                group, member, f"reconciled: LeaveGroup of {mid} accepted", RemovalReason.RECONCILED
+                group, member, _because(f"LeaveGroup of {mid} accepted"), RemovalReason.RECONCILED
             )
 
 
@@ -579,9 +595,7 @@ def _apply_late_answer(
             if observed == "FENCED_INSTANCE_ID":
                 drop_member(model, group, holder.member_id, what)
             else:
-                model.remove_member_and_update_group(
-                    group, holder, f"reconciled: {what}", RemovalReason.RECONCILED
-                )
+                model.remove_member_and_update_group(group, holder, _because(what), RemovalReason.RECONCILED)
     elif req.api is ApiKey.SYNC_GROUP:
         if observed == "NONE":
             if group.state == COMPLETING:
@@ -589,18 +603,16 @@ def _apply_late_answer(
                 if obs.assignment is not None and holder is not None:
                     assignment[holder.member_id] = obs.assignment
                 model._set_and_propagate_assignment(group, assignment)
-                model._transition(group, STABLE, f"reconciled: {what}", holder.member_id if holder else None)
+                group.transition_to(STABLE, _because(what), holder.member_id if holder else None)
                 model._persist(group)
         elif observed == "REBALANCE_IN_PROGRESS":
             if group.state in (COMPLETING, STABLE):
-                model.prepare_rebalance(group, f"reconciled: {what}")
+                model.prepare_rebalance(group, _because(what))
         elif holder is not None:
             if holder.awaiting_sync is call:
                 holder.awaiting_sync = None
             if observed == "UNKNOWN_MEMBER_ID":
-                model.remove_member_and_update_group(
-                    group, holder, f"reconciled: {what}", RemovalReason.RECONCILED
-                )
+                model.remove_member_and_update_group(group, holder, _because(what), RemovalReason.RECONCILED)
             elif observed == "FENCED_INSTANCE_ID":
                 drop_member(model, group, holder.member_id, what)
 

@@ -26,8 +26,9 @@ from transforms.coordinator.types import (
     Prediction,
     Protocol,
     RemovalReason,
+    Trigger,
 )
-from transforms.kafka_protocol import ApiKey
+from transforms.kafka_protocol import ApiKey, Errors
 
 FORMAT_VERSION = 1
 _MAGIC = b"RRCM"  # rebalance-replay coordinator model
@@ -44,7 +45,9 @@ _DATACLASSES: dict[str, type[Any]] = {
         ModelEvent,
     )
 }
-_ENUMS: dict[str, type[Enum]] = {cls.__name__: cls for cls in (ApiKey, GroupState, EventKind, RemovalReason)}
+_ENUMS: dict[str, type[Enum]] = {
+    cls.__name__: cls for cls in (ApiKey, GroupState, EventKind, RemovalReason, Trigger, Errors)
+}
 _FIELDS: dict[str, tuple[str, ...]] = {
     name: tuple(f.name for f in dataclasses.fields(cls)) for name, cls in _DATACLASSES.items()
 }
@@ -158,10 +161,8 @@ def _group(g: ClassicGroup) -> Json:
 
 
 def _ungroup(group_id: str, d: Json, calls: dict[int, ParkedCall]) -> ClassicGroup:
-    g = ClassicGroup(group_id)
-    g.state = GroupState(d["state"])
+    g = ClassicGroup(group_id, state=GroupState(d["state"]), generation_id=d["generation"])
     g.previous_state = GroupState(d["previous_state"])
-    g.generation_id = d["generation"]
     g.table_capacity = d.get("capacity", JAVA_HASHMAP_CAPACITY)
     g.protocol_type = d["protocol_type"]
     g.protocol_name = d["protocol_name"]
@@ -216,16 +217,17 @@ def snapshot_group(group: ClassicGroup) -> dict[str, object]:
 
 def restore_persisted(group_id: str, snap: dict[str, Any]) -> ClassicGroup:
     """``GroupMetadata.loadGroup``: a group loaded from the log is Stable (with members) or Empty."""
-    g = ClassicGroup(group_id)
-    g.generation_id = snap["generation"]
+    members = [_unmember(row, {}) for row in snap["members"]]
+    g = ClassicGroup(
+        group_id,
+        state=GroupState.STABLE if members else GroupState.EMPTY,
+        generation_id=snap["generation"],
+    )
     g.protocol_type = snap["protocol_type"]
     g.protocol_name = snap["protocol_name"]
-    for row in snap["members"]:
-        m = _unmember(row, {})
+    for m in members:
         g.add(m, None)
     g.leader_id = snap["leader"] if snap["leader"] in g.members else next(iter(g.members), None)
-    g.state = GroupState.STABLE if g.members else GroupState.EMPTY
-    g.previous_state = g.state
     g.has_offsets = snap["has_offsets"]
     g.last_commit_ms = snap["last_commit_ms"]
     g.empty_since_ms = snap["empty_since_ms"]
