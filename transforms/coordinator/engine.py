@@ -22,17 +22,25 @@ from collections.abc import Callable
 from typing import Self
 
 from transforms.coordinator import causes
+from transforms.coordinator.codec import Json
 from transforms.coordinator.config import (
     CoordinatorConfig,
     VersionFeatures,
 )
 from transforms.coordinator.fastobj import constructor
-from transforms.coordinator.serde import restore_persisted, snapshot_group
+from transforms.coordinator.serde import (
+    SavedModel,
+    load_model,
+    restore_persisted,
+    save_model,
+    snapshot_group,
+)
 from transforms.coordinator.state import (
     ClassicGroup,
     ClassicGroupMember,
     IllegalStateTransition,
     ParkedCall,
+    ReplayBook,
 )
 from transforms.coordinator.timers import (
     BOOKKEEPING_PRIORITY,
@@ -193,34 +201,10 @@ class CoordinatorEngine:
         self._p_session = SESSION_PRIORITY
         self._group: ClassicGroup | None = None
         self._timers = TimerQueue()
-        self._timer_heap = self._timers._heap  # hot-path aliases (TimerQueue keeps both objects for life)
-        self._timer_map = self._timers._timers
-        self._now: int | None = None
-        self._seq = 0
-        self._id_seq = 0
         self._predictions: list[Prediction] = []
         self._events: list[ModelEvent] = []
         self._outs: list[_Out] = []
-        self._immediate: list[str] = []
-        # event context
-        self._clock = 0
-        self._ev_seq = 0
-        self._ev_ref: tuple[str, int] | None = None
-        # warm start / confidence
-        self._confident = not config.warm_start
-        self._warm_reason = "warm-up: group state not yet known"
-        self._last_discovery_ms: int | None = None
-        self._observed_full_join = False
-        # inferred members (timeouts unknown) → when last seen alive: one silent for longer than the
-        # smallest session timeout may have expired in the broker, so answers are not scored meanwhile
-        self._inferred_seen: dict[str, int] = {}
-        # coordinator moves
-        self._moved_episode = False
-        self._loading = False
-        self._persisted: dict[str, object] | None = None
-        # track mode: parked calls by request seq, model notes per request seq
-        self._parked: dict[int, ParkedCall] = {}
-        self._notes: dict[int, tuple[str, ...]] = {}
+        self._book = ReplayBook(confident=not config.warm_start)
         # keys (precomputed)
         self._join_key = f"join-{group_id}"
         self._sync_key = f"sync-{group_id}"
@@ -249,16 +233,22 @@ class CoordinatorEngine:
 
     @property
     def confident(self) -> bool:
-        return self._confident
+        return self._book.confident
+
+    @property
+    def book(self) -> ReplayBook:
+        """The replay bookkeeping (clock, counters, confidence, parked calls ...), for reconciliation and
+        serialisation."""
+        return self._book
 
     @property
     def now_ms(self) -> int | None:
-        return self._now
+        return self._book.now
 
     def assume_born(self, why: str) -> None:
         """The log shows the group's birth (its first generation): before any request, start confident
         from "no such group" instead of warming up."""
-        if self._now is None and self._group is None and not self._confident:
+        if self._book.now is None and self._group is None and not self._book.confident:
             self._become_confident(why)
 
     def set_clock_resolution(self, resolution_ms: int) -> None:
@@ -278,6 +268,35 @@ class CoordinatorEngine:
         finally:
             self._predictions, self._events = outputs
 
+    def to_state(self) -> Json:
+        """The whole model as a JSON document (:mod:`~transforms.coordinator.serde`); the same state
+        always gives the same document."""
+        if self._outs:
+            raise RuntimeError("cannot serialise the model in the middle of an operation")
+        timers = self._timers
+        return save_model(
+            SavedModel(
+                self.group_id,
+                self._book,
+                self._group,
+                timers.timers(),
+                timers.next_order,
+                self._predictions,
+                self._events,
+            )
+        )
+
+    @classmethod
+    def from_state(cls, doc: Json, config: CoordinatorConfig) -> Self:
+        saved = load_model(doc)
+        model = cls(saved.group_id, config)
+        model._book = saved.book
+        model.install_group(saved.group)
+        model._timers.restore(saved.timers, saved.timer_order)
+        model._predictions = saved.predictions
+        model._events = saved.events
+        return model
+
     def join_deadline_ms(self) -> int | None:
         """When the join phase in progress ends at the latest (its timer), or None."""
         timer = self._timers.get(self._join_key)
@@ -286,20 +305,20 @@ class CoordinatorEngine:
     def handle(self, request: GroupRequest) -> None:
         """Process one request (arrival order, non-decreasing ``arrival_ms``); fires due timers first."""
         t = request.arrival_ms
-        now = self._now
+        book = self._book
+        now = book.now
         if now is not None and t < now:
             raise ValueError(f"request arrival {t} is before the model clock {now} (arrival order required)")
-        heap = self._timer_heap
-        if heap and heap[0][0] <= t:
+        if self._timers.may_be_due(t):
             self._advance(t)
-        self._now = t
-        seq = self._seq
-        self._seq = seq + 1
-        self._clock = t
-        self._ev_seq = seq
-        self._ev_ref = request.ref
+        book.now = t
+        seq = book.seq
+        book.seq = seq + 1
+        book.clock = t
+        book.ev_seq = seq
+        book.ev_ref = request.ref
         api = request.api
-        if self._parked:
+        if book.parked:
             self._answered_by_causality(request, t)
         if (
             (api is _HEARTBEAT or api is _OFFSET_COMMIT)
@@ -329,9 +348,9 @@ class CoordinatorEngine:
                 self.classic_group_leave(call)
             else:
                 self._respond(call, PredictedResponse(error="UNSUPPORTED_VERSION", completion_ms=t))
-                self._notes[seq] = ("api_not_modelled",)
+                self._book.notes[seq] = ("api_not_modelled",)
         self._finish_op()
-        if self._immediate:
+        if self._book.immediate:
             self._run_immediate(t)
 
     def _liveness(self, request: GroupRequest, seq: int, t: int) -> bool:
@@ -339,9 +358,10 @@ class CoordinatorEngine:
         observed answer (if any) agrees. Produces exactly what the general handlers would (a property
         test compares both paths)."""
         group = self._group
-        if group is None or group.state is not STABLE or not self._confident or self._loading:
+        book = self._book
+        if group is None or group.state is not STABLE or not book.confident or book.loading:
             return False
-        if self._inferred_seen:  # answers may be unscored (see _silent_inferred_member)
+        if book.inferred_seen:  # answers may be unscored (see _silent_inferred_member)
             return False
         member_id = request.member_id
         member = group.members.get(member_id) if member_id else None
@@ -362,19 +382,13 @@ class CoordinatorEngine:
                 err = obs.partition_errors[0][2]
             if err is not None and err != NONE:
                 return False
-            self._moved_episode = False
-        # refresh the session (TimerQueue.arm, inlined for the lazy case)
+            book.moved_episode = False
+        # refresh the session: usually a later deadline for the same timer (no heap operation)
         key = self._hb_prefix + member_id  # type: ignore[operator]
         deadline = t + member.session_timeout_ms
-        timer = self._timer_map.get(key)
-        if timer is not None and deadline > timer.heap_deadline and timer.priority == self._p_session:
-            timers = self._timers
-            order = timers._next_order
-            timers._next_order = order + 1
-            timer.deadline = deadline
-            timer.order = order
-        else:
-            self._timers.arm(key, deadline, self._p_session, T_HEARTBEAT, (member_id,))  # type: ignore[arg-type]
+        timers = self._timers
+        if not timers.postpone(key, deadline, self._p_session):
+            timers.arm(key, deadline, self._p_session, T_HEARTBEAT, (member_id,))  # type: ignore[arg-type]
         if request.api is _HEARTBEAT:
             response = new_response(NONE, t, None)
             kind = _HEARTBEAT_EVENT
@@ -391,10 +405,10 @@ class CoordinatorEngine:
     def advance_to(self, time_ms: int) -> None:
         """Fire the timers due before a request arriving at ``time_ms`` (strict: deadline < time_ms,
         inclusive: deadline <= time_ms)."""
-        if self._now is not None and time_ms < self._now:
-            raise ValueError(f"cannot go back in time from {self._now} to {time_ms}")
+        if self._book.now is not None and time_ms < self._book.now:
+            raise ValueError(f"cannot go back in time from {self._book.now} to {time_ms}")
         self._advance(time_ms)
-        self._now = time_ms
+        self._book.now = time_ms
 
     def drain(self) -> tuple[list[Prediction], list[ModelEvent]]:
         """Predictions and events produced since the last drain, in order."""
@@ -415,9 +429,9 @@ class CoordinatorEngine:
         """Partition unload (§16): parked JoinGroup/SyncGroup answered NOT_COORDINATOR, group → Dead.
         The Dead group stays visible until :meth:`load` or the next group creation."""
         self.advance_to(time_ms)
-        self._clock = time_ms
-        self._ev_seq = self._seq
-        self._ev_ref = None
+        self._book.clock = time_ms
+        self._book.ev_seq = self._book.seq
+        self._book.ev_ref = None
         self._unload(cause)
         self._finish_op()
 
@@ -425,9 +439,9 @@ class CoordinatorEngine:
         """Partition load (§16): the group comes back as Stable/Empty from its last persisted metadata,
         every member with a fresh session deadline."""
         self.advance_to(time_ms)
-        self._clock = time_ms
-        self._ev_seq = self._seq
-        self._ev_ref = None
+        self._book.clock = time_ms
+        self._book.ev_seq = self._book.seq
+        self._book.ev_ref = None
         self._load_persisted("group loaded from its last persisted metadata")
         self._finish_op()
 
@@ -436,8 +450,8 @@ class CoordinatorEngine:
     # ============================================================================================
     def _advance(self, t: int) -> None:
         self._run_timers(t, self._inclusive)
-        if self._immediate:
-            self._immediate.clear()
+        if self._book.immediate:
+            self._book.immediate.clear()
 
     def _run_timers(self, t: int, inclusive: bool) -> None:
         timers = self._timers
@@ -451,36 +465,36 @@ class CoordinatorEngine:
         """Timers armed with a zero delay while handling a request run at once (``DelayedOperation``
         with delay 0 is completed on ``tryCompleteElseWatch``; ``MockTimer.add`` runs it), whatever
         the timer rule."""
-        while self._immediate:
-            key = self._immediate.pop(0)
+        while self._book.immediate:
+            key = self._book.immediate.pop(0)
             timer = self._timers.get(key)
             if timer is not None and timer.deadline <= t:
                 self._timers.pop_key(key)
                 self._fire_timer(timer)
 
     def _fire_timer(self, timer: Timer) -> None:
-        self._clock = timer.deadline
-        self._ev_seq = self._seq
-        self._ev_ref = None
+        self._book.clock = timer.deadline
+        self._book.ev_seq = self._book.seq
+        self._book.ev_ref = None
         self._fire(timer)
         self._finish_op()
 
     def _arm(
         self, key: str, delay_ms: int, priority: int, kind: str, data: tuple[int | str, ...] = ()
     ) -> None:
-        self._timers.arm(key, self._clock + delay_ms, priority, kind, data)
+        self._timers.arm(key, self._book.clock + delay_ms, priority, kind, data)
         if delay_ms <= 0:
-            self._immediate.append(key)
+            self._book.immediate.append(key)
 
     def _arm_heartbeat(self, member: ClassicGroupMember, timeout_ms: int) -> None:
         """``rescheduleClassicGroupMemberHeartbeat`` / ``completeAndScheduleNextExpiration``."""
         if member.inferred:
             # timeouts unknown (warm start): never expires on its own; remember when it was last alive
-            self._inferred_seen[member.member_id] = self._clock
+            self._book.inferred_seen[member.member_id] = self._book.clock
             return
         self._timers.arm(
             self._hb_prefix + member.member_id,
-            self._clock + timeout_ms,
+            self._book.clock + timeout_ms,
             self._p_session,
             T_HEARTBEAT,
             (member.member_id,),
@@ -536,8 +550,8 @@ class CoordinatorEngine:
         g = self._group
         self._events.append(
             ModelEvent(
-                seq=self._ev_seq,
-                time_ms=self._clock,
+                seq=self._book.ev_seq,
+                time_ms=self._book.clock,
                 kind=kind,
                 generation_id=-1 if g is None else g.generation_id,
                 state=DEAD if g is None else g.state,
@@ -548,7 +562,7 @@ class CoordinatorEngine:
                 removal_reason=removal_reason,
                 client_reason=client_reason,
                 detail=detail,
-                ref=self._ev_ref,
+                ref=self._book.ev_ref,
                 members=members,
                 leader=leader,
                 protocol_name=protocol_name,
@@ -582,10 +596,10 @@ class CoordinatorEngine:
 
     def _respond(self, call: ParkedCall, response: PredictedResponse) -> None:
         """The coordinator answers ``call`` now."""
-        self._parked.pop(call.seq, None)
+        self._book.parked.pop(call.seq, None)
         if call.emitted:  # its Prediction exists already (track mode re-parked it)
             self._timers.cancel(f"observed-{call.seq}")
-            if not self._confident:
+            if not self._book.confident:
                 self._confirm_full_join(call, response)
             return
         call.emitted = True
@@ -625,7 +639,7 @@ class CoordinatorEngine:
                 )
             if obs.leader in group.members:
                 group.leader_id = obs.leader
-            self._observed_full_join = True
+            self._book.observed_full_join = True
             self._become_confident(f"answered the complete membership of generation {group.generation_id}")
 
     def _supersede(self, call: ParkedCall, reason: str = SUPERSEDED_REASON) -> None:
@@ -634,7 +648,7 @@ class CoordinatorEngine:
         if call.emitted:
             return
         call.emitted = True
-        self._parked.pop(call.seq, None)
+        self._book.parked.pop(call.seq, None)
         self._timers.cancel(f"observed-{call.seq}")
         g = self._group
         self._predictions.append(
@@ -649,7 +663,7 @@ class CoordinatorEngine:
                 scored=False,
                 unscored_reason=reason,
                 reconciled=False,
-                mismatch_kinds=self._notes.pop(call.seq, ()),
+                mismatch_kinds=self._book.notes.pop(call.seq, ()),
             )
         )
 
@@ -657,8 +671,8 @@ class CoordinatorEngine:
         """Remember a request whose answer comes later (track mode also watches its observed answer)."""
         obs = call.request.observed
         if self._needs_reconcile() and obs is not None and obs.completion_ms is not None:
-            self._parked[call.seq] = call
-            due = max(obs.completion_ms + self.answer_grace_ms, self._clock)
+            self._book.parked[call.seq] = call
+            due = max(obs.completion_ms + self.answer_grace_ms, self._book.clock)
             self._timers.arm(f"observed-{call.seq}", due, BOOKKEEPING_PRIORITY, T_OBSERVED, (call.seq,))
         return call
 
@@ -680,10 +694,10 @@ class CoordinatorEngine:
                 self._append_prediction(call, out.response, reconciled=reconciled)
 
     def _needs_reconcile(self) -> bool:
-        return self._track or not self._confident
+        return self._track or not self._book.confident
 
     def _note(self, seq: int, kind: str) -> None:
-        self._notes[seq] = (*self._notes.get(seq, ()), kind)
+        self._book.notes[seq] = (*self._book.notes.get(seq, ()), kind)
 
     # ============================================================================================
     # request pre-processing: external errors, warm-up scoring
@@ -701,9 +715,9 @@ class CoordinatorEngine:
                 call.unscored_reason = f"external error: {err}"
                 self._event(EventKind.EXTERNAL_ERROR, member_id=req.member_id, detail=err, error=Errors[err])
                 if err == "COORDINATOR_LOAD_IN_PROGRESS":
-                    self._loading = True
-                if err in MOVE_ERRORS and not self._moved_episode:
-                    self._moved_episode = True
+                    self._book.loading = True
+                if err in MOVE_ERRORS and not self._book.moved_episode:
+                    self._book.moved_episode = True
                     self._coordinator_moved(err)
                 self._respond(
                     call,
@@ -715,14 +729,14 @@ class CoordinatorEngine:
                     ),
                 )
                 return True
-            if self._loading and self._loading_answer(call):
+            if self._book.loading and self._loading_answer(call):
                 return True
-            self._loading = False
-            self._moved_episode = False
+            self._book.loading = False
+            self._book.moved_episode = False
             if self._group is not None and self._group.state == DEAD:
                 # the group is served again (another broker loaded it)
                 self._load_persisted("group served again after a coordinator move")
-        if self._confident and self._inferred_seen and self._group is not None:
+        if self._book.confident and self._book.inferred_seen and self._group is not None:
             silent = self._silent_inferred_member(self._group)
             if silent is not None:
                 call.scored = False
@@ -730,23 +744,23 @@ class CoordinatorEngine:
                     f"warm-up: member {silent} (seen only through its requests, session timeout unknown) "
                     "may have expired"
                 )
-        if not self._confident:
-            if self._last_discovery_ms is None:
-                self._last_discovery_ms = self._clock
+        if not self._book.confident:
+            if self._book.last_discovery_ms is None:
+                self._book.last_discovery_ms = self._book.clock
             self._check_warm_window()
-            if not self._confident:
+            if not self._book.confident:
                 call.scored = False
-                call.unscored_reason = self._warm_reason
+                call.unscored_reason = self._book.warm_reason
         return False
 
     def _silent_inferred_member(self, group: ClassicGroup) -> str | None:
         """An inferred member silent for at least ``group.min.session.timeout.ms`` (forgotten once it is
         no longer inferred or no longer a member)."""
-        limit = self._clock - self.config.group_min_session_timeout_ms
-        for member_id, seen in list(self._inferred_seen.items()):
+        limit = self._book.clock - self.config.group_min_session_timeout_ms
+        for member_id, seen in list(self._book.inferred_seen.items()):
             member = group.members.get(member_id)
             if member is None or not member.inferred:
-                del self._inferred_seen[member_id]
+                del self._book.inferred_seen[member_id]
             elif seen <= limit and member.awaiting_join is None and member.awaiting_sync is None:
                 return member_id
         return None
@@ -760,7 +774,7 @@ class CoordinatorEngine:
         if not req.group_id:
             return False
         if req.api is ApiKey.HEARTBEAT:
-            self._emit_unreconciled(call, PredictedResponse(error=NONE, completion_ms=self._clock))
+            self._emit_unreconciled(call, PredictedResponse(error=NONE, completion_ms=self._book.clock))
             return True
         if req.api is ApiKey.SYNC_GROUP and not self._f.java:
             obs = req.observed
@@ -784,53 +798,53 @@ class CoordinatorEngine:
                 scored=call.scored,
                 unscored_reason=call.unscored_reason,
                 reconciled=reconciled,
-                mismatch_kinds=self._notes.pop(call.seq, ()),
+                mismatch_kinds=self._book.notes.pop(call.seq, ()),
             )
         )
 
     def _emit_unreconciled(self, call: ParkedCall, response: PredictedResponse) -> None:
         """An answer that says nothing about the group (blind answers while loading): no reconciliation."""
         call.emitted = True
-        if not self._confident:
+        if not self._book.confident:
             call.scored = False
-            call.unscored_reason = self._warm_reason
+            call.unscored_reason = self._book.warm_reason
         self._append_prediction(call, response, reconciled=False)
 
     def _check_warm_window(self) -> None:
-        last = self._last_discovery_ms
+        last = self._book.last_discovery_ms
         if (
             last is not None
             and self._group is not None
             and self._group.state in (STABLE, COMPLETING, EMPTY)
-            and self._clock - last >= self.config.warm_start_window_ms
+            and self._book.clock - last >= self.config.warm_start_window_ms
         ):
             self._become_confident(
                 f"no unknown member for {self.config.warm_start_window_ms} ms since the last discovery"
             )
 
     def _become_confident(self, why: str) -> None:
-        if self._confident:
+        if self._book.confident:
             return
-        self._confident = True
+        self._book.confident = True
         self._event(EventKind.WARM_START, detail=f"confident: {why}")
 
     def _lose_confidence(self, why: str) -> None:
-        self._confident = False
-        self._warm_reason = f"warm-up: {why}"
-        self._last_discovery_ms = self._clock
+        self._book.confident = False
+        self._book.warm_reason = f"warm-up: {why}"
+        self._book.last_discovery_ms = self._book.clock
         self._event(EventKind.WARM_START, detail=f"not confident: {why}")
 
     def _coordinator_moved(self, err: str) -> None:
         self._unload(f"coordinator moved ({err} observed)")
         if self._group is not None and self.config.warm_start:
-            self._lose_confidence(f"coordinator moved at {self._clock} ({err})")
+            self._lose_confidence(f"coordinator moved at {self._book.clock} ({err})")
 
     # ============================================================================================
     # group lifecycle
     # ============================================================================================
     def _create_group(self) -> ClassicGroup:
         group = ClassicGroup(self.group_id)
-        if not self._confident:
+        if not self._book.confident:
             group.has_offsets = None  # the group may have existed before the log began
         self.install_group(group)
         return group
@@ -858,7 +872,7 @@ class CoordinatorEngine:
         self._timers.cancel_prefix(self._hb_prefix)
 
     def _load_persisted(self, why: str) -> None:
-        snapshot = self._persisted
+        snapshot = self._book.persisted
         if snapshot is None:
             self.install_group(None)
             self._event(EventKind.WARM_START, detail=f"{why}: nothing persisted, group unknown")
@@ -889,7 +903,7 @@ class CoordinatorEngine:
 
     def _persist(self, group: ClassicGroup) -> None:
         """``storeGroup``: remember what the coordinator wrote (restored on a coordinator move)."""
-        self._persisted = snapshot_group(group)
+        self._book.persisted = snapshot_group(group)
 
     def _arm_offsets_expiration(self, group: ClassicGroup) -> None:
         """§11: an Empty group is deleted when it has no offsets left (next cleanup run) or when its
@@ -907,7 +921,7 @@ class CoordinatorEngine:
             DEAD, Cause(Trigger.OFFSETS_EXPIRED, "offsets expired: Empty group without offsets removed")
         )
         self.install_group(None)
-        self._persisted = None
+        self._book.persisted = None
 
     # ============================================================================================
     # member ids
@@ -932,10 +946,10 @@ class CoordinatorEngine:
             if group is None or (candidate not in group.members and candidate not in group.pending_members):
                 return candidate
         while True:
-            n = self._id_seq
-            self._id_seq = n + 1
+            n = self._book.id_seq
+            self._book.id_seq = n + 1
             if self._f.static_id_uses_timestamp and instance_id is not None:
-                candidate = f"{prefix}-{self._clock + n}"
+                candidate = f"{prefix}-{self._book.clock + n}"
             else:
                 source = self.uuid_source
                 made = uuid.uuid5(_ID_NAMESPACE, f"{self.group_id}/{n}") if source is None else source()
@@ -962,7 +976,7 @@ class CoordinatorEngine:
         v = call.request.api_version
         return PredictedResponse(
             error=error,
-            completion_ms=self._clock,
+            completion_ms=self._book.clock,
             generation_id=-1,
             leader="",
             member_id=member_id,
@@ -985,7 +999,7 @@ class CoordinatorEngine:
         v = call.request.api_version
         return PredictedResponse(
             error=NONE,
-            completion_ms=self._clock,
+            completion_ms=self._book.clock,
             generation_id=group.generation_id,
             leader=leader if leader is not None else "",
             member_id=member_id,
@@ -1109,7 +1123,7 @@ class CoordinatorEngine:
             group.pending_members[new_id] = None
             timeout = req.session_timeout_ms if req.session_timeout_ms is not None else 0
             self._timers.arm(
-                self._hb_prefix + new_id, self._clock + timeout, self._p_session, T_HEARTBEAT, (new_id,)
+                self._hb_prefix + new_id, self._book.clock + timeout, self._p_session, T_HEARTBEAT, (new_id,)
             )
             self._event(
                 EventKind.PENDING_MEMBER_ADDED,
@@ -1480,7 +1494,7 @@ class CoordinatorEngine:
         )
         group.init_next_generation(Cause(Trigger.JOIN_COMPLETED, text), observed_generation)
         if not group.members:
-            group.empty_since_ms = self._clock
+            group.empty_since_ms = self._book.clock
             self._persist(group)
             self._arm_offsets_expiration(group)
         ordered = group.ordered_members()  # Kafka's order: the list, and who is answered/re-armed first
@@ -1622,7 +1636,7 @@ class CoordinatorEngine:
         g = self._group
         return PredictedResponse(
             error=error,
-            completion_ms=self._clock,
+            completion_ms=self._book.clock,
             protocol_type=(g.protocol_type if (with_protocol and v5 and g is not None) else None),
             protocol_name=(g.protocol_name if (with_protocol and v5 and g is not None) else None),
             assignment=assignment if error == NONE else b"",
@@ -1829,7 +1843,7 @@ class CoordinatorEngine:
             self._arm_heartbeat(refresh, refresh.session_timeout_ms)
             if self.config.emit_liveness_events:
                 self._event(EventKind.HEARTBEAT, member_id=member_id)
-        self._respond(call, PredictedResponse(error=error, completion_ms=self._clock))
+        self._respond(call, PredictedResponse(error=error, completion_ms=self._book.clock))
 
     def _heartbeat_2_2(
         self, group: ClassicGroup, member_id: str, generation_id: int | None
@@ -1885,13 +1899,13 @@ class CoordinatorEngine:
                 call,
                 PredictedResponse(
                     error=top,
-                    completion_ms=self._clock,
+                    completion_ms=self._book.clock,
                     member_errors=tuple(results) if top == NONE else (),
                 ),
             )
         else:
             error = top if top != NONE else (results[0][1] if results else NONE)
-            self._respond(call, PredictedResponse(error=error, completion_ms=self._clock))
+            self._respond(call, PredictedResponse(error=error, completion_ms=self._book.clock))
 
     def _leave_one(
         self,
@@ -2002,7 +2016,7 @@ class CoordinatorEngine:
         if error is None:
             assert group is not None
             group.has_offsets = True
-            group.last_commit_ms = self._clock
+            group.last_commit_ms = self._book.clock
             if group.state == EMPTY:
                 self._arm_offsets_expiration(group)
             if refresh is not None:
@@ -2014,7 +2028,7 @@ class CoordinatorEngine:
             call,
             PredictedResponse(
                 error=error,
-                completion_ms=self._clock,
+                completion_ms=self._book.clock,
                 partition_errors=tuple((t, p, error) for t, p in req.commit_partitions),
             ),
         )
@@ -2086,7 +2100,7 @@ class CoordinatorEngine:
             late = member.awaiting_join
         elif member.awaiting_sync is not None and api is ApiKey.SYNC_GROUP:
             late = member.awaiting_sync
-        if late is None or late.seq not in self._parked:
+        if late is None or late.seq not in self._book.parked:
             return
         obs = late.request.observed
         if obs is None or obs.completion_ms is None or obs.completion_ms > t:
@@ -2096,7 +2110,7 @@ class CoordinatorEngine:
         self._finish_op()
 
     def _on_observed_answer_due(self, seq: int) -> None:
-        call = self._parked.pop(seq, None)
+        call = self._book.parked.pop(seq, None)
         if call is None:
             return
         # an emitted call still parked was re-parked by reconciliation: reconcile the state only

@@ -138,7 +138,7 @@ def ensure_member(
         group.order_known = False
     if not had_members and group.protocol_type is None:
         group.protocol_type = protocol_type
-    model._last_discovery_ms = model._clock
+    model.book.last_discovery_ms = model.book.clock
     model._event(
         EventKind.MEMBER_ADDED,
         member_id=member_id,
@@ -207,7 +207,7 @@ def force_state(model: CoordinatorEngine, group: ClassicGroup, target: GroupStat
         target, Cause(Trigger.ADOPTED, f"state {current.value} -> {target.value}: {why}"), adopted=True
     )
     if target == EMPTY:
-        group.empty_since_ms = model._clock
+        group.empty_since_ms = model.book.clock
         model._arm_offsets_expiration(group)
     elif current == EMPTY:
         model._timers.cancel(model._offsets_key)
@@ -254,7 +254,7 @@ def reconcile_answer(model: CoordinatorEngine, call: ParkedCall, predicted: Pred
         _reconcile_join(model, call, predicted, obs, observed)
     elif api is ApiKey.LEAVE_GROUP:
         _reconcile_leave(model, call, predicted, obs, observed)
-    elif observed != predicted.error or (not model._confident and observed == "NONE"):
+    elif observed != predicted.error or (not model.book.confident and observed == "NONE"):
         _reconcile_member_request(model, call, observed)
     return len(model._events) != before and any(
         e.kind is EventKind.RECONCILED for e in model._events[before:]
@@ -354,13 +354,13 @@ def _reconcile_join(
     if observed == "NONE":
         group = ensure_group(model, what)
         mid = obs.member_id or req.member_id or ""
-        late = obs.completion_ms is not None and obs.completion_ms > model._clock + model.answer_grace_ms
+        late = obs.completion_ms is not None and obs.completion_ms > model.book.clock + model.answer_grace_ms
         if late and mid:
             # the broker parked this JoinGroup (it answers later) while the model answered it at once:
             # apply it the way the broker did — the member joins and waits for the join phase
             _repark_join(model, group, call, mid, what)
             return
-        if model._confident and _join_answer_agrees(predicted, obs, mid):
+        if model.book.confident and _join_answer_agrees(predicted, obs, mid):
             # the model answered as the broker did: nothing to learn, and its state may rightly have
             # moved on since the answer was made (a static member replaced after its fast rejoin)
             return
@@ -384,7 +384,7 @@ def _reconcile_join(
             group.pending_members[mid] = None
             timeout = req.session_timeout_ms or 0
             model._timers.arm(
-                model._hb_prefix + mid, model._clock + timeout, model._p_session, "heartbeat", (mid,)
+                model._hb_prefix + mid, model.book.clock + timeout, model._p_session, "heartbeat", (mid,)
             )
             model._event(
                 EventKind.PENDING_MEMBER_ADDED, member_id=mid, cause=f"reconciled: {what}", inferred=True
@@ -490,8 +490,8 @@ def adopt_join_view(model: CoordinatorEngine, group: ClassicGroup, obs: Observed
         _reconciled(model, f"protocol {old_name} -> {obs.protocol_name} ({what})")
     if group.state in (PREPARING, EMPTY) and group.members:
         force_state(model, group, COMPLETING, what)
-    if obs.members and not model._confident:
-        model._observed_full_join = True
+    if obs.members and not model.book.confident:
+        model.book.observed_full_join = True
         model._become_confident(f"observed the complete membership of generation {group.generation_id}")
 
 

@@ -15,6 +15,7 @@ response corrects the leader when Kafka picked another one.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from transforms.coordinator.types import Cause, GroupRequest, GroupState, Protocol
 
@@ -110,6 +111,42 @@ class ParkedCall:
         self.unscored_reason = unscored_reason
         #: track mode: its Prediction was already emitted (the broker answered it before the model)
         self.emitted = False
+
+
+@dataclass(slots=True)
+class ReplayBook:
+    """The model's replay bookkeeping — everything besides the group, its timers and undrained outputs
+    that a resumed replay needs: the clock, sequence counters, event context, warm-start confidence,
+    coordinator-move episode, parked calls (track mode) and notes. Saved and restored whole by
+    :mod:`~transforms.coordinator.serde`."""
+
+    #: model time of the last request or timer (None: nothing handled yet)
+    now: int | None = None
+    #: seq of the next request
+    seq: int = 0
+    #: generated member ids so far
+    id_seq: int = 0
+    #: event context: time, seq and request ref of the events being emitted
+    clock: int = 0
+    ev_seq: int = 0
+    ev_ref: tuple[str, int] | None = None
+    #: warm start (see CoordinatorEngine)
+    confident: bool = True
+    warm_reason: str = "warm-up: group state not yet known"
+    last_discovery_ms: int | None = None
+    observed_full_join: bool = False
+    #: inferred members (timeouts unknown) -> when last seen alive
+    inferred_seen: dict[str, int] = field(default_factory=dict)
+    #: coordinator moves: an episode of NOT_COORDINATOR & co. is being handled; the group is loading
+    moved_episode: bool = False
+    loading: bool = False
+    #: what the coordinator last wrote for the group (``serde.snapshot_group``)
+    persisted: dict[str, object] | None = None
+    #: track mode: parked calls by request seq; model notes (mismatch kinds) by request seq
+    parked: dict[int, ParkedCall] = field(default_factory=dict)
+    notes: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    #: keys of timers armed with zero delay during the current request (run before it ends)
+    immediate: list[str] = field(default_factory=list)
 
 
 class ClassicGroupMember:
