@@ -34,7 +34,7 @@ or a join completion without a start) gets a row with trigger ``unknown`` starti
 the tracker knew about it; its durations are lower bounds.
 
 Track mode also changes the model's state and generation to agree with the broker's answers: those come
-as *adopted* TRANSITION events (``adopted=True``, trigger ``adopted``; the state may stay and only the
+as STATE_ADOPTED events (``adopted=True``, trigger ``adopted``; the state may stay and only the
 generation move). No transition row is written for them, but an adopted PreparingRebalance starts a
 rebalance (trigger ``unknown``), an adopted CompletingRebalance/Stable/Empty completes or ends the open
 one, and an adopted generation rolls the member sessions over (``next_generation``).
@@ -654,10 +654,10 @@ class RebalanceTracker:
             self._seg = _Segment(seq=e.seq)
         kind = e.kind
         if kind == EventKind.TRANSITION:
-            if e.adopted:
-                self._on_adopted(e)
-            else:
-                self._on_transition(e)
+            self._on_transition(e)
+            return
+        if kind == EventKind.STATE_ADOPTED:
+            self._on_adopted(e)
             return
         if kind in _CTX_KINDS and not e.inferred:
             self._seg.events.append(_ctx(e, self._leader))
@@ -1116,7 +1116,7 @@ class RebalanceTracker:
 
     def _new_rebalance(self, e: ModelEvent, *, from_state: str, cause: str | None) -> _Rebalance:
         self._rebalance_count += 1
-        kafka_transition = e.kind == EventKind.TRANSITION and not e.adopted
+        kafka_transition = e.kind == EventKind.TRANSITION
         member = e.member_id if kafka_transition else None
         trigger = _ROW_TRIGGER[e.trigger] if kafka_transition and e.trigger is not None else None
         before = self._members_before_segment()

@@ -236,6 +236,11 @@ class CoordinatorEngine:
         return self._book.confident
 
     @property
+    def features(self) -> VersionFeatures:
+        """What the configured Kafka version/implementation does."""
+        return self._f
+
+    @property
     def book(self) -> ReplayBook:
         """The replay bookkeeping (clock, counters, confidence, parked calls ...), for reconciliation and
         serialisation."""
@@ -249,7 +254,7 @@ class CoordinatorEngine:
         """The log shows the group's birth (its first generation): before any request, start confident
         from "no such group" instead of warming up."""
         if self._book.now is None and self._group is None and not self._book.confident:
-            self._become_confident(why)
+            self.become_confident(why)
 
     def set_clock_resolution(self, resolution_ms: int) -> None:
         """The log's timestamps tick every ``resolution_ms``: observed answer times are that coarse."""
@@ -347,7 +352,7 @@ class CoordinatorEngine:
             elif api is ApiKey.LEAVE_GROUP:
                 self.classic_group_leave(call)
             else:
-                self._respond(call, PredictedResponse(error="UNSUPPORTED_VERSION", completion_ms=t))
+                self.respond(call, PredictedResponse(error="UNSUPPORTED_VERSION", completion_ms=t))
                 self._book.notes[seq] = ("api_not_modelled",)
         self._finish_op()
         if self._book.immediate:
@@ -486,7 +491,7 @@ class CoordinatorEngine:
         if delay_ms <= 0:
             self._book.immediate.append(key)
 
-    def _arm_heartbeat(self, member: ClassicGroupMember, timeout_ms: int) -> None:
+    def arm_heartbeat(self, member: ClassicGroupMember, timeout_ms: int) -> None:
         """``rescheduleClassicGroupMemberHeartbeat`` / ``completeAndScheduleNextExpiration``."""
         if member.inferred:
             # timeouts unknown (warm start): never expires on its own; remember when it was last alive
@@ -500,7 +505,7 @@ class CoordinatorEngine:
             (member.member_id,),
         )
 
-    def _cancel_heartbeat(self, member_id: str) -> None:
+    def cancel_heartbeat(self, member_id: str) -> None:
         self._timers.cancel(self._hb_prefix + member_id)
 
     def _fire(self, timer: Timer) -> None:
@@ -509,7 +514,7 @@ class CoordinatorEngine:
             self._on_observed_answer_due(int(timer.data[0]))
             return
         group = self._group
-        self._event(EventKind.TIMER_EXPIRED, detail=timer.key)
+        self.emit(EventKind.TIMER_EXPIRED, detail=timer.key)
         if group is None:
             return
         if kind == T_HEARTBEAT:
@@ -526,7 +531,7 @@ class CoordinatorEngine:
     # ============================================================================================
     # outputs
     # ============================================================================================
-    def _event(
+    def emit(
         self,
         kind: EventKind,
         *,
@@ -578,9 +583,10 @@ class CoordinatorEngine:
     def _on_transition(
         self, group: ClassicGroup, previous: GroupState, cause: Cause, member_id: str | None, adopted: bool
     ) -> None:
-        """Every state change of the group (``ClassicGroup.transition_to``) becomes a TRANSITION event."""
-        self._event(
-            EventKind.TRANSITION,
+        """Every state change of the group (``ClassicGroup.transition_to``) becomes an event: TRANSITION,
+        or STATE_ADOPTED for reconciliation's adoptions."""
+        self.emit(
+            EventKind.STATE_ADOPTED if adopted else EventKind.TRANSITION,
             from_state=previous,
             cause=cause.text,
             member_id=member_id,
@@ -588,13 +594,42 @@ class CoordinatorEngine:
             adopted=adopted,
         )
 
+    # --- timers and outputs, as reconciliation uses them -------------------------------------------
+    def cancel_join_timer(self) -> None:
+        self._timers.cancel(self._join_key)
+
+    def arm_join_timer(self, group: ClassicGroup) -> None:
+        """The join phase ends at the latest after the group's rebalance timeout."""
+        self._arm(self._join_key, group.rebalance_timeout_ms(), self._p_rebalance, T_JOIN)
+
+    def cancel_offsets_timer(self) -> None:
+        self._timers.cancel(self._offsets_key)
+
+    def arm_session_timer(self, member_id: str, timeout_ms: int) -> None:
+        """A member's (or pending member's) session deadline, ``timeout_ms`` from now."""
+        self._timers.arm(
+            self._hb_prefix + member_id,
+            self._book.clock + timeout_ms,
+            self._p_session,
+            T_HEARTBEAT,
+            (member_id,),
+        )
+
+    def event_count(self) -> int:
+        """Events emitted and not drained yet."""
+        return len(self._events)
+
+    def events_since(self, count: int) -> list[ModelEvent]:
+        """The events emitted after the first ``count`` not drained yet (see :meth:`event_count`)."""
+        return self._events[count:]
+
     def install_group(self, group: ClassicGroup | None) -> None:
         """Make ``group`` the coordinator's group (None: no such group); its transitions become events."""
         if group is not None:
             group.on_transition = self._on_transition
         self._group = group
 
-    def _respond(self, call: ParkedCall, response: PredictedResponse) -> None:
+    def respond(self, call: ParkedCall, response: PredictedResponse) -> None:
         """The coordinator answers ``call`` now."""
         self._book.parked.pop(call.seq, None)
         if call.emitted:  # its Prediction exists already (track mode re-parked it)
@@ -605,7 +640,7 @@ class CoordinatorEngine:
         call.emitted = True
         self._outs.append(_Out(call, response))
 
-    def _learn_member_order(self, group: ClassicGroup, obs: ObservedResponse | None) -> None:
+    def learn_member_order(self, group: ClassicGroup, obs: ObservedResponse | None) -> None:
         """The leader's JoinGroup answer lists the members in the coordinator's order: take it."""
         if obs is None or not obs.members or set(obs.members) != set(group.members):
             return
@@ -640,9 +675,9 @@ class CoordinatorEngine:
             if obs.leader in group.members:
                 group.leader_id = obs.leader
             self._book.observed_full_join = True
-            self._become_confident(f"answered the complete membership of generation {group.generation_id}")
+            self.become_confident(f"answered the complete membership of generation {group.generation_id}")
 
-    def _supersede(self, call: ParkedCall, reason: str = SUPERSEDED_REASON) -> None:
+    def supersede(self, call: ParkedCall, reason: str = SUPERSEDED_REASON) -> None:
         """A parked JoinGroup/SyncGroup Kafka never answers (replaced by a newer one, or its member was
         removed while a SyncGroup was parked)."""
         if call.emitted:
@@ -690,8 +725,8 @@ class CoordinatorEngine:
                     reconciled = self._reconcile_answer(call, out.response)
                 group = self._group
                 if group is not None and not group.order_known:
-                    self._learn_member_order(group, call.request.observed)
-                self._append_prediction(call, out.response, reconciled=reconciled)
+                    self.learn_member_order(group, call.request.observed)
+                self.append_prediction(call, out.response, reconciled=reconciled)
 
     def _needs_reconcile(self) -> bool:
         return self._track or not self._book.confident
@@ -713,13 +748,13 @@ class CoordinatorEngine:
             if err is not None and err in EXTERNAL_ERROR_NAMES:
                 call.scored = False
                 call.unscored_reason = f"external error: {err}"
-                self._event(EventKind.EXTERNAL_ERROR, member_id=req.member_id, detail=err, error=Errors[err])
+                self.emit(EventKind.EXTERNAL_ERROR, member_id=req.member_id, detail=err, error=Errors[err])
                 if err == "COORDINATOR_LOAD_IN_PROGRESS":
                     self._book.loading = True
                 if err in MOVE_ERRORS and not self._book.moved_episode:
                     self._book.moved_episode = True
                     self._coordinator_moved(err)
-                self._respond(
+                self.respond(
                     call,
                     PredictedResponse(
                         error=err,
@@ -779,11 +814,11 @@ class CoordinatorEngine:
         if req.api is ApiKey.SYNC_GROUP and not self._f.java:
             obs = req.observed
             if obs is not None and obs.error == REBALANCE_IN_PROGRESS:
-                self._emit_unreconciled(call, self._sync_response(call, REBALANCE_IN_PROGRESS, None, False))
+                self._emit_unreconciled(call, self.sync_response(call, REBALANCE_IN_PROGRESS, None, False))
                 return True
         return False
 
-    def _append_prediction(self, call: ParkedCall, response: PredictedResponse, *, reconciled: bool) -> None:
+    def append_prediction(self, call: ParkedCall, response: PredictedResponse, *, reconciled: bool) -> None:
         """The one place a parked call's Prediction is built (answered, unreconciled or never answered)."""
         g = self._group
         self._predictions.append(
@@ -808,7 +843,7 @@ class CoordinatorEngine:
         if not self._book.confident:
             call.scored = False
             call.unscored_reason = self._book.warm_reason
-        self._append_prediction(call, response, reconciled=False)
+        self.append_prediction(call, response, reconciled=False)
 
     def _check_warm_window(self) -> None:
         last = self._book.last_discovery_ms
@@ -818,26 +853,26 @@ class CoordinatorEngine:
             and self._group.state in (STABLE, COMPLETING, EMPTY)
             and self._book.clock - last >= self.config.warm_start_window_ms
         ):
-            self._become_confident(
+            self.become_confident(
                 f"no unknown member for {self.config.warm_start_window_ms} ms since the last discovery"
             )
 
-    def _become_confident(self, why: str) -> None:
+    def become_confident(self, why: str) -> None:
         if self._book.confident:
             return
         self._book.confident = True
-        self._event(EventKind.WARM_START, detail=f"confident: {why}")
+        self.emit(EventKind.WARM_START, detail=f"confident: {why}")
 
-    def _lose_confidence(self, why: str) -> None:
+    def lose_confidence(self, why: str) -> None:
         self._book.confident = False
         self._book.warm_reason = f"warm-up: {why}"
         self._book.last_discovery_ms = self._book.clock
-        self._event(EventKind.WARM_START, detail=f"not confident: {why}")
+        self.emit(EventKind.WARM_START, detail=f"not confident: {why}")
 
     def _coordinator_moved(self, err: str) -> None:
         self._unload(f"coordinator moved ({err} observed)")
         if self._group is not None and self.config.warm_start:
-            self._lose_confidence(f"coordinator moved at {self._book.clock} ({err})")
+            self.lose_confidence(f"coordinator moved at {self._book.clock} ({err})")
 
     # ============================================================================================
     # group lifecycle
@@ -858,15 +893,13 @@ class CoordinatorEngine:
         if previous == PREPARING:
             for m in list(group.members.values()):
                 if m.awaiting_join is not None:
-                    self._answer_join(
-                        group, m, self._join_error(m.awaiting_join, NOT_COORDINATOR, m.member_id)
-                    )
+                    self.answer_join(group, m, self.join_error(m.awaiting_join, NOT_COORDINATOR, m.member_id))
         elif previous in (STABLE, COMPLETING):
             for m in group.members.values():
                 if m.awaiting_sync is not None:
                     call = m.awaiting_sync
                     m.awaiting_sync = None
-                    self._respond(call, self._sync_response(call, NOT_COORDINATOR, None, with_protocol=False))
+                    self.respond(call, self.sync_response(call, NOT_COORDINATOR, None, with_protocol=False))
         for key in [self._join_key, self._sync_key, self._offsets_key]:
             self._timers.cancel(key)
         self._timers.cancel_prefix(self._hb_prefix)
@@ -875,11 +908,11 @@ class CoordinatorEngine:
         snapshot = self._book.persisted
         if snapshot is None:
             self.install_group(None)
-            self._event(EventKind.WARM_START, detail=f"{why}: nothing persisted, group unknown")
+            self.emit(EventKind.WARM_START, detail=f"{why}: nothing persisted, group unknown")
             return
         group = restore_persisted(self.group_id, snapshot)
         self.install_group(group)
-        self._event(
+        self.emit(
             EventKind.WARM_START,
             detail=why,
             members=tuple(group.members),
@@ -897,15 +930,15 @@ class CoordinatorEngine:
                 ),
             )
         for m in group.members.values():
-            self._arm_heartbeat(m, m.session_timeout_ms)
+            self.arm_heartbeat(m, m.session_timeout_ms)
         if group.state == EMPTY:
-            self._arm_offsets_expiration(group)
+            self.arm_offsets_expiration(group)
 
-    def _persist(self, group: ClassicGroup) -> None:
+    def persist(self, group: ClassicGroup) -> None:
         """``storeGroup``: remember what the coordinator wrote (restored on a coordinator move)."""
         self._book.persisted = snapshot_group(group)
 
-    def _arm_offsets_expiration(self, group: ClassicGroup) -> None:
+    def arm_offsets_expiration(self, group: ClassicGroup) -> None:
         """§11: an Empty group is deleted when it has no offsets left (next cleanup run) or when its
         offsets expire (retention counted from when it became Empty or the last commit)."""
         if group.has_offsets is False:
@@ -972,7 +1005,7 @@ class CoordinatorEngine:
     # ============================================================================================
     # JoinGroup
     # ============================================================================================
-    def _join_error(self, call: ParkedCall, error: str, member_id: str) -> PredictedResponse:
+    def join_error(self, call: ParkedCall, error: str, member_id: str) -> PredictedResponse:
         v = call.request.api_version
         return PredictedResponse(
             error=error,
@@ -987,7 +1020,7 @@ class CoordinatorEngine:
             members=(),
         )
 
-    def _join_success(
+    def join_success(
         self,
         group: ClassicGroup,
         call: ParkedCall,
@@ -1009,7 +1042,7 @@ class CoordinatorEngine:
             members=tuple(group.member_ids()) if with_members else (),
         )
 
-    def _answer_join(
+    def answer_join(
         self, group: ClassicGroup, member: ClassicGroupMember, response: PredictedResponse
     ) -> None:
         """``maybeInvokeJoinCallback``."""
@@ -1018,7 +1051,7 @@ class CoordinatorEngine:
             return
         member.awaiting_join = None
         group.num_awaiting_join -= 1
-        self._respond(call, response)
+        self.respond(call, response)
 
     def classic_group_join(self, call: ParkedCall) -> None:
         """``handleJoinGroup`` / ``classicGroupJoinToClassicGroup``."""
@@ -1027,22 +1060,22 @@ class CoordinatorEngine:
         member_id = req.member_id or ""
         instance_id = req.group_instance_id
         if not req.group_id:
-            self._respond(call, self._join_error(call, "INVALID_GROUP_ID", member_id))
+            self.respond(call, self.join_error(call, "INVALID_GROUP_ID", member_id))
             return
         if instance_id is not None and not f.static_membership:
-            self._respond(call, self._join_error(call, "UNSUPPORTED_VERSION", member_id))
+            self.respond(call, self.join_error(call, "UNSUPPORTED_VERSION", member_id))
             return
         session = req.session_timeout_ms
         if session is not None and (
             session < self.config.group_min_session_timeout_ms or session > self.config.max_session_timeout_ms
         ):
-            self._respond(call, self._join_error(call, "INVALID_SESSION_TIMEOUT", member_id))
+            self.respond(call, self.join_error(call, "INVALID_SESSION_TIMEOUT", member_id))
             return
         is_unknown = member_id == ""
         group = self._group
         if group is None:
             if not is_unknown:
-                self._respond(call, self._join_error(call, UNKNOWN_MEMBER_ID, member_id))
+                self.respond(call, self.join_error(call, UNKNOWN_MEMBER_ID, member_id))
                 return
             group = self._create_group()
         if not self._accept_joining_member(group, member_id, is_unknown):
@@ -1056,8 +1089,8 @@ class CoordinatorEngine:
                     group.static_members.pop(instance_id, None)  # 2.3-2.5 removeStaticMember quirk
             cause = f"group.max.size {self.config.group_max_size} reached"
             if removed is not None:
-                self._cancel_heartbeat(member_id)
-                self._event(
+                self.cancel_heartbeat(member_id)
+                self.emit(
                     EventKind.MEMBER_REMOVED,
                     member_id=member_id,
                     group_instance_id=removed.group_instance_id,
@@ -1066,13 +1099,13 @@ class CoordinatorEngine:
                 )
             elif was_pending and not group.is_pending(member_id):
                 self._timers.cancel(self._hb_prefix + member_id)
-                self._event(
+                self.emit(
                     EventKind.PENDING_MEMBER_REMOVED,
                     member_id=member_id,
                     removal_reason=RemovalReason.MAX_SIZE,
                     cause=cause,
                 )
-            self._respond(call, self._join_error(call, "GROUP_MAX_SIZE_REACHED", ""))
+            self.respond(call, self.join_error(call, "GROUP_MAX_SIZE_REACHED", ""))
         elif is_unknown:
             self._join_new_member(group, call, instance_id)
         else:
@@ -1081,7 +1114,7 @@ class CoordinatorEngine:
         # the join phase only where it parks the member (add/update … OrCompleteJoin), never after a
         # JoinGroup it answered at once (an error, MEMBER_ID_REQUIRED, a static member's fast rejoin)
         if group.state == PREPARING and not (f.java and call.emitted):
-            self._maybe_complete_join(group)
+            self.maybe_complete_join(group)
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str, is_unknown: bool) -> bool:
         state = group.state
@@ -1106,10 +1139,10 @@ class CoordinatorEngine:
         """``doNewMemberJoinGroup`` / ``classicGroupJoinNewMember``."""
         req = call.request
         if group.state == DEAD:
-            self._respond(call, self._join_error(call, self._f.dead_group_error, ""))
+            self.respond(call, self.join_error(call, self._f.dead_group_error, ""))
             return
         if not group.supports_protocols(req.protocol_type, req.protocols):
-            self._respond(call, self._join_error(call, INCONSISTENT_GROUP_PROTOCOL, ""))
+            self.respond(call, self.join_error(call, INCONSISTENT_GROUP_PROTOCOL, ""))
             return
         new_id = self._new_member_id(call, instance_id)
         if instance_id is not None:
@@ -1117,7 +1150,7 @@ class CoordinatorEngine:
             if old_id is not None:
                 self._update_static_member_and_rebalance(group, call, old_id, new_id, instance_id)
             else:
-                self._add_member_and_rebalance(group, call, new_id, instance_id)
+                self.add_member_and_rebalance(group, call, new_id, instance_id)
         elif req.api_version >= 4:
             # KIP-394: hand out an id, expect the member back with it
             group.pending_members[new_id] = None
@@ -1125,7 +1158,7 @@ class CoordinatorEngine:
             self._timers.arm(
                 self._hb_prefix + new_id, self._book.clock + timeout, self._p_session, T_HEARTBEAT, (new_id,)
             )
-            self._event(
+            self.emit(
                 EventKind.PENDING_MEMBER_ADDED,
                 member_id=new_id,
                 cause=(
@@ -1134,9 +1167,9 @@ class CoordinatorEngine:
                     "to rejoin with this id."
                 ),
             )
-            self._respond(call, self._join_error(call, "MEMBER_ID_REQUIRED", new_id))
+            self.respond(call, self.join_error(call, "MEMBER_ID_REQUIRED", new_id))
         else:
-            self._add_member_and_rebalance(group, call, new_id, None)
+            self.add_member_and_rebalance(group, call, new_id, None)
 
     def _join_existing_member(
         self, group: ClassicGroup, call: ParkedCall, member_id: str, instance_id: str | None
@@ -1145,51 +1178,51 @@ class CoordinatorEngine:
         req = call.request
         f = self._f
         if group.state == DEAD:
-            self._respond(call, self._join_error(call, f.dead_group_error, member_id))
+            self.respond(call, self.join_error(call, f.dead_group_error, member_id))
             return
         if not group.supports_protocols(req.protocol_type, req.protocols):
-            self._respond(call, self._join_error(call, INCONSISTENT_GROUP_PROTOCOL, member_id))
+            self.respond(call, self.join_error(call, INCONSISTENT_GROUP_PROTOCOL, member_id))
             return
         if group.is_pending(member_id):
             if instance_id is not None:
                 # Kafka throws IllegalStateException: the broker answers UNKNOWN_SERVER_ERROR, with the
                 # response's default (empty) member id
-                self._respond(call, self._join_error(call, "UNKNOWN_SERVER_ERROR", ""))
+                self.respond(call, self.join_error(call, "UNKNOWN_SERVER_ERROR", ""))
                 return
-            self._add_member_and_rebalance(group, call, member_id, None)
+            self.add_member_and_rebalance(group, call, member_id, None)
             return
         error = self._validate_member(group, member_id, instance_id, strict=True)
         if error is not None:
-            self._respond(call, self._join_error(call, error, member_id))
+            self.respond(call, self.join_error(call, error, member_id))
             return
         member = group.members[member_id]
         state = group.state
         reason = req.reason
         if state == PREPARING:
-            self._update_member_and_rebalance(
+            self.update_member_and_rebalance(
                 group, member, call, causes.member_joining(f, member_id, state.value, reason)
             )
         elif state == COMPLETING:
             if member.matches(req.protocols):
                 leader = group.is_leader(member_id)
-                self._respond(call, self._join_success(group, call, member_id, group.leader_id, leader))
+                self.respond(call, self.join_success(group, call, member_id, group.leader_id, leader))
             else:
-                self._update_member_and_rebalance(
+                self.update_member_and_rebalance(
                     group, member, call, causes.updating_metadata(f, member_id, state.value, reason)
                 )
         elif state == STABLE:
             if group.is_leader(member_id):
-                self._update_member_and_rebalance(
+                self.update_member_and_rebalance(
                     group, member, call, causes.leader_rejoining(f, member_id, state.value, reason)
                 )
             elif not member.matches(req.protocols):
-                self._update_member_and_rebalance(
+                self.update_member_and_rebalance(
                     group, member, call, causes.updating_metadata(f, member_id, state.value, reason)
                 )
             else:
-                self._respond(call, self._join_success(group, call, member_id, group.leader_id, False))
+                self.respond(call, self.join_success(group, call, member_id, group.leader_id, False))
         else:
-            self._respond(call, self._join_error(call, UNKNOWN_MEMBER_ID, member_id))
+            self.respond(call, self.join_error(call, UNKNOWN_MEMBER_ID, member_id))
 
     def _validate_member(
         self, group: ClassicGroup, member_id: str, instance_id: str | None, strict: bool
@@ -1209,7 +1242,7 @@ class CoordinatorEngine:
             return req.session_timeout_ms
         return req.rebalance_timeout_ms
 
-    def _add_member_and_rebalance(
+    def add_member_and_rebalance(
         self, group: ClassicGroup, call: ParkedCall, member_id: str, instance_id: str | None
     ) -> None:
         """``addMemberAndRebalance`` / ``addMemberThenRebalanceOrCompleteJoin``."""
@@ -1233,11 +1266,11 @@ class CoordinatorEngine:
             group.new_member_added = True
         was_pending = member_id in group.pending_members
         group.add(member, self._park(call))
-        self._arm_heartbeat(member, self.config.new_member_join_timeout_ms)
+        self.arm_heartbeat(member, self.config.new_member_join_timeout_ms)
         cause = causes.adding_member(self._f, member_id, instance_id, req.reason)
         if was_pending:
-            self._event(EventKind.PENDING_MEMBER_REMOVED, member_id=member_id, detail="joined")
-        self._event(
+            self.emit(EventKind.PENDING_MEMBER_REMOVED, member_id=member_id, detail="joined")
+        self.emit(
             EventKind.MEMBER_ADDED,
             member_id=member_id,
             group_instance_id=instance_id,
@@ -1245,16 +1278,16 @@ class CoordinatorEngine:
             client_reason=req.reason,
         )
         if group.leader_id == member_id and len(group.members) == 1:
-            self._event(EventKind.LEADER_CHANGED, member_id=member_id, leader=member_id, cause="first member")
+            self.emit(EventKind.LEADER_CHANGED, member_id=member_id, leader=member_id, cause="first member")
         self.maybe_prepare_rebalance(group, cause, member_id)
 
-    def _update_member_and_rebalance(
+    def update_member_and_rebalance(
         self, group: ClassicGroup, member: ClassicGroupMember, call: ParkedCall, cause: Cause
     ) -> None:
         """``updateMemberAndRebalance`` / ``updateMemberThenRebalanceOrCompleteJoin``."""
         req = call.request
         if member.awaiting_join is not None:
-            self._supersede(member.awaiting_join)
+            self.supersede(member.awaiting_join)
             member.awaiting_join = None
             group.num_awaiting_join -= 1
         changed = not member.matches(req.protocols)
@@ -1267,7 +1300,7 @@ class CoordinatorEngine:
             self._park(call),
         )
         if changed:
-            self._event(
+            self.emit(
                 EventKind.MEMBER_UPDATED,
                 member_id=member.member_id,
                 cause=cause.text,
@@ -1285,18 +1318,18 @@ class CoordinatorEngine:
         current_leader = group.leader_id
         old = group.members[old_id]
         if old.awaiting_join is not None:
-            self._answer_join(group, old, self._join_error(old.awaiting_join, FENCED_INSTANCE_ID, old_id))
+            self.answer_join(group, old, self.join_error(old.awaiting_join, FENCED_INSTANCE_ID, old_id))
         if old.awaiting_sync is not None:
             sync_call = old.awaiting_sync
             old.awaiting_sync = None
-            self._respond(
-                sync_call, self._sync_response(sync_call, FENCED_INSTANCE_ID, None, with_protocol=False)
+            self.respond(
+                sync_call, self.sync_response(sync_call, FENCED_INSTANCE_ID, None, with_protocol=False)
             )
         member = group.replace_static_member(instance_id, old_id, new_id)
         if f.java:
             member.is_new = False  # the Java coordinator builds a fresh ClassicGroupMember
-        self._cancel_heartbeat(old_id)
-        self._event(
+        self.cancel_heartbeat(old_id)
+        self.emit(
             EventKind.STATIC_MEMBER_REPLACED,
             member_id=new_id,
             group_instance_id=instance_id,
@@ -1308,14 +1341,14 @@ class CoordinatorEngine:
             ),
         )
         if current_leader == old_id:
-            self._event(
+            self.emit(
                 EventKind.LEADER_CHANGED,
                 member_id=new_id,
                 leader=new_id,
                 detail=old_id,
                 cause="static leader replaced",
             )
-        self._arm_heartbeat(member, member.session_timeout_ms)
+        self.arm_heartbeat(member, member.session_timeout_ms)
         updates = f.rejoin_updates_timeouts or member.inferred
         group.update_member(
             member,
@@ -1328,32 +1361,28 @@ class CoordinatorEngine:
         if state == STABLE:
             if f.static_stable_protocol_check:
                 if group.protocol_name == group.select_protocol():
-                    self._persist(group)
+                    self.persist(group)
                     if req.api_version >= 9:
                         leads = group.is_leader(new_id)
-                        resp = self._join_success(
+                        resp = self.join_success(
                             group, call, new_id, group.leader_id, leads, skip_assignment=leads
                         )
                     else:
-                        resp = self._join_success(group, call, new_id, current_leader, False)
-                    self._answer_join(group, member, resp)
+                        resp = self.join_success(group, call, new_id, current_leader, False)
+                    self.answer_join(group, member, resp)
                 else:
                     self.maybe_prepare_rebalance(
                         group, causes.static_protocol_change(f, new_id, instance_id, req.reason), new_id
                     )
             else:
-                self._answer_join(
-                    group, member, self._join_success(group, call, new_id, current_leader, False)
-                )
+                self.answer_join(group, member, self.join_success(group, call, new_id, current_leader, False))
         elif state == COMPLETING:
             if f.static_completing_rebalances:
                 self.prepare_rebalance(
                     group, causes.static_updating(f, new_id, instance_id, req.reason), new_id
                 )
             else:
-                self._answer_join(
-                    group, member, self._join_success(group, call, new_id, current_leader, False)
-                )
+                self.answer_join(group, member, self.join_success(group, call, new_id, current_leader, False))
         elif state in (EMPTY, DEAD):
             raise IllegalStateTransition(
                 f"group {self.group_id} was not supposed to be in state {state.value} when the unknown "
@@ -1373,7 +1402,7 @@ class CoordinatorEngine:
         """``prepareRebalance``: flush parked SyncGroups, cancel pending-sync, arm the join timer."""
         if group.state == COMPLETING:
             self._reset_and_propagate_assignment_error(group, REBALANCE_IN_PROGRESS)
-        self._remove_sync_expiration(group)
+        self.remove_sync_expiration(group)
         initial = group.state == EMPTY
         if initial:
             delay = self.config.group_initial_rebalance_delay_ms
@@ -1392,7 +1421,7 @@ class CoordinatorEngine:
         timer = self._timers.get(self._join_key)
         return timer is not None and timer.kind == T_INITIAL_JOIN
 
-    def _maybe_complete_join(self, group: ClassicGroup, ignore_initial: bool = False) -> None:
+    def maybe_complete_join(self, group: ClassicGroup, ignore_initial: bool = False) -> None:
         """``rebalancePurgatory.checkAndComplete(GroupJoinKey)`` / ``maybeCompleteJoinPhase``: an
         initial delayed join never completes early."""
         if group.state != PREPARING or not group.has_all_members_joined():
@@ -1410,7 +1439,7 @@ class CoordinatorEngine:
             self._arm(
                 self._join_key, new_delay, self._p_rebalance, T_INITIAL_JOIN, (new_delay, new_remaining)
             )
-            self._event(
+            self.emit(
                 EventKind.TIMER_EXPIRED,
                 detail=self._join_key,
                 cause=f"initial rebalance delay extended by {new_delay} ms (remaining {new_remaining} ms)",
@@ -1448,8 +1477,8 @@ class CoordinatorEngine:
             for m in not_rejoined:
                 was_leader = group.leader_id == m.member_id
                 group.remove(m.member_id, drop_pending=True)
-                self._cancel_heartbeat(m.member_id)
-                self._event(
+                self.cancel_heartbeat(m.member_id)
+                self.emit(
                     EventKind.MEMBER_REMOVED,
                     member_id=m.member_id,
                     group_instance_id=m.group_instance_id,
@@ -1457,7 +1486,7 @@ class CoordinatorEngine:
                     cause=cause,
                 )
                 if was_leader and group.leader_id is not None:
-                    self._event(
+                    self.emit(
                         EventKind.LEADER_CHANGED,
                         member_id=group.leader_id,
                         leader=group.leader_id,
@@ -1470,7 +1499,7 @@ class CoordinatorEngine:
             if observed_leader and observed_leader in group.members and group.leader_id != observed_leader:
                 old = group.leader_id
                 group.leader_id = observed_leader
-                self._event(
+                self.emit(
                     EventKind.LEADER_CHANGED,
                     member_id=observed_leader,
                     leader=observed_leader,
@@ -1480,7 +1509,7 @@ class CoordinatorEngine:
                 )
         elif not self._maybe_elect_new_joined_leader(group) and group.members:
             self._arm(self._join_key, group.rebalance_timeout_ms(), self._p_rebalance, T_JOIN)
-            self._event(
+            self.emit(
                 EventKind.TIMER_EXPIRED,
                 detail=self._join_key,
                 cause=f"Group {self.group_id} could not complete rebalance because no members rejoined",
@@ -1495,10 +1524,10 @@ class CoordinatorEngine:
         group.init_next_generation(Cause(Trigger.JOIN_COMPLETED, text), observed_generation)
         if not group.members:
             group.empty_since_ms = self._book.clock
-            self._persist(group)
-            self._arm_offsets_expiration(group)
+            self.persist(group)
+            self.arm_offsets_expiration(group)
         ordered = group.ordered_members()  # Kafka's order: the list, and who is answered/re-armed first
-        self._event(
+        self.emit(
             EventKind.JOIN_COMPLETED,
             members=tuple(m.member_id for m in ordered),
             leader=group.leader_id,
@@ -1514,12 +1543,12 @@ class CoordinatorEngine:
                 if (unsure or not group.order_known) and call.scored:
                     call.scored = False
                     call.unscored_reason = UNSURE_JOIN_REASON if unsure else ORDER_UNKNOWN_REASON
-                self._answer_join(
+                self.answer_join(
                     group,
                     member,
-                    self._join_success(group, call, member.member_id, leader, member.member_id == leader),
+                    self.join_success(group, call, member.member_id, leader, member.member_id == leader),
                 )
-            self._arm_heartbeat(member, member.session_timeout_ms)
+            self.arm_heartbeat(member, member.session_timeout_ms)
             member.is_new = False
             group.pending_sync_members[member.member_id] = None
         if f.pending_sync_timeout:
@@ -1536,7 +1565,7 @@ class CoordinatorEngine:
         old = group.leader_id
         leader = group.maybe_elect_new_joined_leader()
         if leader is not None and leader != old:
-            self._event(
+            self.emit(
                 EventKind.LEADER_CHANGED,
                 member_id=leader,
                 leader=leader,
@@ -1561,11 +1590,11 @@ class CoordinatorEngine:
     ) -> None:
         """``removeMemberAndUpdateGroup`` / ``removeMemberAndUpdateClassicGroup``."""
         if member.awaiting_join is not None:
-            self._answer_join(group, member, self._join_error(member.awaiting_join, UNKNOWN_MEMBER_ID, ""))
+            self.answer_join(group, member, self.join_error(member.awaiting_join, UNKNOWN_MEMBER_ID, ""))
         was_leader = group.leader_id == member.member_id
         group.remove(member.member_id, drop_pending=True)
-        self._cancel_heartbeat(member.member_id)
-        self._event(
+        self.cancel_heartbeat(member.member_id)
+        self.emit(
             EventKind.MEMBER_REMOVED,
             member_id=member.member_id,
             group_instance_id=member.group_instance_id,
@@ -1575,7 +1604,7 @@ class CoordinatorEngine:
             inferred=cause.trigger is Trigger.RECONCILED,
         )
         if was_leader:
-            self._event(
+            self.emit(
                 EventKind.LEADER_CHANGED,
                 member_id=group.leader_id,
                 leader=group.leader_id,
@@ -1586,23 +1615,23 @@ class CoordinatorEngine:
             # Kafka drops the member before flushing parked SyncGroups: this one is never answered
             call = member.awaiting_sync
             member.awaiting_sync = None
-            self._supersede(call, "never answered: member removed while its SyncGroup was parked")
+            self.supersede(call, "never answered: member removed while its SyncGroup was parked")
         if not update:
             return
         state = group.state
         if state in (STABLE, COMPLETING):
             self.maybe_prepare_rebalance(group, cause, member.member_id)
         elif state == PREPARING:
-            self._maybe_complete_join(group, ignore_initial=ignore_initial)
+            self.maybe_complete_join(group, ignore_initial=ignore_initial)
 
     def _remove_pending_member(
         self, group: ClassicGroup, member_id: str, reason: RemovalReason, cause: str, ignore_initial: bool
     ) -> None:
         """``removePendingMemberAndUpdateGroup``."""
         group.pending_members.pop(member_id, None)
-        self._event(EventKind.PENDING_MEMBER_REMOVED, member_id=member_id, removal_reason=reason, cause=cause)
+        self.emit(EventKind.PENDING_MEMBER_REMOVED, member_id=member_id, removal_reason=reason, cause=cause)
         if group.state == PREPARING:
-            self._maybe_complete_join(group, ignore_initial=ignore_initial)
+            self.maybe_complete_join(group, ignore_initial=ignore_initial)
 
     def _expire_heartbeat(self, group: ClassicGroup, member_id: str) -> None:
         """``onExpireHeartbeat`` / ``expireClassicGroupMemberHeartbeat``."""
@@ -1629,7 +1658,7 @@ class CoordinatorEngine:
     # ============================================================================================
     # SyncGroup
     # ============================================================================================
-    def _sync_response(
+    def sync_response(
         self, call: ParkedCall, error: str, assignment: bytes | None, with_protocol: bool
     ) -> PredictedResponse:
         v5 = call.request.api_version >= 5
@@ -1648,17 +1677,17 @@ class CoordinatorEngine:
         f = self._f
         member_id = req.member_id or ""
         if not req.group_id:
-            self._respond(call, self._sync_response(call, "INVALID_GROUP_ID", None, False))
+            self.respond(call, self.sync_response(call, "INVALID_GROUP_ID", None, False))
             return
         if req.group_instance_id is not None and not f.static_membership:
-            self._respond(call, self._sync_response(call, "UNSUPPORTED_VERSION", None, False))
+            self.respond(call, self.sync_response(call, "UNSUPPORTED_VERSION", None, False))
             return
         if req.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
-            self._respond(call, self._sync_response(call, INCONSISTENT_GROUP_PROTOCOL, None, False))
+            self.respond(call, self.sync_response(call, INCONSISTENT_GROUP_PROTOCOL, None, False))
             return
         group = self._group
         if group is None or (f.java and group.state == EMPTY):
-            self._respond(call, self._sync_response(call, UNKNOWN_MEMBER_ID, None, False))
+            self.respond(call, self.sync_response(call, UNKNOWN_MEMBER_ID, None, False))
             return
         error: str | None
         if group.state == DEAD:
@@ -1686,17 +1715,17 @@ class CoordinatorEngine:
         ):
             error = INCONSISTENT_GROUP_PROTOCOL
         if error is not None:
-            self._respond(call, self._sync_response(call, error, None, False))
+            self.respond(call, self.sync_response(call, error, None, False))
             return
         state = group.state
         member = group.members[member_id]
         if state == EMPTY:
-            self._respond(call, self._sync_response(call, UNKNOWN_MEMBER_ID, None, False))
+            self.respond(call, self.sync_response(call, UNKNOWN_MEMBER_ID, None, False))
         elif state == PREPARING:
-            self._respond(call, self._sync_response(call, REBALANCE_IN_PROGRESS, None, False))
+            self.respond(call, self.sync_response(call, REBALANCE_IN_PROGRESS, None, False))
         elif state == COMPLETING:
             if member.awaiting_sync is not None:
-                self._supersede(member.awaiting_sync)
+                self.supersede(member.awaiting_sync)
             member.awaiting_sync = self._park(call)
             self._remove_pending_sync_member(group, member_id)
             if group.is_leader(member_id):
@@ -1708,7 +1737,7 @@ class CoordinatorEngine:
                     assignment.setdefault(mid, b"")
                 # storeGroup succeeds: the model never fails a write
                 if group.state == COMPLETING and req.generation_id == group.generation_id:
-                    self._set_and_propagate_assignment(group, assignment)
+                    self.set_and_propagate_assignment(group, assignment)
                     group.transition_to(
                         STABLE,
                         Cause(
@@ -1719,8 +1748,8 @@ class CoordinatorEngine:
                         ),
                         member_id,
                     )
-                    self._persist(group)
-                    self._event(
+                    self.persist(group)
+                    self.emit(
                         EventKind.SYNC_COMPLETED,
                         member_id=member_id,
                         members=tuple(group.members),
@@ -1731,20 +1760,20 @@ class CoordinatorEngine:
                     )
         else:  # STABLE
             self._remove_pending_sync_member(group, member_id)
-            self._respond(call, self._sync_response(call, NONE, member.assignment, True))
+            self.respond(call, self.sync_response(call, NONE, member.assignment, True))
             if f.sync_stable_refreshes:
-                self._arm_heartbeat(member, member.session_timeout_ms)
+                self.arm_heartbeat(member, member.session_timeout_ms)
 
     def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync_members.pop(member_id, None)
         if not group.pending_sync_members:
             self._timers.cancel(self._sync_key)
 
-    def _remove_sync_expiration(self, group: ClassicGroup) -> None:
+    def remove_sync_expiration(self, group: ClassicGroup) -> None:
         group.pending_sync_members.clear()
         self._timers.cancel(self._sync_key)
 
-    def _set_and_propagate_assignment(self, group: ClassicGroup, assignment: dict[str, bytes | None]) -> None:
+    def set_and_propagate_assignment(self, group: ClassicGroup, assignment: dict[str, bytes | None]) -> None:
         for mid, m in group.members.items():
             m.assignment = assignment.get(mid, b"")
         self._propagate_assignment(group, NONE)
@@ -1760,8 +1789,8 @@ class CoordinatorEngine:
             call = m.awaiting_sync
             if call is not None:
                 m.awaiting_sync = None
-                self._respond(call, self._sync_response(call, error, m.assignment, error == NONE))
-                self._arm_heartbeat(m, m.session_timeout_ms)
+                self.respond(call, self.sync_response(call, error, m.assignment, error == NONE))
+                self.arm_heartbeat(m, m.session_timeout_ms)
 
     def _expire_pending_sync(self, group: ClassicGroup, generation_id: int) -> None:
         """``onExpirePendingSync`` / ``expirePendingSync``."""
@@ -1775,9 +1804,9 @@ class CoordinatorEngine:
             member = group.members.get(mid)
             was_leader = group.leader_id == mid
             group.remove(mid, drop_pending=True)
-            self._cancel_heartbeat(mid)
+            self.cancel_heartbeat(mid)
             if member is not None:
-                self._event(
+                self.emit(
                     EventKind.MEMBER_REMOVED,
                     member_id=mid,
                     group_instance_id=member.group_instance_id,
@@ -1785,7 +1814,7 @@ class CoordinatorEngine:
                     cause=cause.text,
                 )
                 if was_leader:
-                    self._event(
+                    self.emit(
                         EventKind.LEADER_CHANGED,
                         member_id=group.leader_id,
                         leader=group.leader_id,
@@ -1840,10 +1869,10 @@ class CoordinatorEngine:
                     else:  # EMPTY
                         error = UNKNOWN_MEMBER_ID
         if refresh is not None:
-            self._arm_heartbeat(refresh, refresh.session_timeout_ms)
+            self.arm_heartbeat(refresh, refresh.session_timeout_ms)
             if self.config.emit_liveness_events:
-                self._event(EventKind.HEARTBEAT, member_id=member_id)
-        self._respond(call, PredictedResponse(error=error, completion_ms=self._book.clock))
+                self.emit(EventKind.HEARTBEAT, member_id=member_id)
+        self.respond(call, PredictedResponse(error=error, completion_ms=self._book.clock))
 
     def _heartbeat_2_2(
         self, group: ClassicGroup, member_id: str, generation_id: int | None
@@ -1893,9 +1922,9 @@ class CoordinatorEngine:
                 if state in (STABLE, COMPLETING):
                     self.maybe_prepare_rebalance(group, cause)
                 elif state == PREPARING:
-                    self._maybe_complete_join(group)
+                    self.maybe_complete_join(group)
         if batch:
-            self._respond(
+            self.respond(
                 call,
                 PredictedResponse(
                     error=top,
@@ -1905,7 +1934,7 @@ class CoordinatorEngine:
             )
         else:
             error = top if top != NONE else (results[0][1] if results else NONE)
-            self._respond(call, PredictedResponse(error=error, completion_ms=self._book.clock))
+            self.respond(call, PredictedResponse(error=error, completion_ms=self._book.clock))
 
     def _leave_one(
         self,
@@ -1962,7 +1991,7 @@ class CoordinatorEngine:
         self._timers.cancel(self._hb_prefix + member_id)
         if self._f.java:
             group.pending_members.pop(member_id, None)
-            self._event(
+            self.emit(
                 EventKind.PENDING_MEMBER_REMOVED,
                 member_id=member_id,
                 removal_reason=RemovalReason.LEFT,
@@ -2018,13 +2047,13 @@ class CoordinatorEngine:
             group.has_offsets = True
             group.last_commit_ms = self._book.clock
             if group.state == EMPTY:
-                self._arm_offsets_expiration(group)
+                self.arm_offsets_expiration(group)
             if refresh is not None:
-                self._arm_heartbeat(refresh, refresh.session_timeout_ms)
+                self.arm_heartbeat(refresh, refresh.session_timeout_ms)
             if self.config.emit_liveness_events:
-                self._event(EventKind.OFFSET_COMMIT, member_id=member_id or None)
+                self.emit(EventKind.OFFSET_COMMIT, member_id=member_id or None)
             error = NONE
-        self._respond(
+        self.respond(
             call,
             PredictedResponse(
                 error=error,

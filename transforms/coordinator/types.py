@@ -128,7 +128,10 @@ class Prediction:
 
 
 class EventKind(str, Enum):
-    TRANSITION = "transition"  # state change: from_state → to_state
+    TRANSITION = "transition"  # state change: from_state → to_state (Kafka's state machine)
+    #: reconciliation took the broker's state and/or generation (from_state → state, ``adopted``, trigger
+    #: ADOPTED): a state change outside Kafka's state machine, so not a TRANSITION
+    STATE_ADOPTED = "state_adopted"
     MEMBER_ADDED = "member_added"
     MEMBER_REMOVED = "member_removed"  # removal_reason says why
     PENDING_MEMBER_ADDED = "pending_member_added"  # MEMBER_ID_REQUIRED handed out
@@ -215,9 +218,9 @@ class ModelEvent:
     protocol_name: str | None = None  # JOIN_COMPLETED: selected protocol
     protocol_type: str | None = None
     assignments: tuple[tuple[str, bytes | None], ...] = ()  # SYNC_COMPLETED: stored assignment per member
-    #: TRANSITION: why (``cause`` is its text); the member whose request or timer caused it is ``member_id``
+    #: TRANSITION, STATE_ADOPTED: why (``cause`` is its text); the causing member is ``member_id``
     trigger: Trigger | None = None
-    #: TRANSITION: not a Kafka transition but reconciliation adopting the broker's state/generation (the
+    #: STATE_ADOPTED: not a Kafka transition but reconciliation adopting the broker's state/generation (the
     #: generation may move while the state stays); no transition row is written for it
     adopted: bool = False
     #: MEMBER_ADDED and co.: a member discovered from other requests (warm start) or put back to agree
