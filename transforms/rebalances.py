@@ -149,17 +149,17 @@ STABLE = GroupState.STABLE.value
 EMPTY = GroupState.EMPTY.value
 DEAD = GroupState.DEAD.value
 
-# trigger values (schemas.tables.REBALANCES.trigger)
-NEW_MEMBER = "new_member"
-MEMBER_LEFT = "member_left"
-SESSION_EXPIRY = "session_expiry"
-REBALANCE_TIMEOUT_EVICTION = "rebalance_timeout_eviction"
-LEADER_REJOIN = "leader_rejoin"
-METADATA_CHANGE = "metadata_change"
-PROTOCOL_CHANGE = "protocol_change"
-STATIC_MEMBER_REPLACED = "static_member_replaced"
-PENDING_SYNC_EXPIRY = "pending_sync_expiry"
-COORDINATOR_MOVED = "coordinator_moved"
+# trigger values (schemas.tables.REBALANCES.trigger): the typed triggers' values, and two of the tracker's
+NEW_MEMBER = Trigger.NEW_MEMBER.value
+MEMBER_LEFT = Trigger.MEMBER_LEFT.value
+SESSION_EXPIRY = Trigger.SESSION_EXPIRY.value
+REBALANCE_TIMEOUT_EVICTION = Trigger.REBALANCE_TIMEOUT_EVICTION.value
+LEADER_REJOIN = Trigger.LEADER_REJOIN.value
+METADATA_CHANGE = Trigger.METADATA_CHANGE.value
+PROTOCOL_CHANGE = Trigger.PROTOCOL_CHANGE.value
+STATIC_MEMBER_REPLACED = Trigger.STATIC_MEMBER_REPLACED.value
+PENDING_SYNC_EXPIRY = Trigger.PENDING_SYNC_EXPIRY.value
+COORDINATOR_MOVED = Trigger.COORDINATOR_MOVED.value
 GROUP_CREATED = "group_created"
 UNKNOWN = "unknown"
 

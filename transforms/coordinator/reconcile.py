@@ -32,6 +32,7 @@ the middle of a group's life learns it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from transforms.coordinator.config import ASSUMED_REBALANCE_TIMEOUT_MS, VersionFeatures
@@ -75,18 +76,11 @@ class Coordinator(Protocol):
 
     # group, events, confidence
     def install_group(self, group: ClassicGroup | None) -> None: ...
-    def emit(
-        self,
-        kind: EventKind,
-        *,
-        member_id: str | None = None,
-        group_instance_id: str | None = None,
-        cause: str | None = None,
-        removal_reason: RemovalReason | None = None,
-        detail: str | None = None,
-        leader: str | None = None,
-        inferred: bool = False,
-    ) -> None: ...
+
+    @property
+    def emit(self) -> Callable[..., None]:
+        """``emit(kind, **fields of ModelEvent)``: an event at the current clock."""
+
     def event_count(self) -> int: ...
     def events_since(self, count: int) -> list[ModelEvent]: ...
     def become_confident(self, why: str) -> None: ...
