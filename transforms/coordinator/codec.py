@@ -1,15 +1,17 @@
 """The one encoding of saved replay state (coordinator model, rebalance tracker, replayer).
 
 Values become JSON with a few tagged forms, decoded back to the same types: ``{"$b": base64}`` bytes,
-``{"$t": [...]}`` a tuple (a list stays a list), ``{"$m": [[key, value], ...]}`` a dict (any keys,
-insertion order kept), ``{"$s": [...]}`` a set, ``{"$date": "YYYY-MM-DD"}`` a date, ``{"$e": name,
-"v": value}`` an enum member and ``{"$c": name, "f": [...]}`` a dataclass (fields in declaration
-order). Enums and dataclasses must be registered with the :class:`Codec` that reads them.
+``{"$t": [...]}`` a tuple (a list stays a list), a dict with string keys a JSON object (other dicts,
+and any with a key starting with ``$``, ``{"$m": [[key, value], ...]}``; insertion order is kept),
+``{"$s": [...]}`` a set, ``{"$date": "YYYY-MM-DD"}`` a date, ``{"$e": name, "v": value}`` an enum
+member and ``{"$c": name, "f": [...]}`` a dataclass (fields in declaration order). Enums and
+dataclasses must be registered with the :class:`Codec` that reads them.
 
 :func:`pack` / :func:`unpack` frame a document: 4 magic bytes, one format-version byte and the
-zlib-compressed, key-sorted JSON. Compression happens once per saved blob (the replayer's state holds
-the model's and the tracker's documents, not their bytes). Saved state of another format version is
-refused with an error naming both versions: it cannot be resumed, the replay restarts from its input.
+zlib-compressed JSON (keys in insertion order, so a restored state saves to the same bytes).
+Compression happens once per saved blob (the replayer's state holds the model's and the tracker's
+documents, not their bytes). Saved state of another format version is refused with an error naming
+both versions: it cannot be resumed, the replay restarts from its input.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ class Codec:
         if isinstance(value, bytes | bytearray):
             return {"$b": base64.b64encode(bytes(value)).decode("ascii")}
         if isinstance(value, dict):
+            if all(type(k) is str and not k.startswith("$") for k in value):
+                return {k: self.encode(v) for k, v in value.items()}
             return {"$m": [[self.encode(k), self.encode(v)] for k, v in value.items()]}
         if isinstance(value, set | frozenset):
             return {"$s": sorted((self.encode(v) for v in value), key=json.dumps)}
@@ -92,12 +96,14 @@ class Codec:
             return {self.decode(v) for v in value["$s"]}
         if "$date" in value:
             return date.fromisoformat(value["$date"])
+        if not any(k.startswith("$") for k in value):
+            return {k: self.decode(v) for k, v in value.items()}
         raise SavedStateError(f"unknown saved value {sorted(value)}")
 
 
 def pack(magic: bytes, doc: Json) -> bytes:
-    """Frame a JSON document: magic, format version, zlib'd key-sorted JSON (same doc → same bytes)."""
-    body = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """Frame a JSON document: magic, format version, zlib'd JSON (same doc → same bytes)."""
+    body = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     return magic + bytes([FORMAT_VERSION]) + zlib.compress(body, 6)
 
 
