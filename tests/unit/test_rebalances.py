@@ -22,6 +22,7 @@ from transforms.coordinator.types import (
     Prediction,
     Protocol,
     RemovalReason,
+    Trigger,
 )
 from transforms.kafka_protocol import ApiKey, Errors
 from transforms.rebalances import RebalanceTracker, TrackerOutput, classify_cause
@@ -1775,3 +1776,57 @@ def test_engine_track_mode_warm_start() -> None:
     assert (x57["client_id"], x57["end_reason"], x57["heartbeats"]) == ("app-x", "next_generation", 2)
     z58 = only(out.member_sessions, member_id=z, generation_id=58)
     assert (z58["session_timeout_ms"], z58["heartbeats"], z58["end_reason"]) == (45_000, 1, "open")
+
+
+# --------------------------------------------------------------------------------------------------
+# adoptions (track mode): typed STATE_ADOPTED events, no transition rows
+# --------------------------------------------------------------------------------------------------
+
+
+def adopt(s: Sim, to: GroupState, generation: int, why: str) -> None:
+    frm, s.state, s.gen = s.state, to, generation
+    s.ev(
+        EventKind.STATE_ADOPTED,
+        from_state=frm,
+        cause=f"state {frm.value} -> {to.value}: {why}",
+        trigger=Trigger.ADOPTED,
+        adopted=True,
+    )
+
+
+def test_adopted_states_follow_the_broker_without_transition_rows() -> None:
+    s = stable_group("a", "b")
+    s.step(1000)
+    adopt(s, PR, 1, "the broker is rebalancing")
+    s.step(10)
+    adopt(s, CR, 2, "JOIN_GROUP of a answered NONE")  # the join phase the model missed, at generation 2
+    s.step(10)
+    adopt(s, STABLE, 2, "SYNC_GROUP of a answered NONE")
+    s.step(10).heartbeat("a")
+    for chunks in (None, [1] * len(s.steps)):
+        out = run(s.steps, chunks, serialise=True)
+        assert [(t["from_state"], t["to_state"]) for t in out.transitions] == [
+            ("Empty", "PreparingRebalance"),
+            ("PreparingRebalance", "CompletingRebalance"),
+            ("CompletingRebalance", "Stable"),
+        ]  # the Kafka transitions of the group's formation only
+        r = only(out.rebalances, rebalance_seq=2)
+        assert (r["trigger"], r["outcome"], r["generation_from"], r["generation_to"]) == (
+            "unknown",
+            "stable",
+            1,
+            2,
+        )
+        assert r["trigger_cause"] == "state Stable -> PreparingRebalance: the broker is rebalancing"
+        sessions = {(m["member_id"], m["generation_id"]): m["end_reason"] for m in out.member_sessions}
+        assert sessions[("a", 1)] == sessions[("b", 1)] == "next_generation"
+
+
+def test_inferred_members_are_not_joins() -> None:
+    s = stable_group("a")
+    s.step(1000)
+    s.ev(EventKind.MEMBER_ADDED, member_id="z", inferred=True, cause="inferred: HEARTBEAT of z answered NONE")
+    s.step(10)
+    s.transition(PR, None)
+    r = only(run(s.steps).rebalances, rebalance_seq=2)
+    assert (r["joined"], r["members_before"]) == ([], ["a", "z"])
