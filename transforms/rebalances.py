@@ -33,11 +33,11 @@ A rebalance whose start the replay did not see (warm start in PreparingRebalance
 or a join completion without a start) gets a row with trigger ``unknown`` starting at the first moment
 the tracker knew about it; its durations are lower bounds.
 
-Track mode changes the model's state and generation without TRANSITION events (reconciliation with the
-broker's answers). The tracker follows those "silent" changes from the ``state``/``generation_id`` every
-event carries: no transition row is written, but a silent PreparingRebalance starts a rebalance (trigger
-``unknown``), a silent CompletingRebalance/Stable/Empty completes or ends the open one, and a generation
-adopted without a join completion rolls the member sessions over (``next_generation``).
+Track mode also changes the model's state and generation to agree with the broker's answers: those come
+as STATE_ADOPTED events (``adopted=True``, trigger ``adopted``; the state may stay and only the
+generation move). No transition row is written for them, but an adopted PreparingRebalance starts a
+rebalance (trigger ``unknown``), an adopted CompletingRebalance/Stable/Empty completes or ends the open
+one, and an adopted generation rolls the member sessions over (``next_generation``).
 
 Events of one request (or of the timers that fire just before it) share a ``seq``. The events of the
 transition's ``seq`` that precede it ("pre-context") and follow it ("post-context") belong to the new
@@ -48,24 +48,9 @@ is the membership before them. A rebalance that has ended stays pending until an
 
 Trigger classification (first rule that applies)
 ------------------------------------------------
-1. Kafka's reason text (``cause`` of the transition, with any ``; client reason: …`` suffix removed),
-   case-insensitive:
-
-   ================================================= ===========================
-   ``pending sync``                                  ``pending_sync_expiry``
-   ``heartbeat expiration`` / ``has failed``         ``session_expiry``
-   ``LeaveGroup``                                    ``member_left``
-   ``selectedProtocol will change`` / ``change of    ``protocol_change``
-   protocol``
-   ``static member``                                 ``static_member_replaced``
-   ``adding new member`` / ``new member``            ``new_member``
-   ``leader … re-joining``                           ``leader_rejoin``
-   ``updating metadata`` / ``joining group during``  ``metadata_change``
-   ``haven't joined`` / ``rebalance timeout``        ``rebalance_timeout_eviction``
-   ``NOT_COORDINATOR`` / ``LOAD_IN_PROGRESS`` /       ``coordinator_moved``
-   ``coordinator moved``
-   ``reconciled: …`` (track mode, reason unknown)     ``unknown``
-   ================================================= ===========================
+1. The transition's typed :class:`~transforms.coordinator.types.Trigger`: a rebalance trigger is taken
+   as it is (the enum's value is the row's), ``reconciled`` (track mode: the broker was rebalancing, the
+   model did not know why) is ``unknown``, the others (a coordinator-made rebalance) decide nothing.
 
 2. Otherwise the nearest pre-context event (then the post-context): MEMBER_REMOVED by its
    :class:`RemovalReason` (left → ``member_left``; session expiry, new-member join timeout, pending
@@ -123,31 +108,40 @@ When the group goes Dead with members (the coordinator unloaded it: a coordinato
 are suspended, not ended: the group is normally served again (a WARM_START carrying the restored
 members, or members rediscovered one by one in track mode) and they go on; members the served-again
 group lacks, or all of them if the group is created afresh, end ``dead``. Members discovered by the
-model (``MEMBER_ADDED`` with an ``inferred:``/``reconciled:`` cause) join the current generation and
-are not counted in ``joined``. Client id and address come from the member's JoinGroup, else from any
-other request of the member; timeouts only from JoinGroup.
+model (``MEMBER_ADDED`` with ``inferred``) join the current generation and are not counted in
+``joined``; no event marked ``inferred`` (reconciliation) counts as context. Client id and address
+come from the member's JoinGroup, else from any other request of the member; timeouts only from
+JoinGroup.
 """
 
 from __future__ import annotations
 
 import bisect
-import json
+import copy
 import re
-import zlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
 from transforms.consumer_protocol import try_decode_assignment
-from transforms.coordinator.types import EventKind, GroupState, ModelEvent, Prediction, RemovalReason
-from transforms.kafka_protocol import ApiKey
+from transforms.coordinator.causes import trigger_of_text
+from transforms.coordinator.codec import Codec, pack, unpack
+from transforms.coordinator.types import (
+    EventKind,
+    GroupState,
+    ModelEvent,
+    Prediction,
+    RemovalReason,
+    Trigger,
+)
+from transforms.kafka_protocol import ApiKey, Errors
 
 __all__ = ["RebalanceTracker", "TrackerOutput", "classify_cause"]
 
 Row = dict[str, Any]
 
-_STATE_VERSION = 1
+_MAGIC = b"RRRT"  # rebalance-replay rebalance tracker
 
 PR = GroupState.PREPARING_REBALANCE.value
 CR = GroupState.COMPLETING_REBALANCE.value
@@ -155,62 +149,60 @@ STABLE = GroupState.STABLE.value
 EMPTY = GroupState.EMPTY.value
 DEAD = GroupState.DEAD.value
 
-# trigger values (schemas.tables.REBALANCES.trigger)
-NEW_MEMBER = "new_member"
-MEMBER_LEFT = "member_left"
-SESSION_EXPIRY = "session_expiry"
-REBALANCE_TIMEOUT_EVICTION = "rebalance_timeout_eviction"
-LEADER_REJOIN = "leader_rejoin"
-METADATA_CHANGE = "metadata_change"
-PROTOCOL_CHANGE = "protocol_change"
-STATIC_MEMBER_REPLACED = "static_member_replaced"
-PENDING_SYNC_EXPIRY = "pending_sync_expiry"
-COORDINATOR_MOVED = "coordinator_moved"
+# trigger values (schemas.tables.REBALANCES.trigger): the typed triggers' values, and two of the tracker's
+NEW_MEMBER = Trigger.NEW_MEMBER.value
+MEMBER_LEFT = Trigger.MEMBER_LEFT.value
+SESSION_EXPIRY = Trigger.SESSION_EXPIRY.value
+REBALANCE_TIMEOUT_EVICTION = Trigger.REBALANCE_TIMEOUT_EVICTION.value
+LEADER_REJOIN = Trigger.LEADER_REJOIN.value
+METADATA_CHANGE = Trigger.METADATA_CHANGE.value
+PROTOCOL_CHANGE = Trigger.PROTOCOL_CHANGE.value
+STATIC_MEMBER_REPLACED = Trigger.STATIC_MEMBER_REPLACED.value
+PENDING_SYNC_EXPIRY = Trigger.PENDING_SYNC_EXPIRY.value
+COORDINATOR_MOVED = Trigger.COORDINATOR_MOVED.value
 GROUP_CREATED = "group_created"
 UNKNOWN = "unknown"
 
 _REJOIN_TRIGGERS = frozenset({LEADER_REJOIN, METADATA_CHANGE})
 _COORDINATOR_OVERRIDABLE = frozenset({GROUP_CREATED, NEW_MEMBER, LEADER_REJOIN, METADATA_CHANGE, UNKNOWN})
-_COORDINATOR_ERRORS = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
-
-_CAUSE_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(p, re.IGNORECASE), t)
-    for p, t in (
-        (r"pending[ -]sync", PENDING_SYNC_EXPIRY),
-        (r"heartbeat expiration|has failed", SESSION_EXPIRY),
-        (r"leave ?group", MEMBER_LEFT),
-        (r"selectedprotocol will change|change of protocol", PROTOCOL_CHANGE),
-        (r"static member", STATIC_MEMBER_REPLACED),
-        (r"adding new member|new member", NEW_MEMBER),
-        (r"leader\s+\S+\s+re-?joining", LEADER_REJOIN),
-        (r"updating metadata|joining group during", METADATA_CHANGE),
-        (r"haven't joined|have not joined|rebalance timeout", REBALANCE_TIMEOUT_EVICTION),
-        (r"not_coordinator|load_in_progress|coordinator_not_available|coordinator moved", COORDINATOR_MOVED),
-    )
+_COORDINATOR_ERRORS = frozenset(
+    {Errors.NOT_COORDINATOR, Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.COORDINATOR_NOT_AVAILABLE}
 )
+
+#: a transition's typed trigger -> the row's trigger (None: it names none, the context decides)
+_ROW_TRIGGER: dict[Trigger, str | None] = {
+    **{t: t.value for t in Trigger},
+    Trigger.RECONCILED: UNKNOWN,
+    Trigger.COORDINATOR: None,
+    Trigger.JOIN_COMPLETED: None,
+    Trigger.SYNC_COMPLETED: None,
+    Trigger.UNLOADED: None,
+    Trigger.OFFSETS_EXPIRED: None,
+    Trigger.ADOPTED: None,
+}
 _CLIENT_REASON = re.compile(r";\s*client reason:\s*(.*)\Z", re.IGNORECASE | re.DOTALL)
 _CAUSE_MEMBER = re.compile(r"\b(?:member|leader)\s+(?!id\b|with\b|on\b)([^\s;,()]+)", re.IGNORECASE)
 _REVOKE_REASON = re.compile(r"revoke", re.IGNORECASE)
 
-_REMOVAL_TRIGGER: dict[str, str] = {
-    RemovalReason.LEFT.value: MEMBER_LEFT,
-    RemovalReason.SESSION_EXPIRY.value: SESSION_EXPIRY,
-    RemovalReason.NEW_MEMBER_JOIN_TIMEOUT.value: SESSION_EXPIRY,
-    RemovalReason.PENDING_EXPIRY.value: SESSION_EXPIRY,
-    RemovalReason.REBALANCE_TIMEOUT_EVICTION.value: REBALANCE_TIMEOUT_EVICTION,
-    RemovalReason.PENDING_SYNC_EXPIRY.value: PENDING_SYNC_EXPIRY,
-    RemovalReason.FENCED.value: STATIC_MEMBER_REPLACED,
+_REMOVAL_TRIGGER: dict[RemovalReason, str] = {
+    RemovalReason.LEFT: MEMBER_LEFT,
+    RemovalReason.SESSION_EXPIRY: SESSION_EXPIRY,
+    RemovalReason.NEW_MEMBER_JOIN_TIMEOUT: SESSION_EXPIRY,
+    RemovalReason.PENDING_EXPIRY: SESSION_EXPIRY,
+    RemovalReason.REBALANCE_TIMEOUT_EVICTION: REBALANCE_TIMEOUT_EVICTION,
+    RemovalReason.PENDING_SYNC_EXPIRY: PENDING_SYNC_EXPIRY,
+    RemovalReason.FENCED: STATIC_MEMBER_REPLACED,
 }
-_REMOVAL_END_REASON: dict[str, str] = {
-    RemovalReason.LEFT.value: "left",
-    RemovalReason.SESSION_EXPIRY.value: "session_expiry",
-    RemovalReason.NEW_MEMBER_JOIN_TIMEOUT.value: "session_expiry",
-    RemovalReason.PENDING_EXPIRY.value: "session_expiry",
-    RemovalReason.REBALANCE_TIMEOUT_EVICTION.value: "rebalance_timeout_eviction",
-    RemovalReason.PENDING_SYNC_EXPIRY.value: "pending_sync_expiry",
-    RemovalReason.FENCED.value: "fenced",
-    RemovalReason.MAX_SIZE.value: "max_size",
-    RemovalReason.RECONCILED.value: "reconciled",
+_REMOVAL_END_REASON: dict[RemovalReason, str] = {
+    RemovalReason.LEFT: "left",
+    RemovalReason.SESSION_EXPIRY: "session_expiry",
+    RemovalReason.NEW_MEMBER_JOIN_TIMEOUT: "session_expiry",
+    RemovalReason.PENDING_EXPIRY: "session_expiry",
+    RemovalReason.REBALANCE_TIMEOUT_EVICTION: "rebalance_timeout_eviction",
+    RemovalReason.PENDING_SYNC_EXPIRY: "pending_sync_expiry",
+    RemovalReason.FENCED: "fenced",
+    RemovalReason.MAX_SIZE: "max_size",
+    RemovalReason.RECONCILED: "reconciled",
 }
 _DEFAULT_CAUSE: dict[tuple[str, str], str] = {
     (PR, CR): "join phase completed",
@@ -251,36 +243,11 @@ def _cause_client_reason(cause: str | None) -> str | None:
 
 
 def classify_cause(cause: str | None) -> str | None:
-    """The trigger Kafka's reason text names (rule 1 of the module doc), or None when it names none.
-    A track-mode reconciliation (``reconciled: …``: the broker was rebalancing, the model did not know
-    why) is ``unknown``."""
-    if not cause:
-        return None
-    if cause.startswith("reconciled"):
-        return UNKNOWN
-    head = _strip_client_reason(cause)
-    for pattern, trigger in _CAUSE_RULES:
-        if pattern.search(head):
-            return trigger
-    return None
-
-
-def _is_inferred(e: ModelEvent) -> bool:
-    """A member the model discovered (warm start) or put back to agree with the broker (track mode)."""
-    cause = e.cause or ""
-    return cause.startswith(("inferred", "reconciled"))
-
-
-def _removal_end_reason(reason: str | None, cause: str | None) -> str:
-    if reason is not None:
-        return _REMOVAL_END_REASON.get(reason, reason)
-    t = classify_cause(cause)
-    return {
-        SESSION_EXPIRY: "session_expiry",
-        PENDING_SYNC_EXPIRY: "pending_sync_expiry",
-        STATIC_MEMBER_REPLACED: "fenced",
-        REBALANCE_TIMEOUT_EVICTION: "rebalance_timeout_eviction",
-    }.get(t or "", "left")
+    """The row trigger a Kafka reason text stands for (e.g. a ``trigger_cause`` value or a broker's own
+    log line; :func:`~transforms.coordinator.causes.trigger_of_text`), or None when it names none. The
+    tracker itself never reads text: it reads the transition's typed trigger."""
+    trigger = trigger_of_text(cause)
+    return None if trigger is None else _ROW_TRIGGER[trigger]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -307,37 +274,39 @@ class TrackerOutput:
 
 
 # --------------------------------------------------------------------------------------------------
-# Internal state (every field JSON-serialisable; lists, never tuples, so a round trip is exact)
+# Internal state (saved with the replay's codec: transforms.coordinator.codec)
 # --------------------------------------------------------------------------------------------------
 
-# A context entry: [kind, member_id, removal_reason, client_reason, detail, was_leader]
-Ctx = list[Any]
+
+@dataclass(slots=True)
+class _Ctx:
+    """A context event of a rebalance (what a membership event says about why it happened)."""
+
+    kind: EventKind
+    member_id: str | None
+    removal_reason: RemovalReason | None = None
+    client_reason: str | None = None
+    detail: str | None = None
+    was_leader: bool = False
 
 
-def _implicit_eviction(member: str) -> Ctx:
+def _implicit_eviction(member: str) -> _Ctx:
     """A member that vanished at a join completion without a removal event."""
-    return [
-        EventKind.MEMBER_REMOVED.value,
-        member,
-        RemovalReason.REBALANCE_TIMEOUT_EVICTION.value,
-        None,
-        None,
-        False,
-    ]
+    return _Ctx(EventKind.MEMBER_REMOVED, member, RemovalReason.REBALANCE_TIMEOUT_EVICTION)
 
 
-def _ctx(e: ModelEvent, leader: str | None) -> Ctx:
-    return [
-        e.kind.value,
+def _ctx(e: ModelEvent, leader: str | None) -> _Ctx:
+    return _Ctx(
+        e.kind,
         e.member_id,
-        e.removal_reason.value if e.removal_reason is not None else None,
+        e.removal_reason,
         e.client_reason,
         e.detail,
         e.member_id is not None and e.member_id == leader,
-    ]
+    )
 
 
-@dataclass
+@dataclass(slots=True)
 class _Rebalance:
     rebalance_seq: int
     start_seq: int
@@ -345,6 +314,8 @@ class _Rebalance:
     generation_from: int
     started_ms: int
     cause: str | None
+    #: the row trigger the starting transition's typed trigger names (None: the context decides)
+    trigger: str | None
     start_member: str | None
     start_member_known: bool
     start_member_was_leader: bool
@@ -353,8 +324,8 @@ class _Rebalance:
     prev_stable_ms: int | None
     prev_protocol: str | None
     synthetic: bool = False
-    ctx_pre: list[Ctx] = field(default_factory=list)
-    ctx_post: list[Ctx] = field(default_factory=list)
+    ctx_pre: list[_Ctx] = field(default_factory=list)
+    ctx_post: list[_Ctx] = field(default_factory=list)
     joined: list[str] = field(default_factory=list)
     left: list[str] = field(default_factory=list)
     evicted: list[str] = field(default_factory=list)
@@ -372,7 +343,7 @@ class _Rebalance:
     partitions_assigned: int | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Session:
     member_id: str
     generation: int
@@ -385,27 +356,43 @@ class _Session:
     is_leader: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class _Segment:
     """The events of one ``seq`` since the last transition: a rebalance's context."""
 
     seq: int | None = None
     post_start: bool = False
-    events: list[Ctx] = field(default_factory=list)
+    events: list[_Ctx] = field(default_factory=list)
     presence_before: dict[str, bool] = field(default_factory=dict)  # member -> in group before the segment
 
 
-# A JoinGroup fact: [seq, answered generation or None, protocol names, session_timeout_ms,
-# rebalance_timeout_ms, client_id, client_host, group_instance_id]
-JoinRec = list[Any]
+@dataclass(slots=True)
+class _JoinRec:
+    """A member's JoinGroup, as the tracker keeps it (from the request and the model's answer)."""
+
+    seq: int
+    generation: int | None  # the generation it was answered into (None: not accepted)
+    protocols: list[str]
+    session_timeout_ms: int | None
+    rebalance_timeout_ms: int | None
+    client_id: str | None
+    client_host: str | None
+    group_instance_id: str | None
 
 
-def _dc_to_list(obj: Any) -> list[Any]:
-    return [getattr(obj, f.name) for f in fields(obj)]
+@dataclass(slots=True)
+class _Client:
+    """A member's client id and address from any of its requests (the first values seen are kept)."""
+
+    last_seq: int
+    client_id: str | None
+    client_host: str | None
 
 
-def _dc_from_list(cls: Any, values: list[Any]) -> Any:
-    return cls(**{f.name: v for f, v in zip(fields(cls), values, strict=True)})
+_CODEC = Codec(
+    classes=(_Ctx, _Rebalance, _Session, _Segment, _JoinRec, _Client),
+    enums=(EventKind, RemovalReason, GroupState),
+)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -455,9 +442,9 @@ class RebalanceTracker:
         self._owners_generation: int | None = None
         # sessions and JoinGroup facts
         self._sessions: dict[str, _Session] = {}
-        self._joins: dict[str, list[JoinRec]] = {}
-        # client id/address per member from any request: [last seq seen, client_id, client_host]
-        self._clients: dict[str, list[Any]] = {}
+        self._joins: dict[str, list[_JoinRec]] = {}
+        # client id/address per member from any request
+        self._clients: dict[str, _Client] = {}
         # rows not yet drained
         self._out = TrackerOutput()
 
@@ -510,93 +497,69 @@ class RebalanceTracker:
             out.member_sessions.append(self._session_row(self._sessions[m], None, "open", None))
         return out
 
-    def to_bytes(self) -> bytes:
-        """Everything, compactly (zlib-compressed JSON); ``from_bytes(b).to_bytes() == b``."""
-        state = {
-            "v": _STATE_VERSION,
-            "g": self.group_id,
-            "cfg": [
+    #: the attributes :meth:`to_state` saves (everything but the configuration)
+    _SAVED = (
+        "_state",
+        "_generation",
+        "_members",
+        "_suspended",
+        "_leader",
+        "_protocol_type",
+        "_protocol_name",
+        "_instance_of",
+        "_rebalance_count",
+        "_open",
+        "_closing",
+        "_seg",
+        "_last_stable_ms",
+        "_last_stable_protocol",
+        "_last_coordinator_error_ms",
+        "_owners",
+        "_owners_generation",
+        "_sessions",
+        "_joins",
+        "_clients",
+    )
+
+    def to_state(self) -> dict[str, Any]:
+        """Everything, as a JSON document (the replay's codec); :meth:`from_state` restores it."""
+        return {
+            "group_id": self.group_id,
+            "config": [
                 sorted(self.cooperative_protocols),
                 self.follow_up_window_ms,
                 self.coordinator_error_window_ms,
             ],
-            "grp": [
-                self._state,
-                self._generation,
-                sorted(self._members),
-                sorted(self._suspended),
-                self._leader,
-                self._protocol_type,
-                self._protocol_name,
-                self._instance_of,
-            ],
-            "rb": [
-                self._rebalance_count,
-                _dc_to_list(self._open) if self._open is not None else None,
-                _dc_to_list(self._closing) if self._closing is not None else None,
-                _dc_to_list(self._seg),
-                self._last_stable_ms,
-                self._last_stable_protocol,
-                self._last_coordinator_error_ms,
-            ],
-            "own": [self._owners_to_json(), self._owners_generation],
-            "ses": [_dc_to_list(s) for s in self._sessions.values()],
-            "jn": self._joins,
-            "cl": self._clients,
+            "state": {name: _CODEC.encode(getattr(self, name)) for name in self._SAVED},
             "out": [
-                self._out.transitions,
-                self._out.rebalances,
-                self._out.member_sessions,
+                _CODEC.encode(rows)
+                for rows in (self._out.transitions, self._out.rebalances, self._out.member_sessions)
             ],
         }
-        raw = json.dumps(state, separators=(",", ":"), ensure_ascii=False, default=_json_default)
-        return zlib.compress(raw.encode("utf-8"), 6)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> RebalanceTracker:
-        state = json.loads(zlib.decompress(data).decode("utf-8"), object_hook=_json_object_hook)
-        if state.get("v") != _STATE_VERSION:
-            raise ValueError(f"unsupported RebalanceTracker state version {state.get('v')!r}")
-        coop, window, coord_window = state["cfg"]
+    def from_state(cls, doc: dict[str, Any]) -> RebalanceTracker:
+        coop, window, coord_window = doc["config"]
         t = cls(
-            state["g"],
+            doc["group_id"],
             cooperative_protocols=frozenset(coop),
             follow_up_window_ms=window,
             coordinator_error_window_ms=coord_window,
         )
-        (
-            t._state,
-            t._generation,
-            members,
-            suspended,
-            t._leader,
-            t._protocol_type,
-            t._protocol_name,
-            t._instance_of,
-        ) = state["grp"]
-        t._members = set(members)
-        t._suspended = set(suspended)
-        (
-            count,
-            open_,
-            closing,
-            seg,
-            t._last_stable_ms,
-            t._last_stable_protocol,
-            t._last_coordinator_error_ms,
-        ) = state["rb"]
-        t._rebalance_count = count
-        t._open = _dc_from_list(_Rebalance, open_) if open_ is not None else None
-        t._closing = _dc_from_list(_Rebalance, closing) if closing is not None else None
-        t._seg = _dc_from_list(_Segment, seg)
-        owners, t._owners_generation = state["own"]
-        t._owners = cls._owners_from_json(owners)
-        t._sessions = {s[0]: _dc_from_list(_Session, s) for s in state["ses"]}
-        t._joins = state["jn"]
-        t._clients = state["cl"]
-        tr, rb, ms = state["out"]
-        t._out = TrackerOutput(tr, rb, ms)
+        for name in cls._SAVED:
+            setattr(t, name, _CODEC.decode(doc["state"][name]))
+        transitions, rebalances, sessions = (_CODEC.decode(rows) for rows in doc["out"])
+        t._out = TrackerOutput(transitions, rebalances, sessions)
         return t
+
+    def to_bytes(self) -> bytes:
+        """Everything, compactly (:func:`~transforms.coordinator.codec.pack`); ``from_bytes(b).to_bytes()
+        == b``."""
+        return pack(_MAGIC, self.to_state())
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> RebalanceTracker:
+        return cls.from_state(unpack(_MAGIC, data, "rebalance tracker"))
 
     # ------------------------------------------------------------------------------------------
     # predictions: JoinGroup facts only
@@ -611,18 +574,18 @@ class RebalanceTracker:
             # a member id belongs to one client instance: the first values seen are kept
             cl = self._clients.get(member)
             if cl is None:
-                self._clients[member] = [p.seq, req.client_id, req.client_host]
+                self._clients[member] = _Client(p.seq, req.client_id, req.client_host)
             else:
-                if p.seq > cl[0]:
-                    cl[0] = p.seq
-                if cl[1] is None:
-                    cl[1] = req.client_id
-                if cl[2] is None:
-                    cl[2] = req.client_host
+                if p.seq > cl.last_seq:
+                    cl.last_seq = p.seq
+                if cl.client_id is None:
+                    cl.client_id = req.client_id
+                if cl.client_host is None:
+                    cl.client_host = req.client_host
         if req.api != ApiKey.JOIN_GROUP:
             return
         gen = p.response.generation_id if p.response.error == "NONE" else None
-        rec: JoinRec = [
+        rec = _JoinRec(
             p.seq,
             gen,
             [pr.name for pr in req.protocols],
@@ -631,49 +594,49 @@ class RebalanceTracker:
             req.client_id,
             req.client_host,
             req.group_instance_id,
-        ]
+        )
         recs = self._joins.setdefault(member, [])
-        seqs = [r[0] for r in recs]
+        seqs = [r.seq for r in recs]
         i = bisect.bisect_left(seqs, p.seq)
-        if i < len(recs) and recs[i][0] == p.seq:
+        if i < len(recs) and recs[i].seq == p.seq:
             recs[i] = rec
         else:
             recs.insert(i, rec)
 
-    def _attrs(self, member: str, generation: int, until_seq: int | None) -> JoinRec | None:
+    def _attrs(self, member: str, generation: int, until_seq: int | None) -> _JoinRec | None:
         """The JoinGroup that put ``member`` into ``generation`` (or its latest before), else its latest
         JoinGroup up to ``until_seq``."""
         recs = self._joins.get(member)
         if not recs:
             return None
-        best: JoinRec | None = None
+        best: _JoinRec | None = None
         for r in recs:
-            if until_seq is not None and r[0] > until_seq:
+            if until_seq is not None and r.seq > until_seq:
                 break
-            if r[1] is not None and r[1] <= generation:
+            if r.generation is not None and r.generation <= generation:
                 best = r
         if best is not None:
             return best
         for r in recs:
-            if until_seq is not None and r[0] > until_seq:
+            if until_seq is not None and r.seq > until_seq:
                 break
             best = r
         return best
 
-    def _prune_joins(self, member: str, used: JoinRec | None) -> None:
+    def _prune_joins(self, member: str, used: _JoinRec | None) -> None:
         recs = self._joins.get(member)
         if recs and used is not None:
-            self._joins[member] = [r for r in recs if r[0] >= used[0]]
+            self._joins[member] = [r for r in recs if r.seq >= used.seq]
 
     def _prune_departed(self, upto_seq: int) -> None:
         """Drop the facts of ids that are no longer in the group (keeping any from later requests)."""
-        for m in [m for m, cl in self._clients.items() if cl[0] <= upto_seq]:
+        for m in [m for m, cl in self._clients.items() if cl.last_seq <= upto_seq]:
             if m not in self._members and m not in self._sessions and m not in self._suspended:
                 del self._clients[m]
         for m in list(self._joins):
             if m in self._members or m in self._sessions or m in self._suspended:
                 continue
-            kept = [r for r in self._joins[m] if r[0] > upto_seq]
+            kept = [r for r in self._joins[m] if r.seq > upto_seq]
             if kept:
                 self._joins[m] = kept
             else:
@@ -693,8 +656,10 @@ class RebalanceTracker:
         if kind == EventKind.TRANSITION:
             self._on_transition(e)
             return
-        self._silent_change(e)
-        if kind in _CTX_KINDS and not _is_inferred(e):
+        if kind == EventKind.STATE_ADOPTED:
+            self._on_adopted(e)
+            return
+        if kind in _CTX_KINDS and not e.inferred:
             self._seg.events.append(_ctx(e, self._leader))
         if kind == EventKind.HEARTBEAT:
             s = self._session_for_activity(e)
@@ -718,8 +683,7 @@ class RebalanceTracker:
         elif kind == EventKind.SYNC_COMPLETED:
             self._on_sync_completed(e)
         elif kind == EventKind.EXTERNAL_ERROR:
-            text = f"{e.detail or ''} {e.cause or ''}".upper()
-            if any(err in text for err in _COORDINATOR_ERRORS):
+            if e.error in _COORDINATOR_ERRORS:
                 self._last_coordinator_error_ms = e.time_ms
         elif kind == EventKind.WARM_START:
             self._on_warm_start(e)
@@ -739,7 +703,7 @@ class RebalanceTracker:
             return
         if e.group_instance_id:
             self._instance_of[m] = e.group_instance_id
-        if _is_inferred(e):
+        if e.inferred:
             # discovered (warm start, reconciliation): already in the current generation, not a join
             self._suspended.discard(m)
             self._members.add(m)
@@ -768,8 +732,8 @@ class RebalanceTracker:
         self._suspended.discard(m)
         if self._leader == m:
             self._leader = None
-        reason = e.removal_reason.value if e.removal_reason is not None else None
-        self._close_session(m, e.time_ms, e.seq, _removal_end_reason(reason, e.cause))
+        reason = e.removal_reason
+        self._close_session(m, e.time_ms, e.seq, "left" if reason is None else _REMOVAL_END_REASON[reason])
 
     def _on_static_replaced(self, e: ModelEvent) -> None:
         new, old = e.member_id, e.detail
@@ -817,9 +781,7 @@ class RebalanceTracker:
     def _reconcile_members(self, e: ModelEvent, target: set[str]) -> None:
         for m in sorted(self._members - target):
             self._mark_presence(m)
-            self._seg.events.append(
-                [EventKind.MEMBER_REMOVED.value, m, RemovalReason.RECONCILED.value, None, None, False]
-            )
+            self._seg.events.append(_Ctx(EventKind.MEMBER_REMOVED, m, RemovalReason.RECONCILED))
             self._members.discard(m)
             self._close_session(m, e.time_ms, e.seq, "reconciled")
         for m in sorted(target - self._members):
@@ -928,8 +890,8 @@ class RebalanceTracker:
         inst = self._instance_of.get(member)
         if inst is None:
             for r in self._joins.get(member, ()):
-                if r[7]:
-                    inst = r[7]
+                if r.group_instance_id:
+                    inst = r.group_instance_id
         return f"i:{inst}" if inst else f"m:{member}"
 
     def _decode_owners(
@@ -1055,9 +1017,14 @@ class RebalanceTracker:
             self._close_session(m, e.time_ms, e.seq, "dead")
         self._suspended.clear()
 
-    def _silent_change(self, e: ModelEvent) -> None:
-        """State or generation changes the model makes without a TRANSITION (track-mode reconciliation,
-        a group that disappeared): keep the rebalance and the sessions in step, emit no transition row."""
+    def _on_adopted(self, e: ModelEvent) -> None:
+        """An adopted transition (track-mode reconciliation took the broker's state and/or generation):
+        keep the rebalance and the sessions in step, write no transition row."""
+        self._adopt(e)
+        self._generation = e.generation_id
+        self._state = e.state
+
+    def _adopt(self, e: ModelEvent) -> None:
         prev_state, state, gen = self._state, e.state, e.generation_id
         if prev_state is None or (state == prev_state and gen == self._generation):
             return
@@ -1066,9 +1033,9 @@ class RebalanceTracker:
                 self._finalize_closing()
                 self._suspend(e)
             return
-        if prev_state == DEAD or e.kind in (EventKind.WARM_START, EventKind.JOIN_COMPLETED):
+        if prev_state == DEAD:
             return
-        why = e.detail if e.kind == EventKind.RECONCILED else None
+        why = e.cause
         if gen > self._generation >= 0:
             self._roll_sessions(e)
             r = self._open
@@ -1149,7 +1116,9 @@ class RebalanceTracker:
 
     def _new_rebalance(self, e: ModelEvent, *, from_state: str, cause: str | None) -> _Rebalance:
         self._rebalance_count += 1
-        member = e.member_id if e.kind == EventKind.TRANSITION else None
+        kafka_transition = e.kind == EventKind.TRANSITION
+        member = e.member_id if kafka_transition else None
+        trigger = _ROW_TRIGGER[e.trigger] if kafka_transition and e.trigger is not None else None
         before = self._members_before_segment()
         return _Rebalance(
             rebalance_seq=self._rebalance_count,
@@ -1158,6 +1127,7 @@ class RebalanceTracker:
             generation_from=e.generation_id,
             started_ms=e.time_ms,
             cause=cause,
+            trigger=trigger,
             start_member=member,
             start_member_known=member is not None and member in before,
             start_member_was_leader=member is not None and member == self._leader,
@@ -1193,23 +1163,23 @@ class RebalanceTracker:
 
     @staticmethod
     def _copy(r: _Rebalance) -> _Rebalance:
-        copy: _Rebalance = _dc_from_list(_Rebalance, json.loads(json.dumps(_dc_to_list(r))))
-        return copy
+        return copy.deepcopy(r)
 
     @staticmethod
-    def _attribute(r: _Rebalance, events: Sequence[Ctx]) -> None:
+    def _attribute(r: _Rebalance, events: Sequence[_Ctx]) -> None:
         def add(lst: list[str], m: str | None) -> None:
             if m and m not in lst:
                 bisect.insort(lst, m)
 
-        for kind, member, reason, _client, detail, _ in events:
-            if kind == EventKind.MEMBER_ADDED.value:
-                add(r.joined, member)
-            elif kind == EventKind.MEMBER_REMOVED.value:
-                add(r.left if reason == RemovalReason.LEFT.value else r.evicted, member)
-            elif kind == EventKind.STATIC_MEMBER_REPLACED.value:
-                add(r.joined, member)
-                add(r.evicted, detail)
+        for c in events:
+            kind = c.kind
+            if kind == EventKind.MEMBER_ADDED:
+                add(r.joined, c.member_id)
+            elif kind == EventKind.MEMBER_REMOVED:
+                add(r.left if c.removal_reason == RemovalReason.LEFT else r.evicted, c.member_id)
+            elif kind == EventKind.STATIC_MEMBER_REPLACED:
+                add(r.joined, c.member_id)
+                add(r.evicted, c.detail)
 
     # sessions ---------------------------------------------------------------------------------------
 
@@ -1238,17 +1208,21 @@ class RebalanceTracker:
         if reason == "next_generation":
             self._prune_joins(member, rec)
 
-    def _session_row(self, s: _Session, ended_ms: int | None, reason: str, rec: JoinRec | None) -> Row:
+    def _session_row(self, s: _Session, ended_ms: int | None, reason: str, rec: _JoinRec | None) -> Row:
         if rec is None and ended_ms is None:
             rec = self._attrs(s.member_id, s.generation, None)
         instance = (
-            s.group_instance_id or (rec[7] if rec is not None else None) or self._instance_of.get(s.member_id)
+            s.group_instance_id
+            or (rec.group_instance_id if rec is not None else None)
+            or self._instance_of.get(s.member_id)
         )
         cl = self._clients.get(s.member_id)
-        client_id = rec[5] if rec is not None and rec[5] is not None else (cl[1] if cl is not None else None)
-        client_host = (
-            rec[6] if rec is not None and rec[6] is not None else (cl[2] if cl is not None else None)
-        )
+        client_id = rec.client_id if rec is not None and rec.client_id is not None else None
+        if client_id is None and cl is not None:
+            client_id = cl.client_id
+        client_host = rec.client_host if rec is not None and rec.client_host is not None else None
+        if client_host is None and cl is not None:
+            client_host = cl.client_host
         return {
             "group_id": self.group_id,
             "member_id": s.member_id,
@@ -1262,8 +1236,8 @@ class RebalanceTracker:
             "commits": int(s.commits),
             "ended_ms": ended_ms,
             "end_reason": reason,
-            "session_timeout_ms": rec[3] if rec is not None else None,
-            "rebalance_timeout_ms": rec[4] if rec is not None else None,
+            "session_timeout_ms": rec.session_timeout_ms if rec is not None else None,
+            "rebalance_timeout_ms": rec.rebalance_timeout_ms if rec is not None else None,
             "is_leader": bool(s.is_leader),
             "log_date": _utc_date(s.joined_ms),
         }
@@ -1274,14 +1248,14 @@ class RebalanceTracker:
         """(trigger, trigger_member_id, trigger_client_reason) — the rules of the module doc."""
         if r.synthetic:
             return UNKNOWN, r.start_member, None
-        decisive: Ctx | None = None
+        decisive: _Ctx | None = None
         event_trigger: str | None = None
         for c in [*reversed(r.ctx_pre), *r.ctx_post]:
             t = self._ctx_trigger(c)
             if t is not None:
                 decisive, event_trigger = c, t
                 break
-        trigger = classify_cause(r.cause) or event_trigger
+        trigger = r.trigger or event_trigger
         if trigger is None and r.start_member is not None:
             if r.start_member_known:
                 trigger = LEADER_REJOIN if r.start_member_was_leader else METADATA_CHANGE
@@ -1291,15 +1265,17 @@ class RebalanceTracker:
             trigger = UNKNOWN
         if trigger == METADATA_CHANGE and r.start_member_was_leader:
             trigger = LEADER_REJOIN  # Kafka < 2.6 words a leader's rejoin "Updating metadata for member"
-        member = r.start_member or (decisive[1] if decisive is not None else None)
+        member = r.start_member or (decisive.member_id if decisive is not None else None)
         if member is None and r.cause:
             m = _CAUSE_MEMBER.search(_strip_client_reason(r.cause))
             member = m.group(1) if m else None
-        client_reason: str | None = decisive[3] if decisive is not None and decisive[1] == member else None
+        client_reason = (
+            decisive.client_reason if decisive is not None and decisive.member_id == member else None
+        )
         if client_reason is None and member is not None:
             for c in [*reversed(r.ctx_pre), *r.ctx_post]:
-                if c[1] == member and c[3]:
-                    client_reason = c[3]
+                if c.member_id == member and c.client_reason:
+                    client_reason = c.client_reason
                     break
         if client_reason is None:
             client_reason = _cause_client_reason(r.cause)
@@ -1318,17 +1294,17 @@ class RebalanceTracker:
         return trigger, member, client_reason
 
     @staticmethod
-    def _ctx_trigger(c: Ctx) -> str | None:
-        kind, _member, reason, _client, detail, was_leader = c
-        if kind == EventKind.MEMBER_REMOVED.value:
+    def _ctx_trigger(c: _Ctx) -> str | None:
+        kind, reason, detail = c.kind, c.removal_reason, c.detail
+        if kind == EventKind.MEMBER_REMOVED:
             return _REMOVAL_TRIGGER.get(reason) if reason is not None else None
-        if kind == EventKind.STATIC_MEMBER_REPLACED.value:
+        if kind == EventKind.STATIC_MEMBER_REPLACED:
             return STATIC_MEMBER_REPLACED
-        if kind == EventKind.MEMBER_ADDED.value:
+        if kind == EventKind.MEMBER_ADDED:
             return NEW_MEMBER
-        if kind == EventKind.MEMBER_UPDATED.value:
-            return LEADER_REJOIN if was_leader else METADATA_CHANGE
-        if kind == EventKind.TIMER_EXPIRED.value and detail:
+        if kind == EventKind.MEMBER_UPDATED:
+            return LEADER_REJOIN if c.was_leader else METADATA_CHANGE
+        if kind == EventKind.TIMER_EXPIRED and detail:
             d = str(detail).lower()
             if d.startswith("sync"):
                 return PENDING_SYNC_EXPIRY
@@ -1336,20 +1312,20 @@ class RebalanceTracker:
                 return SESSION_EXPIRY
         return None
 
-    def _trigger_protocols(self, r: _Rebalance, member: str) -> list[Any] | None:
-        """[protocol names of the triggering JoinGroup, of the member's JoinGroup before it], if known."""
+    def _trigger_protocols(self, r: _Rebalance, member: str) -> tuple[list[str], list[str]] | None:
+        """(protocol names of the triggering JoinGroup, of the member's JoinGroup before it), if known."""
         recs = self._joins.get(member)
         if not recs:
             return None
         cur = prev = None
         for rec in recs:
-            if rec[0] < r.start_seq:
+            if rec.seq < r.start_seq:
                 prev = rec
-            elif rec[0] == r.start_seq:
+            elif rec.seq == r.start_seq:
                 cur = rec
         if cur is None or prev is None:
             return None
-        return [cur[2], prev[2]]
+        return cur.protocols, prev.protocols
 
     def _rebalance_row(self, r: _Rebalance) -> Row:
         trigger, member, client_reason = self._classify(r)
@@ -1404,33 +1380,3 @@ class RebalanceTracker:
             "cooperative_follow_up": bool(follow_up),
             "log_date": _utc_date(r.started_ms),
         }
-
-    # serialisation helpers -------------------------------------------------------------------------
-
-    def _owners_to_json(self) -> list[Any] | None:
-        if self._owners is None:
-            return None
-        keys: dict[str, int] = {}
-        rows: list[list[Any]] = []
-        for (topic, part), owner in self._owners.items():
-            rows.append([topic, part, keys.setdefault(owner, len(keys))])
-        return [list(keys), rows]
-
-    @staticmethod
-    def _owners_from_json(data: list[Any] | None) -> dict[tuple[str, int], str] | None:
-        if data is None:
-            return None
-        keys, rows = data
-        return {(topic, part): keys[i] for topic, part, i in rows}
-
-
-def _json_default(o: object) -> object:
-    if isinstance(o, date):
-        return {"$d": o.isoformat()}
-    raise TypeError(f"cannot serialise {type(o).__name__}")
-
-
-def _json_object_hook(d: dict[str, Any]) -> object:
-    if len(d) == 1 and "$d" in d:
-        return date.fromisoformat(d["$d"])
-    return d

@@ -13,14 +13,12 @@ sorted-partition fast path (``mapInArrow``) produce the same rows.
 
 from __future__ import annotations
 
-import base64
-import json
 import uuid
-import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from transforms.coordinator.codec import Codec, pack, unpack
 from transforms.coordinator.config import CoordinatorConfig
 from transforms.coordinator.fastobj import constructor
 from transforms.coordinator.model import GroupCoordinatorModel
@@ -38,7 +36,10 @@ from transforms.ordering import is_routine, predecessors, search_order, sort_key
 from transforms.rebalances import RebalanceTracker
 from transforms.validation import compare, prediction_row
 
-STATE_VERSION = 2
+#: saved replayer state: the one header and compression of everything a group's replay saves
+_MAGIC = b"RRGR"  # rebalance-replay group replayer
+#: buffered rows are plain values (the codec's JSON forms: bytes, lists, dicts)
+_ROWS = Codec()
 
 LATE_REASON = "late: landed after its arrival time had been replayed (raise replay.late_tolerance_ms)"
 
@@ -235,26 +236,6 @@ REPLAY_COLUMNS = (
     "response_leave_members",
     "response_commit_partitions",
 )
-
-
-def _encode(obj: Any) -> Any:
-    if isinstance(obj, bytes | bytearray):
-        return {"$b": base64.b64encode(bytes(obj)).decode()}
-    if isinstance(obj, Mapping):
-        return {k: _encode(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_encode(v) for v in obj]
-    return obj
-
-
-def _decode(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        if set(obj) == {"$b"}:
-            return base64.b64decode(obj["$b"])
-        return {k: _decode(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_decode(v) for v in obj]
-    return obj
 
 
 #: ``source_file`` of a JoinGroup the replay infers although the log has no line for it
@@ -642,12 +623,13 @@ class GroupReplayer:
 
     # -- state --------------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
+        """Everything (model, tracker, buffer ...) as one document, framed and compressed once
+        (:func:`~transforms.coordinator.codec.pack`)."""
         doc = {
-            "v": STATE_VERSION,
             "group": self.group_id,
-            "model": base64.b64encode(self.model.to_bytes()).decode(),
-            "tracker": base64.b64encode(self.tracker.to_bytes()).decode(),
-            "buffer": _encode([{c: row.get(c) for c in REPLAY_COLUMNS} for row in self.buffer]),
+            "model": self.model.to_state(),
+            "tracker": self.tracker.to_state(),
+            "buffer": _ROWS.encode([{c: row.get(c) for c in REPLAY_COLUMNS} for row in self.buffer]),
             "brokers": self.brokers,
             "late": sorted(self.late),
             "clock": [self.clock_samples, self.clock_divisor],
@@ -656,19 +638,15 @@ class GroupReplayer:
             "replayed": self.replayed,
             "kip848": self.kip848,
         }
-        return zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 6)
+        return pack(_MAGIC, doc)
 
     @classmethod
     def from_bytes(cls, data: bytes, settings: ReplaySettings) -> GroupReplayer:
-        doc = json.loads(zlib.decompress(data))
-        if doc.get("v") != STATE_VERSION:
-            raise ValueError(
-                f"replay state version {doc.get('v')} is not {STATE_VERSION}: use a fresh checkpoint"
-            )
+        doc = unpack(_MAGIC, data, "group replay state (a checkpoint)")
         r = cls(doc["group"], settings)
-        r.model = GroupCoordinatorModel.from_bytes(base64.b64decode(doc["model"]), settings.coordinator)
-        r.tracker = RebalanceTracker.from_bytes(base64.b64decode(doc["tracker"]))
-        r.buffer = _decode(doc["buffer"])
+        r.model = GroupCoordinatorModel.from_state(doc["model"], settings.coordinator)
+        r.tracker = RebalanceTracker.from_state(doc["tracker"])
+        r.buffer = _ROWS.decode(doc["buffer"])
         r.brokers = doc["brokers"]
         r.late = set(doc["late"])
         r.clock_samples, r.clock_divisor = doc["clock"]

@@ -12,6 +12,7 @@ import pytest
 
 from schemas.tables import MEMBER_SESSIONS, REBALANCES, TRANSITIONS
 from transforms.consumer_protocol import encode_assignment
+from transforms.coordinator.causes import trigger_of_text
 from transforms.coordinator.types import (
     EventKind,
     GroupRequest,
@@ -21,8 +22,9 @@ from transforms.coordinator.types import (
     Prediction,
     Protocol,
     RemovalReason,
+    Trigger,
 )
-from transforms.kafka_protocol import ApiKey
+from transforms.kafka_protocol import ApiKey, Errors
 from transforms.rebalances import RebalanceTracker, TrackerOutput, classify_cause
 
 GROUP = "orders"
@@ -86,7 +88,11 @@ class Sim:
         self.state = to
         if frm == PR and to in (CR, EMPTY):
             self.gen += 1
-        self.ev(EventKind.TRANSITION, timer=timer, from_state=frm, member_id=member, cause=cause)
+        # the model's transitions carry the typed trigger its reason text is written from
+        trigger = trigger_of_text(cause)
+        self.ev(
+            EventKind.TRANSITION, timer=timer, from_state=frm, member_id=member, cause=cause, trigger=trigger
+        )
 
     def predict(self, seq: int, req: GroupRequest, error: str = "NONE", **resp: Any) -> None:
         self.steps[-1][0].append(
@@ -334,7 +340,7 @@ class Sim:
         return self
 
     def external_error(self, error: str = "NOT_COORDINATOR") -> Sim:
-        self.ev(EventKind.EXTERNAL_ERROR, detail=error)
+        self.ev(EventKind.EXTERNAL_ERROR, detail=error, error=Errors[error])
         return self
 
 
@@ -1770,3 +1776,57 @@ def test_engine_track_mode_warm_start() -> None:
     assert (x57["client_id"], x57["end_reason"], x57["heartbeats"]) == ("app-x", "next_generation", 2)
     z58 = only(out.member_sessions, member_id=z, generation_id=58)
     assert (z58["session_timeout_ms"], z58["heartbeats"], z58["end_reason"]) == (45_000, 1, "open")
+
+
+# --------------------------------------------------------------------------------------------------
+# adoptions (track mode): typed STATE_ADOPTED events, no transition rows
+# --------------------------------------------------------------------------------------------------
+
+
+def adopt(s: Sim, to: GroupState, generation: int, why: str) -> None:
+    frm, s.state, s.gen = s.state, to, generation
+    s.ev(
+        EventKind.STATE_ADOPTED,
+        from_state=frm,
+        cause=f"state {frm.value} -> {to.value}: {why}",
+        trigger=Trigger.ADOPTED,
+        adopted=True,
+    )
+
+
+def test_adopted_states_follow_the_broker_without_transition_rows() -> None:
+    s = stable_group("a", "b")
+    s.step(1000)
+    adopt(s, PR, 1, "the broker is rebalancing")
+    s.step(10)
+    adopt(s, CR, 2, "JOIN_GROUP of a answered NONE")  # the join phase the model missed, at generation 2
+    s.step(10)
+    adopt(s, STABLE, 2, "SYNC_GROUP of a answered NONE")
+    s.step(10).heartbeat("a")
+    for chunks in (None, [1] * len(s.steps)):
+        out = run(s.steps, chunks, serialise=True)
+        assert [(t["from_state"], t["to_state"]) for t in out.transitions] == [
+            ("Empty", "PreparingRebalance"),
+            ("PreparingRebalance", "CompletingRebalance"),
+            ("CompletingRebalance", "Stable"),
+        ]  # the Kafka transitions of the group's formation only
+        r = only(out.rebalances, rebalance_seq=2)
+        assert (r["trigger"], r["outcome"], r["generation_from"], r["generation_to"]) == (
+            "unknown",
+            "stable",
+            1,
+            2,
+        )
+        assert r["trigger_cause"] == "state Stable -> PreparingRebalance: the broker is rebalancing"
+        sessions = {(m["member_id"], m["generation_id"]): m["end_reason"] for m in out.member_sessions}
+        assert sessions[("a", 1)] == sessions[("b", 1)] == "next_generation"
+
+
+def test_inferred_members_are_not_joins() -> None:
+    s = stable_group("a")
+    s.step(1000)
+    s.ev(EventKind.MEMBER_ADDED, member_id="z", inferred=True, cause="inferred: HEARTBEAT of z answered NONE")
+    s.step(10)
+    s.transition(PR, None)
+    r = only(run(s.steps).rebalances, rebalance_seq=2)
+    assert (r["joined"], r["members_before"]) == ([], ["a", "z"])

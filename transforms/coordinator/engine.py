@@ -22,18 +22,25 @@ from collections.abc import Callable
 from typing import Self
 
 from transforms.coordinator import causes
+from transforms.coordinator.codec import Json
 from transforms.coordinator.config import (
     CoordinatorConfig,
     VersionFeatures,
 )
 from transforms.coordinator.fastobj import constructor
-from transforms.coordinator.serde import restore_persisted, snapshot_group
+from transforms.coordinator.serde import (
+    SavedModel,
+    load_model,
+    restore_persisted,
+    save_model,
+    snapshot_group,
+)
 from transforms.coordinator.state import (
     ClassicGroup,
     ClassicGroupMember,
     IllegalStateTransition,
     ParkedCall,
-    check_transition,
+    ReplayBook,
 )
 from transforms.coordinator.timers import (
     BOOKKEEPING_PRIORITY,
@@ -43,16 +50,19 @@ from transforms.coordinator.timers import (
     TimerQueue,
 )
 from transforms.coordinator.types import (
+    Cause,
     EventKind,
     GroupRequest,
     GroupState,
+    LeaveMember,
     ModelEvent,
     ObservedResponse,
     PredictedResponse,
     Prediction,
     RemovalReason,
+    Trigger,
 )
-from transforms.kafka_protocol import EXTERNAL_ERRORS, ApiKey
+from transforms.kafka_protocol import EXTERNAL_ERRORS, ApiKey, Errors
 
 __all__ = ["CoordinatorConfig", "CoordinatorEngine", "IllegalStateTransition"]
 
@@ -191,34 +201,10 @@ class CoordinatorEngine:
         self._p_session = SESSION_PRIORITY
         self._group: ClassicGroup | None = None
         self._timers = TimerQueue()
-        self._timer_heap = self._timers._heap  # hot-path aliases (TimerQueue keeps both objects for life)
-        self._timer_map = self._timers._timers
-        self._now: int | None = None
-        self._seq = 0
-        self._id_seq = 0
         self._predictions: list[Prediction] = []
         self._events: list[ModelEvent] = []
         self._outs: list[_Out] = []
-        self._immediate: list[str] = []
-        # event context
-        self._clock = 0
-        self._ev_seq = 0
-        self._ev_ref: tuple[str, int] | None = None
-        # warm start / confidence
-        self._confident = not config.warm_start
-        self._warm_reason = "warm-up: group state not yet known"
-        self._last_discovery_ms: int | None = None
-        self._observed_full_join = False
-        # inferred members (timeouts unknown) → when last seen alive: one silent for longer than the
-        # smallest session timeout may have expired in the broker, so answers are not scored meanwhile
-        self._inferred_seen: dict[str, int] = {}
-        # coordinator moves
-        self._moved_episode = False
-        self._loading = False
-        self._persisted: dict[str, object] | None = None
-        # track mode: parked calls by request seq, model notes per request seq
-        self._parked: dict[int, ParkedCall] = {}
-        self._notes: dict[int, tuple[str, ...]] = {}
+        self._book = ReplayBook(confident=not config.warm_start)
         # keys (precomputed)
         self._join_key = f"join-{group_id}"
         self._sync_key = f"sync-{group_id}"
@@ -247,17 +233,28 @@ class CoordinatorEngine:
 
     @property
     def confident(self) -> bool:
-        return self._confident
+        return self._book.confident
+
+    @property
+    def features(self) -> VersionFeatures:
+        """What the configured Kafka version/implementation does."""
+        return self._f
+
+    @property
+    def book(self) -> ReplayBook:
+        """The replay bookkeeping (clock, counters, confidence, parked calls ...), for reconciliation and
+        serialisation."""
+        return self._book
 
     @property
     def now_ms(self) -> int | None:
-        return self._now
+        return self._book.now
 
     def assume_born(self, why: str) -> None:
         """The log shows the group's birth (its first generation): before any request, start confident
         from "no such group" instead of warming up."""
-        if self._now is None and self._group is None and not self._confident:
-            self._become_confident(why)
+        if self._book.now is None and self._group is None and not self._book.confident:
+            self.become_confident(why)
 
     def set_clock_resolution(self, resolution_ms: int) -> None:
         """The log's timestamps tick every ``resolution_ms``: observed answer times are that coarse."""
@@ -276,6 +273,35 @@ class CoordinatorEngine:
         finally:
             self._predictions, self._events = outputs
 
+    def to_state(self) -> Json:
+        """The whole model as a JSON document (:mod:`~transforms.coordinator.serde`); the same state
+        always gives the same document."""
+        if self._outs:
+            raise RuntimeError("cannot serialise the model in the middle of an operation")
+        timers = self._timers
+        return save_model(
+            SavedModel(
+                self.group_id,
+                self._book,
+                self._group,
+                timers.timers(),
+                timers.next_order,
+                self._predictions,
+                self._events,
+            )
+        )
+
+    @classmethod
+    def from_state(cls, doc: Json, config: CoordinatorConfig) -> Self:
+        saved = load_model(doc)
+        model = cls(saved.group_id, config)
+        model._book = saved.book
+        model.install_group(saved.group)
+        model._timers.restore(saved.timers, saved.timer_order)
+        model._predictions = saved.predictions
+        model._events = saved.events
+        return model
+
     def join_deadline_ms(self) -> int | None:
         """When the join phase in progress ends at the latest (its timer), or None."""
         timer = self._timers.get(self._join_key)
@@ -284,20 +310,20 @@ class CoordinatorEngine:
     def handle(self, request: GroupRequest) -> None:
         """Process one request (arrival order, non-decreasing ``arrival_ms``); fires due timers first."""
         t = request.arrival_ms
-        now = self._now
+        book = self._book
+        now = book.now
         if now is not None and t < now:
             raise ValueError(f"request arrival {t} is before the model clock {now} (arrival order required)")
-        heap = self._timer_heap
-        if heap and heap[0][0] <= t:
+        if self._timers.may_be_due(t):
             self._advance(t)
-        self._now = t
-        seq = self._seq
-        self._seq = seq + 1
-        self._clock = t
-        self._ev_seq = seq
-        self._ev_ref = request.ref
+        book.now = t
+        seq = book.seq
+        book.seq = seq + 1
+        book.clock = t
+        book.ev_seq = seq
+        book.ev_ref = request.ref
         api = request.api
-        if self._parked:
+        if book.parked:
             self._answered_by_causality(request, t)
         if (
             (api is _HEARTBEAT or api is _OFFSET_COMMIT)
@@ -326,10 +352,10 @@ class CoordinatorEngine:
             elif api is ApiKey.LEAVE_GROUP:
                 self.classic_group_leave(call)
             else:
-                self._respond(call, PredictedResponse(error="UNSUPPORTED_VERSION", completion_ms=t))
-                self._notes[seq] = ("api_not_modelled",)
+                self.respond(call, PredictedResponse(error="UNSUPPORTED_VERSION", completion_ms=t))
+                self._book.notes[seq] = ("api_not_modelled",)
         self._finish_op()
-        if self._immediate:
+        if self._book.immediate:
             self._run_immediate(t)
 
     def _liveness(self, request: GroupRequest, seq: int, t: int) -> bool:
@@ -337,9 +363,10 @@ class CoordinatorEngine:
         observed answer (if any) agrees. Produces exactly what the general handlers would (a property
         test compares both paths)."""
         group = self._group
-        if group is None or group.state is not STABLE or not self._confident or self._loading:
+        book = self._book
+        if group is None or group.state is not STABLE or not book.confident or book.loading:
             return False
-        if self._inferred_seen:  # answers may be unscored (see _silent_inferred_member)
+        if book.inferred_seen:  # answers may be unscored (see _silent_inferred_member)
             return False
         member_id = request.member_id
         member = group.members.get(member_id) if member_id else None
@@ -360,19 +387,13 @@ class CoordinatorEngine:
                 err = obs.partition_errors[0][2]
             if err is not None and err != NONE:
                 return False
-            self._moved_episode = False
-        # refresh the session (TimerQueue.arm, inlined for the lazy case)
+            book.moved_episode = False
+        # refresh the session: usually a later deadline for the same timer (no heap operation)
         key = self._hb_prefix + member_id  # type: ignore[operator]
         deadline = t + member.session_timeout_ms
-        timer = self._timer_map.get(key)
-        if timer is not None and deadline > timer.heap_deadline and timer.priority == self._p_session:
-            timers = self._timers
-            order = timers._next_order
-            timers._next_order = order + 1
-            timer.deadline = deadline
-            timer.order = order
-        else:
-            self._timers.arm(key, deadline, self._p_session, T_HEARTBEAT, (member_id,))  # type: ignore[arg-type]
+        timers = self._timers
+        if not timers.postpone(key, deadline, self._p_session):
+            timers.arm(key, deadline, self._p_session, T_HEARTBEAT, (member_id,))  # type: ignore[arg-type]
         if request.api is _HEARTBEAT:
             response = new_response(NONE, t, None)
             kind = _HEARTBEAT_EVENT
@@ -389,10 +410,10 @@ class CoordinatorEngine:
     def advance_to(self, time_ms: int) -> None:
         """Fire the timers due before a request arriving at ``time_ms`` (strict: deadline < time_ms,
         inclusive: deadline <= time_ms)."""
-        if self._now is not None and time_ms < self._now:
-            raise ValueError(f"cannot go back in time from {self._now} to {time_ms}")
+        if self._book.now is not None and time_ms < self._book.now:
+            raise ValueError(f"cannot go back in time from {self._book.now} to {time_ms}")
         self._advance(time_ms)
-        self._now = time_ms
+        self._book.now = time_ms
 
     def drain(self) -> tuple[list[Prediction], list[ModelEvent]]:
         """Predictions and events produced since the last drain, in order."""
@@ -413,9 +434,9 @@ class CoordinatorEngine:
         """Partition unload (§16): parked JoinGroup/SyncGroup answered NOT_COORDINATOR, group → Dead.
         The Dead group stays visible until :meth:`load` or the next group creation."""
         self.advance_to(time_ms)
-        self._clock = time_ms
-        self._ev_seq = self._seq
-        self._ev_ref = None
+        self._book.clock = time_ms
+        self._book.ev_seq = self._book.seq
+        self._book.ev_ref = None
         self._unload(cause)
         self._finish_op()
 
@@ -423,9 +444,9 @@ class CoordinatorEngine:
         """Partition load (§16): the group comes back as Stable/Empty from its last persisted metadata,
         every member with a fresh session deadline."""
         self.advance_to(time_ms)
-        self._clock = time_ms
-        self._ev_seq = self._seq
-        self._ev_ref = None
+        self._book.clock = time_ms
+        self._book.ev_seq = self._book.seq
+        self._book.ev_ref = None
         self._load_persisted("group loaded from its last persisted metadata")
         self._finish_op()
 
@@ -434,8 +455,8 @@ class CoordinatorEngine:
     # ============================================================================================
     def _advance(self, t: int) -> None:
         self._run_timers(t, self._inclusive)
-        if self._immediate:
-            self._immediate.clear()
+        if self._book.immediate:
+            self._book.immediate.clear()
 
     def _run_timers(self, t: int, inclusive: bool) -> None:
         timers = self._timers
@@ -449,42 +470,42 @@ class CoordinatorEngine:
         """Timers armed with a zero delay while handling a request run at once (``DelayedOperation``
         with delay 0 is completed on ``tryCompleteElseWatch``; ``MockTimer.add`` runs it), whatever
         the timer rule."""
-        while self._immediate:
-            key = self._immediate.pop(0)
+        while self._book.immediate:
+            key = self._book.immediate.pop(0)
             timer = self._timers.get(key)
             if timer is not None and timer.deadline <= t:
                 self._timers.pop_key(key)
                 self._fire_timer(timer)
 
     def _fire_timer(self, timer: Timer) -> None:
-        self._clock = timer.deadline
-        self._ev_seq = self._seq
-        self._ev_ref = None
+        self._book.clock = timer.deadline
+        self._book.ev_seq = self._book.seq
+        self._book.ev_ref = None
         self._fire(timer)
         self._finish_op()
 
     def _arm(
         self, key: str, delay_ms: int, priority: int, kind: str, data: tuple[int | str, ...] = ()
     ) -> None:
-        self._timers.arm(key, self._clock + delay_ms, priority, kind, data)
+        self._timers.arm(key, self._book.clock + delay_ms, priority, kind, data)
         if delay_ms <= 0:
-            self._immediate.append(key)
+            self._book.immediate.append(key)
 
-    def _arm_heartbeat(self, member: ClassicGroupMember, timeout_ms: int) -> None:
+    def arm_heartbeat(self, member: ClassicGroupMember, timeout_ms: int) -> None:
         """``rescheduleClassicGroupMemberHeartbeat`` / ``completeAndScheduleNextExpiration``."""
         if member.inferred:
             # timeouts unknown (warm start): never expires on its own; remember when it was last alive
-            self._inferred_seen[member.member_id] = self._clock
+            self._book.inferred_seen[member.member_id] = self._book.clock
             return
         self._timers.arm(
             self._hb_prefix + member.member_id,
-            self._clock + timeout_ms,
+            self._book.clock + timeout_ms,
             self._p_session,
             T_HEARTBEAT,
             (member.member_id,),
         )
 
-    def _cancel_heartbeat(self, member_id: str) -> None:
+    def cancel_heartbeat(self, member_id: str) -> None:
         self._timers.cancel(self._hb_prefix + member_id)
 
     def _fire(self, timer: Timer) -> None:
@@ -493,7 +514,7 @@ class CoordinatorEngine:
             self._on_observed_answer_due(int(timer.data[0]))
             return
         group = self._group
-        self._event(EventKind.TIMER_EXPIRED, detail=timer.key)
+        self.emit(EventKind.TIMER_EXPIRED, detail=timer.key)
         if group is None:
             return
         if kind == T_HEARTBEAT:
@@ -510,7 +531,7 @@ class CoordinatorEngine:
     # ============================================================================================
     # outputs
     # ============================================================================================
-    def _event(
+    def emit(
         self,
         kind: EventKind,
         *,
@@ -526,12 +547,16 @@ class CoordinatorEngine:
         protocol_name: str | None = None,
         protocol_type: str | None = None,
         assignments: tuple[tuple[str, bytes | None], ...] = (),
+        trigger: Trigger | None = None,
+        adopted: bool = False,
+        inferred: bool = False,
+        error: Errors | None = None,
     ) -> None:
         g = self._group
         self._events.append(
             ModelEvent(
-                seq=self._ev_seq,
-                time_ms=self._clock,
+                seq=self._book.ev_seq,
+                time_ms=self._book.clock,
                 kind=kind,
                 generation_id=-1 if g is None else g.generation_id,
                 state=DEAD if g is None else g.state,
@@ -542,36 +567,80 @@ class CoordinatorEngine:
                 removal_reason=removal_reason,
                 client_reason=client_reason,
                 detail=detail,
-                ref=self._ev_ref,
+                ref=self._book.ev_ref,
                 members=members,
                 leader=leader,
                 protocol_name=protocol_name,
                 protocol_type=protocol_type,
                 assignments=assignments,
+                trigger=trigger,
+                adopted=adopted,
+                inferred=inferred,
+                error=error,
             )
         )
 
-    def _transition(
-        self, group: ClassicGroup, target: GroupState, cause: str | None, member_id: str | None = None
+    def _on_transition(
+        self, group: ClassicGroup, previous: GroupState, cause: Cause, member_id: str | None, adopted: bool
     ) -> None:
-        check_transition(group.state, target)
-        previous = group.state
-        group.previous_state = previous
-        group.state = target
-        self._event(EventKind.TRANSITION, from_state=previous, cause=cause, member_id=member_id)
+        """Every state change of the group (``ClassicGroup.transition_to``) becomes an event: TRANSITION,
+        or STATE_ADOPTED for reconciliation's adoptions."""
+        self.emit(
+            EventKind.STATE_ADOPTED if adopted else EventKind.TRANSITION,
+            from_state=previous,
+            cause=cause.text,
+            member_id=member_id,
+            trigger=cause.trigger,
+            adopted=adopted,
+        )
 
-    def _respond(self, call: ParkedCall, response: PredictedResponse) -> None:
+    # --- timers and outputs, as reconciliation uses them -------------------------------------------
+    def cancel_join_timer(self) -> None:
+        self._timers.cancel(self._join_key)
+
+    def arm_join_timer(self, group: ClassicGroup) -> None:
+        """The join phase ends at the latest after the group's rebalance timeout."""
+        self._arm(self._join_key, group.rebalance_timeout_ms(), self._p_rebalance, T_JOIN)
+
+    def cancel_offsets_timer(self) -> None:
+        self._timers.cancel(self._offsets_key)
+
+    def arm_session_timer(self, member_id: str, timeout_ms: int) -> None:
+        """A member's (or pending member's) session deadline, ``timeout_ms`` from now."""
+        self._timers.arm(
+            self._hb_prefix + member_id,
+            self._book.clock + timeout_ms,
+            self._p_session,
+            T_HEARTBEAT,
+            (member_id,),
+        )
+
+    def event_count(self) -> int:
+        """Events emitted and not drained yet."""
+        return len(self._events)
+
+    def events_since(self, count: int) -> list[ModelEvent]:
+        """The events emitted after the first ``count`` not drained yet (see :meth:`event_count`)."""
+        return self._events[count:]
+
+    def install_group(self, group: ClassicGroup | None) -> None:
+        """Make ``group`` the coordinator's group (None: no such group); its transitions become events."""
+        if group is not None:
+            group.on_transition = self._on_transition
+        self._group = group
+
+    def respond(self, call: ParkedCall, response: PredictedResponse) -> None:
         """The coordinator answers ``call`` now."""
-        self._parked.pop(call.seq, None)
+        self._book.parked.pop(call.seq, None)
         if call.emitted:  # its Prediction exists already (track mode re-parked it)
             self._timers.cancel(f"observed-{call.seq}")
-            if not self._confident:
+            if not self._book.confident:
                 self._confirm_full_join(call, response)
             return
         call.emitted = True
         self._outs.append(_Out(call, response))
 
-    def _learn_member_order(self, group: ClassicGroup, obs: ObservedResponse | None) -> None:
+    def learn_member_order(self, group: ClassicGroup, obs: ObservedResponse | None) -> None:
         """The leader's JoinGroup answer lists the members in the coordinator's order: take it."""
         if obs is None or not obs.members or set(obs.members) != set(group.members):
             return
@@ -592,19 +661,29 @@ class CoordinatorEngine:
             and set(obs.members) == set(response.members or ())
         ):
             if obs.generation_id is not None and obs.generation_id > group.generation_id:
-                group.generation_id = obs.generation_id  # the broker's count (the log began mid-life)
+                # the broker's count (the log began mid-life)
+                group.transition_to(
+                    group.state,
+                    Cause(
+                        Trigger.ADOPTED,
+                        f"generation {group.generation_id} -> {obs.generation_id}: "
+                        "the broker's join response",
+                    ),
+                    adopted=True,
+                    generation_id=obs.generation_id,
+                )
             if obs.leader in group.members:
                 group.leader_id = obs.leader
-            self._observed_full_join = True
-            self._become_confident(f"answered the complete membership of generation {group.generation_id}")
+            self._book.observed_full_join = True
+            self.become_confident(f"answered the complete membership of generation {group.generation_id}")
 
-    def _supersede(self, call: ParkedCall, reason: str = SUPERSEDED_REASON) -> None:
+    def supersede(self, call: ParkedCall, reason: str = SUPERSEDED_REASON) -> None:
         """A parked JoinGroup/SyncGroup Kafka never answers (replaced by a newer one, or its member was
         removed while a SyncGroup was parked)."""
         if call.emitted:
             return
         call.emitted = True
-        self._parked.pop(call.seq, None)
+        self._book.parked.pop(call.seq, None)
         self._timers.cancel(f"observed-{call.seq}")
         g = self._group
         self._predictions.append(
@@ -619,7 +698,7 @@ class CoordinatorEngine:
                 scored=False,
                 unscored_reason=reason,
                 reconciled=False,
-                mismatch_kinds=self._notes.pop(call.seq, ()),
+                mismatch_kinds=self._book.notes.pop(call.seq, ()),
             )
         )
 
@@ -627,8 +706,8 @@ class CoordinatorEngine:
         """Remember a request whose answer comes later (track mode also watches its observed answer)."""
         obs = call.request.observed
         if self._needs_reconcile() and obs is not None and obs.completion_ms is not None:
-            self._parked[call.seq] = call
-            due = max(obs.completion_ms + self.answer_grace_ms, self._clock)
+            self._book.parked[call.seq] = call
+            due = max(obs.completion_ms + self.answer_grace_ms, self._book.clock)
             self._timers.arm(f"observed-{call.seq}", due, BOOKKEEPING_PRIORITY, T_OBSERVED, (call.seq,))
         return call
 
@@ -646,14 +725,14 @@ class CoordinatorEngine:
                     reconciled = self._reconcile_answer(call, out.response)
                 group = self._group
                 if group is not None and not group.order_known:
-                    self._learn_member_order(group, call.request.observed)
-                self._append_prediction(call, out.response, reconciled=reconciled)
+                    self.learn_member_order(group, call.request.observed)
+                self.append_prediction(call, out.response, reconciled=reconciled)
 
     def _needs_reconcile(self) -> bool:
-        return self._track or not self._confident
+        return self._track or not self._book.confident
 
     def _note(self, seq: int, kind: str) -> None:
-        self._notes[seq] = (*self._notes.get(seq, ()), kind)
+        self._book.notes[seq] = (*self._book.notes.get(seq, ()), kind)
 
     # ============================================================================================
     # request pre-processing: external errors, warm-up scoring
@@ -669,13 +748,13 @@ class CoordinatorEngine:
             if err is not None and err in EXTERNAL_ERROR_NAMES:
                 call.scored = False
                 call.unscored_reason = f"external error: {err}"
-                self._event(EventKind.EXTERNAL_ERROR, member_id=req.member_id, detail=err)
+                self.emit(EventKind.EXTERNAL_ERROR, member_id=req.member_id, detail=err, error=Errors[err])
                 if err == "COORDINATOR_LOAD_IN_PROGRESS":
-                    self._loading = True
-                if err in MOVE_ERRORS and not self._moved_episode:
-                    self._moved_episode = True
+                    self._book.loading = True
+                if err in MOVE_ERRORS and not self._book.moved_episode:
+                    self._book.moved_episode = True
                     self._coordinator_moved(err)
-                self._respond(
+                self.respond(
                     call,
                     PredictedResponse(
                         error=err,
@@ -685,14 +764,14 @@ class CoordinatorEngine:
                     ),
                 )
                 return True
-            if self._loading and self._loading_answer(call):
+            if self._book.loading and self._loading_answer(call):
                 return True
-            self._loading = False
-            self._moved_episode = False
+            self._book.loading = False
+            self._book.moved_episode = False
             if self._group is not None and self._group.state == DEAD:
                 # the group is served again (another broker loaded it)
                 self._load_persisted("group served again after a coordinator move")
-        if self._confident and self._inferred_seen and self._group is not None:
+        if self._book.confident and self._book.inferred_seen and self._group is not None:
             silent = self._silent_inferred_member(self._group)
             if silent is not None:
                 call.scored = False
@@ -700,23 +779,23 @@ class CoordinatorEngine:
                     f"warm-up: member {silent} (seen only through its requests, session timeout unknown) "
                     "may have expired"
                 )
-        if not self._confident:
-            if self._last_discovery_ms is None:
-                self._last_discovery_ms = self._clock
+        if not self._book.confident:
+            if self._book.last_discovery_ms is None:
+                self._book.last_discovery_ms = self._book.clock
             self._check_warm_window()
-            if not self._confident:
+            if not self._book.confident:
                 call.scored = False
-                call.unscored_reason = self._warm_reason
+                call.unscored_reason = self._book.warm_reason
         return False
 
     def _silent_inferred_member(self, group: ClassicGroup) -> str | None:
         """An inferred member silent for at least ``group.min.session.timeout.ms`` (forgotten once it is
         no longer inferred or no longer a member)."""
-        limit = self._clock - self.config.group_min_session_timeout_ms
-        for member_id, seen in list(self._inferred_seen.items()):
+        limit = self._book.clock - self.config.group_min_session_timeout_ms
+        for member_id, seen in list(self._book.inferred_seen.items()):
             member = group.members.get(member_id)
             if member is None or not member.inferred:
-                del self._inferred_seen[member_id]
+                del self._book.inferred_seen[member_id]
             elif seen <= limit and member.awaiting_join is None and member.awaiting_sync is None:
                 return member_id
         return None
@@ -730,16 +809,16 @@ class CoordinatorEngine:
         if not req.group_id:
             return False
         if req.api is ApiKey.HEARTBEAT:
-            self._emit_unreconciled(call, PredictedResponse(error=NONE, completion_ms=self._clock))
+            self._emit_unreconciled(call, PredictedResponse(error=NONE, completion_ms=self._book.clock))
             return True
         if req.api is ApiKey.SYNC_GROUP and not self._f.java:
             obs = req.observed
             if obs is not None and obs.error == REBALANCE_IN_PROGRESS:
-                self._emit_unreconciled(call, self._sync_response(call, REBALANCE_IN_PROGRESS, None, False))
+                self._emit_unreconciled(call, self.sync_response(call, REBALANCE_IN_PROGRESS, None, False))
                 return True
         return False
 
-    def _append_prediction(self, call: ParkedCall, response: PredictedResponse, *, reconciled: bool) -> None:
+    def append_prediction(self, call: ParkedCall, response: PredictedResponse, *, reconciled: bool) -> None:
         """The one place a parked call's Prediction is built (answered, unreconciled or never answered)."""
         g = self._group
         self._predictions.append(
@@ -754,55 +833,55 @@ class CoordinatorEngine:
                 scored=call.scored,
                 unscored_reason=call.unscored_reason,
                 reconciled=reconciled,
-                mismatch_kinds=self._notes.pop(call.seq, ()),
+                mismatch_kinds=self._book.notes.pop(call.seq, ()),
             )
         )
 
     def _emit_unreconciled(self, call: ParkedCall, response: PredictedResponse) -> None:
         """An answer that says nothing about the group (blind answers while loading): no reconciliation."""
         call.emitted = True
-        if not self._confident:
+        if not self._book.confident:
             call.scored = False
-            call.unscored_reason = self._warm_reason
-        self._append_prediction(call, response, reconciled=False)
+            call.unscored_reason = self._book.warm_reason
+        self.append_prediction(call, response, reconciled=False)
 
     def _check_warm_window(self) -> None:
-        last = self._last_discovery_ms
+        last = self._book.last_discovery_ms
         if (
             last is not None
             and self._group is not None
             and self._group.state in (STABLE, COMPLETING, EMPTY)
-            and self._clock - last >= self.config.warm_start_window_ms
+            and self._book.clock - last >= self.config.warm_start_window_ms
         ):
-            self._become_confident(
+            self.become_confident(
                 f"no unknown member for {self.config.warm_start_window_ms} ms since the last discovery"
             )
 
-    def _become_confident(self, why: str) -> None:
-        if self._confident:
+    def become_confident(self, why: str) -> None:
+        if self._book.confident:
             return
-        self._confident = True
-        self._event(EventKind.WARM_START, detail=f"confident: {why}")
+        self._book.confident = True
+        self.emit(EventKind.WARM_START, detail=f"confident: {why}")
 
-    def _lose_confidence(self, why: str) -> None:
-        self._confident = False
-        self._warm_reason = f"warm-up: {why}"
-        self._last_discovery_ms = self._clock
-        self._event(EventKind.WARM_START, detail=f"not confident: {why}")
+    def lose_confidence(self, why: str) -> None:
+        self._book.confident = False
+        self._book.warm_reason = f"warm-up: {why}"
+        self._book.last_discovery_ms = self._book.clock
+        self.emit(EventKind.WARM_START, detail=f"not confident: {why}")
 
     def _coordinator_moved(self, err: str) -> None:
         self._unload(f"coordinator moved ({err} observed)")
         if self._group is not None and self.config.warm_start:
-            self._lose_confidence(f"coordinator moved at {self._clock} ({err})")
+            self.lose_confidence(f"coordinator moved at {self._book.clock} ({err})")
 
     # ============================================================================================
     # group lifecycle
     # ============================================================================================
     def _create_group(self) -> ClassicGroup:
         group = ClassicGroup(self.group_id)
-        if not self._confident:
+        if not self._book.confident:
             group.has_offsets = None  # the group may have existed before the log began
-        self._group = group
+        self.install_group(group)
         return group
 
     def _unload(self, cause: str) -> None:
@@ -810,32 +889,30 @@ class CoordinatorEngine:
         if group is None or group.state == DEAD:
             return
         previous = group.state
-        self._transition(group, DEAD, cause)
+        group.transition_to(DEAD, Cause(Trigger.UNLOADED, cause))
         if previous == PREPARING:
             for m in list(group.members.values()):
                 if m.awaiting_join is not None:
-                    self._answer_join(
-                        group, m, self._join_error(m.awaiting_join, NOT_COORDINATOR, m.member_id)
-                    )
+                    self.answer_join(group, m, self.join_error(m.awaiting_join, NOT_COORDINATOR, m.member_id))
         elif previous in (STABLE, COMPLETING):
             for m in group.members.values():
                 if m.awaiting_sync is not None:
                     call = m.awaiting_sync
                     m.awaiting_sync = None
-                    self._respond(call, self._sync_response(call, NOT_COORDINATOR, None, with_protocol=False))
+                    self.respond(call, self.sync_response(call, NOT_COORDINATOR, None, with_protocol=False))
         for key in [self._join_key, self._sync_key, self._offsets_key]:
             self._timers.cancel(key)
         self._timers.cancel_prefix(self._hb_prefix)
 
     def _load_persisted(self, why: str) -> None:
-        snapshot = self._persisted
+        snapshot = self._book.persisted
         if snapshot is None:
-            self._group = None
-            self._event(EventKind.WARM_START, detail=f"{why}: nothing persisted, group unknown")
+            self.install_group(None)
+            self.emit(EventKind.WARM_START, detail=f"{why}: nothing persisted, group unknown")
             return
         group = restore_persisted(self.group_id, snapshot)
-        self._group = group
-        self._event(
+        self.install_group(group)
+        self.emit(
             EventKind.WARM_START,
             detail=why,
             members=tuple(group.members),
@@ -846,19 +923,22 @@ class CoordinatorEngine:
         if len(group.members) > self.config.group_max_size:
             self.prepare_rebalance(
                 group,
-                f"Freshly-loaded group is over capacity ({self.config.group_max_size}). "
-                "Rebalancing in order to give a chance for consumers to commit offsets",
+                Cause(
+                    Trigger.COORDINATOR,
+                    f"Freshly-loaded group is over capacity ({self.config.group_max_size}). "
+                    "Rebalancing in order to give a chance for consumers to commit offsets",
+                ),
             )
         for m in group.members.values():
-            self._arm_heartbeat(m, m.session_timeout_ms)
+            self.arm_heartbeat(m, m.session_timeout_ms)
         if group.state == EMPTY:
-            self._arm_offsets_expiration(group)
+            self.arm_offsets_expiration(group)
 
-    def _persist(self, group: ClassicGroup) -> None:
+    def persist(self, group: ClassicGroup) -> None:
         """``storeGroup``: remember what the coordinator wrote (restored on a coordinator move)."""
-        self._persisted = snapshot_group(group)
+        self._book.persisted = snapshot_group(group)
 
-    def _arm_offsets_expiration(self, group: ClassicGroup) -> None:
+    def arm_offsets_expiration(self, group: ClassicGroup) -> None:
         """§11: an Empty group is deleted when it has no offsets left (next cleanup run) or when its
         offsets expire (retention counted from when it became Empty or the last commit)."""
         if group.has_offsets is False:
@@ -870,9 +950,11 @@ class CoordinatorEngine:
     def _expire_offsets(self, group: ClassicGroup) -> None:
         if group.state != EMPTY:
             return
-        self._transition(group, DEAD, "offsets expired: Empty group without offsets removed")
-        self._group = None
-        self._persisted = None
+        group.transition_to(
+            DEAD, Cause(Trigger.OFFSETS_EXPIRED, "offsets expired: Empty group without offsets removed")
+        )
+        self.install_group(None)
+        self._book.persisted = None
 
     # ============================================================================================
     # member ids
@@ -897,10 +979,10 @@ class CoordinatorEngine:
             if group is None or (candidate not in group.members and candidate not in group.pending_members):
                 return candidate
         while True:
-            n = self._id_seq
-            self._id_seq = n + 1
+            n = self._book.id_seq
+            self._book.id_seq = n + 1
             if self._f.static_id_uses_timestamp and instance_id is not None:
-                candidate = f"{prefix}-{self._clock + n}"
+                candidate = f"{prefix}-{self._book.clock + n}"
             else:
                 source = self.uuid_source
                 made = uuid.uuid5(_ID_NAMESPACE, f"{self.group_id}/{n}") if source is None else source()
@@ -923,11 +1005,11 @@ class CoordinatorEngine:
     # ============================================================================================
     # JoinGroup
     # ============================================================================================
-    def _join_error(self, call: ParkedCall, error: str, member_id: str) -> PredictedResponse:
+    def join_error(self, call: ParkedCall, error: str, member_id: str) -> PredictedResponse:
         v = call.request.api_version
         return PredictedResponse(
             error=error,
-            completion_ms=self._clock,
+            completion_ms=self._book.clock,
             generation_id=-1,
             leader="",
             member_id=member_id,
@@ -938,7 +1020,7 @@ class CoordinatorEngine:
             members=(),
         )
 
-    def _join_success(
+    def join_success(
         self,
         group: ClassicGroup,
         call: ParkedCall,
@@ -950,7 +1032,7 @@ class CoordinatorEngine:
         v = call.request.api_version
         return PredictedResponse(
             error=NONE,
-            completion_ms=self._clock,
+            completion_ms=self._book.clock,
             generation_id=group.generation_id,
             leader=leader if leader is not None else "",
             member_id=member_id,
@@ -960,7 +1042,7 @@ class CoordinatorEngine:
             members=tuple(group.member_ids()) if with_members else (),
         )
 
-    def _answer_join(
+    def answer_join(
         self, group: ClassicGroup, member: ClassicGroupMember, response: PredictedResponse
     ) -> None:
         """``maybeInvokeJoinCallback``."""
@@ -969,7 +1051,7 @@ class CoordinatorEngine:
             return
         member.awaiting_join = None
         group.num_awaiting_join -= 1
-        self._respond(call, response)
+        self.respond(call, response)
 
     def classic_group_join(self, call: ParkedCall) -> None:
         """``handleJoinGroup`` / ``classicGroupJoinToClassicGroup``."""
@@ -978,22 +1060,22 @@ class CoordinatorEngine:
         member_id = req.member_id or ""
         instance_id = req.group_instance_id
         if not req.group_id:
-            self._respond(call, self._join_error(call, "INVALID_GROUP_ID", member_id))
+            self.respond(call, self.join_error(call, "INVALID_GROUP_ID", member_id))
             return
         if instance_id is not None and not f.static_membership:
-            self._respond(call, self._join_error(call, "UNSUPPORTED_VERSION", member_id))
+            self.respond(call, self.join_error(call, "UNSUPPORTED_VERSION", member_id))
             return
         session = req.session_timeout_ms
         if session is not None and (
             session < self.config.group_min_session_timeout_ms or session > self.config.max_session_timeout_ms
         ):
-            self._respond(call, self._join_error(call, "INVALID_SESSION_TIMEOUT", member_id))
+            self.respond(call, self.join_error(call, "INVALID_SESSION_TIMEOUT", member_id))
             return
         is_unknown = member_id == ""
         group = self._group
         if group is None:
             if not is_unknown:
-                self._respond(call, self._join_error(call, UNKNOWN_MEMBER_ID, member_id))
+                self.respond(call, self.join_error(call, UNKNOWN_MEMBER_ID, member_id))
                 return
             group = self._create_group()
         if not self._accept_joining_member(group, member_id, is_unknown):
@@ -1007,8 +1089,8 @@ class CoordinatorEngine:
                     group.static_members.pop(instance_id, None)  # 2.3-2.5 removeStaticMember quirk
             cause = f"group.max.size {self.config.group_max_size} reached"
             if removed is not None:
-                self._cancel_heartbeat(member_id)
-                self._event(
+                self.cancel_heartbeat(member_id)
+                self.emit(
                     EventKind.MEMBER_REMOVED,
                     member_id=member_id,
                     group_instance_id=removed.group_instance_id,
@@ -1017,13 +1099,13 @@ class CoordinatorEngine:
                 )
             elif was_pending and not group.is_pending(member_id):
                 self._timers.cancel(self._hb_prefix + member_id)
-                self._event(
+                self.emit(
                     EventKind.PENDING_MEMBER_REMOVED,
                     member_id=member_id,
                     removal_reason=RemovalReason.MAX_SIZE,
                     cause=cause,
                 )
-            self._respond(call, self._join_error(call, "GROUP_MAX_SIZE_REACHED", ""))
+            self.respond(call, self.join_error(call, "GROUP_MAX_SIZE_REACHED", ""))
         elif is_unknown:
             self._join_new_member(group, call, instance_id)
         else:
@@ -1032,7 +1114,7 @@ class CoordinatorEngine:
         # the join phase only where it parks the member (add/update … OrCompleteJoin), never after a
         # JoinGroup it answered at once (an error, MEMBER_ID_REQUIRED, a static member's fast rejoin)
         if group.state == PREPARING and not (f.java and call.emitted):
-            self._maybe_complete_join(group)
+            self.maybe_complete_join(group)
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str, is_unknown: bool) -> bool:
         state = group.state
@@ -1057,10 +1139,10 @@ class CoordinatorEngine:
         """``doNewMemberJoinGroup`` / ``classicGroupJoinNewMember``."""
         req = call.request
         if group.state == DEAD:
-            self._respond(call, self._join_error(call, self._f.dead_group_error, ""))
+            self.respond(call, self.join_error(call, self._f.dead_group_error, ""))
             return
         if not group.supports_protocols(req.protocol_type, req.protocols):
-            self._respond(call, self._join_error(call, INCONSISTENT_GROUP_PROTOCOL, ""))
+            self.respond(call, self.join_error(call, INCONSISTENT_GROUP_PROTOCOL, ""))
             return
         new_id = self._new_member_id(call, instance_id)
         if instance_id is not None:
@@ -1068,15 +1150,15 @@ class CoordinatorEngine:
             if old_id is not None:
                 self._update_static_member_and_rebalance(group, call, old_id, new_id, instance_id)
             else:
-                self._add_member_and_rebalance(group, call, new_id, instance_id)
+                self.add_member_and_rebalance(group, call, new_id, instance_id)
         elif req.api_version >= 4:
             # KIP-394: hand out an id, expect the member back with it
             group.pending_members[new_id] = None
             timeout = req.session_timeout_ms if req.session_timeout_ms is not None else 0
             self._timers.arm(
-                self._hb_prefix + new_id, self._clock + timeout, self._p_session, T_HEARTBEAT, (new_id,)
+                self._hb_prefix + new_id, self._book.clock + timeout, self._p_session, T_HEARTBEAT, (new_id,)
             )
-            self._event(
+            self.emit(
                 EventKind.PENDING_MEMBER_ADDED,
                 member_id=new_id,
                 cause=(
@@ -1085,9 +1167,9 @@ class CoordinatorEngine:
                     "to rejoin with this id."
                 ),
             )
-            self._respond(call, self._join_error(call, "MEMBER_ID_REQUIRED", new_id))
+            self.respond(call, self.join_error(call, "MEMBER_ID_REQUIRED", new_id))
         else:
-            self._add_member_and_rebalance(group, call, new_id, None)
+            self.add_member_and_rebalance(group, call, new_id, None)
 
     def _join_existing_member(
         self, group: ClassicGroup, call: ParkedCall, member_id: str, instance_id: str | None
@@ -1096,75 +1178,71 @@ class CoordinatorEngine:
         req = call.request
         f = self._f
         if group.state == DEAD:
-            self._respond(call, self._join_error(call, f.dead_group_error, member_id))
+            self.respond(call, self.join_error(call, f.dead_group_error, member_id))
             return
         if not group.supports_protocols(req.protocol_type, req.protocols):
-            self._respond(call, self._join_error(call, INCONSISTENT_GROUP_PROTOCOL, member_id))
+            self.respond(call, self.join_error(call, INCONSISTENT_GROUP_PROTOCOL, member_id))
             return
         if group.is_pending(member_id):
             if instance_id is not None:
                 # Kafka throws IllegalStateException: the broker answers UNKNOWN_SERVER_ERROR, with the
                 # response's default (empty) member id
-                self._respond(call, self._join_error(call, "UNKNOWN_SERVER_ERROR", ""))
+                self.respond(call, self.join_error(call, "UNKNOWN_SERVER_ERROR", ""))
                 return
-            self._add_member_and_rebalance(group, call, member_id, None)
+            self.add_member_and_rebalance(group, call, member_id, None)
             return
         error = self._validate_member(group, member_id, instance_id, strict=True)
         if error is not None:
-            self._respond(call, self._join_error(call, error, member_id))
+            self.respond(call, self.join_error(call, error, member_id))
             return
         member = group.members[member_id]
         state = group.state
         reason = req.reason
         if state == PREPARING:
-            self._update_member_and_rebalance(
+            self.update_member_and_rebalance(
                 group, member, call, causes.member_joining(f, member_id, state.value, reason)
             )
         elif state == COMPLETING:
             if member.matches(req.protocols):
                 leader = group.is_leader(member_id)
-                self._respond(call, self._join_success(group, call, member_id, group.leader_id, leader))
+                self.respond(call, self.join_success(group, call, member_id, group.leader_id, leader))
             else:
-                self._update_member_and_rebalance(
+                self.update_member_and_rebalance(
                     group, member, call, causes.updating_metadata(f, member_id, state.value, reason)
                 )
         elif state == STABLE:
             if group.is_leader(member_id):
-                self._update_member_and_rebalance(
+                self.update_member_and_rebalance(
                     group, member, call, causes.leader_rejoining(f, member_id, state.value, reason)
                 )
             elif not member.matches(req.protocols):
-                self._update_member_and_rebalance(
+                self.update_member_and_rebalance(
                     group, member, call, causes.updating_metadata(f, member_id, state.value, reason)
                 )
             else:
-                self._respond(call, self._join_success(group, call, member_id, group.leader_id, False))
+                self.respond(call, self.join_success(group, call, member_id, group.leader_id, False))
         else:
-            self._respond(call, self._join_error(call, UNKNOWN_MEMBER_ID, member_id))
+            self.respond(call, self.join_error(call, UNKNOWN_MEMBER_ID, member_id))
 
     def _validate_member(
         self, group: ClassicGroup, member_id: str, instance_id: str | None, strict: bool
     ) -> str | None:
-        """``validateCurrentMember`` (3.0+, Java) or the 2.3-2.8 ``isStaticMemberFenced`` + ``has``.
-
-        ``strict``: JoinGroup (an unknown instance id is UNKNOWN_MEMBER_ID in every version)."""
-        if instance_id is not None and self._f.static_membership:
-            mapped = group.static_members.get(instance_id)
-            if mapped is None:
-                if strict or self._f.validate_current_member:
-                    return UNKNOWN_MEMBER_ID
-            elif mapped != member_id:
-                return FENCED_INSTANCE_ID
-        if member_id not in group.members:
-            return UNKNOWN_MEMBER_ID
-        return None
+        """``ClassicGroup.validate_member`` with this version's rules. ``strict``: JoinGroup (an unknown
+        instance id is UNKNOWN_MEMBER_ID in every version)."""
+        f = self._f
+        return group.validate_member(
+            member_id,
+            instance_id,
+            static_membership=f.static_membership,
+            strict=strict or f.validate_current_member,
+        )
 
     def _rebalance_timeout_for(self, req: GroupRequest) -> int | None:
         if req.api_version == 0 or req.rebalance_timeout_ms is None:
             return req.session_timeout_ms
         return req.rebalance_timeout_ms
 
-    def _add_member_and_rebalance(
+    def add_member_and_rebalance(
         self, group: ClassicGroup, call: ParkedCall, member_id: str, instance_id: str | None
     ) -> None:
         """``addMemberAndRebalance`` / ``addMemberThenRebalanceOrCompleteJoin``."""
@@ -1188,28 +1266,28 @@ class CoordinatorEngine:
             group.new_member_added = True
         was_pending = member_id in group.pending_members
         group.add(member, self._park(call))
-        self._arm_heartbeat(member, self.config.new_member_join_timeout_ms)
+        self.arm_heartbeat(member, self.config.new_member_join_timeout_ms)
         cause = causes.adding_member(self._f, member_id, instance_id, req.reason)
         if was_pending:
-            self._event(EventKind.PENDING_MEMBER_REMOVED, member_id=member_id, detail="joined")
-        self._event(
+            self.emit(EventKind.PENDING_MEMBER_REMOVED, member_id=member_id, detail="joined")
+        self.emit(
             EventKind.MEMBER_ADDED,
             member_id=member_id,
             group_instance_id=instance_id,
-            cause=cause,
+            cause=cause.text,
             client_reason=req.reason,
         )
         if group.leader_id == member_id and len(group.members) == 1:
-            self._event(EventKind.LEADER_CHANGED, member_id=member_id, leader=member_id, cause="first member")
+            self.emit(EventKind.LEADER_CHANGED, member_id=member_id, leader=member_id, cause="first member")
         self.maybe_prepare_rebalance(group, cause, member_id)
 
-    def _update_member_and_rebalance(
-        self, group: ClassicGroup, member: ClassicGroupMember, call: ParkedCall, cause: str
+    def update_member_and_rebalance(
+        self, group: ClassicGroup, member: ClassicGroupMember, call: ParkedCall, cause: Cause
     ) -> None:
         """``updateMemberAndRebalance`` / ``updateMemberThenRebalanceOrCompleteJoin``."""
         req = call.request
         if member.awaiting_join is not None:
-            self._supersede(member.awaiting_join)
+            self.supersede(member.awaiting_join)
             member.awaiting_join = None
             group.num_awaiting_join -= 1
         changed = not member.matches(req.protocols)
@@ -1222,8 +1300,12 @@ class CoordinatorEngine:
             self._park(call),
         )
         if changed:
-            self._event(
-                EventKind.MEMBER_UPDATED, member_id=member.member_id, cause=cause, client_reason=req.reason
+            self.emit(
+                EventKind.MEMBER_UPDATED,
+                member_id=member.member_id,
+                cause=cause.text,
+                client_reason=req.reason,
+                inferred=cause.trigger is Trigger.RECONCILED,
             )
         self.maybe_prepare_rebalance(group, cause, member.member_id)
 
@@ -1236,18 +1318,18 @@ class CoordinatorEngine:
         current_leader = group.leader_id
         old = group.members[old_id]
         if old.awaiting_join is not None:
-            self._answer_join(group, old, self._join_error(old.awaiting_join, FENCED_INSTANCE_ID, old_id))
+            self.answer_join(group, old, self.join_error(old.awaiting_join, FENCED_INSTANCE_ID, old_id))
         if old.awaiting_sync is not None:
             sync_call = old.awaiting_sync
             old.awaiting_sync = None
-            self._respond(
-                sync_call, self._sync_response(sync_call, FENCED_INSTANCE_ID, None, with_protocol=False)
+            self.respond(
+                sync_call, self.sync_response(sync_call, FENCED_INSTANCE_ID, None, with_protocol=False)
             )
         member = group.replace_static_member(instance_id, old_id, new_id)
         if f.java:
             member.is_new = False  # the Java coordinator builds a fresh ClassicGroupMember
-        self._cancel_heartbeat(old_id)
-        self._event(
+        self.cancel_heartbeat(old_id)
+        self.emit(
             EventKind.STATIC_MEMBER_REPLACED,
             member_id=new_id,
             group_instance_id=instance_id,
@@ -1259,14 +1341,14 @@ class CoordinatorEngine:
             ),
         )
         if current_leader == old_id:
-            self._event(
+            self.emit(
                 EventKind.LEADER_CHANGED,
                 member_id=new_id,
                 leader=new_id,
                 detail=old_id,
                 cause="static leader replaced",
             )
-        self._arm_heartbeat(member, member.session_timeout_ms)
+        self.arm_heartbeat(member, member.session_timeout_ms)
         updates = f.rejoin_updates_timeouts or member.inferred
         group.update_member(
             member,
@@ -1279,32 +1361,28 @@ class CoordinatorEngine:
         if state == STABLE:
             if f.static_stable_protocol_check:
                 if group.protocol_name == group.select_protocol():
-                    self._persist(group)
+                    self.persist(group)
                     if req.api_version >= 9:
                         leads = group.is_leader(new_id)
-                        resp = self._join_success(
+                        resp = self.join_success(
                             group, call, new_id, group.leader_id, leads, skip_assignment=leads
                         )
                     else:
-                        resp = self._join_success(group, call, new_id, current_leader, False)
-                    self._answer_join(group, member, resp)
+                        resp = self.join_success(group, call, new_id, current_leader, False)
+                    self.answer_join(group, member, resp)
                 else:
                     self.maybe_prepare_rebalance(
                         group, causes.static_protocol_change(f, new_id, instance_id, req.reason), new_id
                     )
             else:
-                self._answer_join(
-                    group, member, self._join_success(group, call, new_id, current_leader, False)
-                )
+                self.answer_join(group, member, self.join_success(group, call, new_id, current_leader, False))
         elif state == COMPLETING:
             if f.static_completing_rebalances:
                 self.prepare_rebalance(
                     group, causes.static_updating(f, new_id, instance_id, req.reason), new_id
                 )
             else:
-                self._answer_join(
-                    group, member, self._join_success(group, call, new_id, current_leader, False)
-                )
+                self.answer_join(group, member, self.join_success(group, call, new_id, current_leader, False))
         elif state in (EMPTY, DEAD):
             raise IllegalStateTransition(
                 f"group {self.group_id} was not supposed to be in state {state.value} when the unknown "
@@ -1314,15 +1392,17 @@ class CoordinatorEngine:
     # ============================================================================================
     # rebalance (join phase)
     # ============================================================================================
-    def maybe_prepare_rebalance(self, group: ClassicGroup, cause: str, member_id: str | None = None) -> None:
+    def maybe_prepare_rebalance(
+        self, group: ClassicGroup, cause: Cause, member_id: str | None = None
+    ) -> None:
         if group.state in (STABLE, COMPLETING, EMPTY):
             self.prepare_rebalance(group, cause, member_id)
 
-    def prepare_rebalance(self, group: ClassicGroup, cause: str, member_id: str | None = None) -> None:
+    def prepare_rebalance(self, group: ClassicGroup, cause: Cause, member_id: str | None = None) -> None:
         """``prepareRebalance``: flush parked SyncGroups, cancel pending-sync, arm the join timer."""
         if group.state == COMPLETING:
             self._reset_and_propagate_assignment_error(group, REBALANCE_IN_PROGRESS)
-        self._remove_sync_expiration(group)
+        self.remove_sync_expiration(group)
         initial = group.state == EMPTY
         if initial:
             delay = self.config.group_initial_rebalance_delay_ms
@@ -1331,7 +1411,7 @@ class CoordinatorEngine:
             self._timers.cancel(self._offsets_key)
         else:
             self._arm(self._join_key, group.rebalance_timeout_ms(), self._p_rebalance, T_JOIN)
-        self._transition(group, PREPARING, cause, member_id)
+        group.transition_to(PREPARING, cause, member_id)
         if not initial and group.has_all_members_joined():
             self.complete_join(group)
 
@@ -1341,7 +1421,7 @@ class CoordinatorEngine:
         timer = self._timers.get(self._join_key)
         return timer is not None and timer.kind == T_INITIAL_JOIN
 
-    def _maybe_complete_join(self, group: ClassicGroup, ignore_initial: bool = False) -> None:
+    def maybe_complete_join(self, group: ClassicGroup, ignore_initial: bool = False) -> None:
         """``rebalancePurgatory.checkAndComplete(GroupJoinKey)`` / ``maybeCompleteJoinPhase``: an
         initial delayed join never completes early."""
         if group.state != PREPARING or not group.has_all_members_joined():
@@ -1359,7 +1439,7 @@ class CoordinatorEngine:
             self._arm(
                 self._join_key, new_delay, self._p_rebalance, T_INITIAL_JOIN, (new_delay, new_remaining)
             )
-            self._event(
+            self.emit(
                 EventKind.TIMER_EXPIRED,
                 detail=self._join_key,
                 cause=f"initial rebalance delay extended by {new_delay} ms (remaining {new_remaining} ms)",
@@ -1397,8 +1477,8 @@ class CoordinatorEngine:
             for m in not_rejoined:
                 was_leader = group.leader_id == m.member_id
                 group.remove(m.member_id, drop_pending=True)
-                self._cancel_heartbeat(m.member_id)
-                self._event(
+                self.cancel_heartbeat(m.member_id)
+                self.emit(
                     EventKind.MEMBER_REMOVED,
                     member_id=m.member_id,
                     group_instance_id=m.group_instance_id,
@@ -1406,7 +1486,7 @@ class CoordinatorEngine:
                     cause=cause,
                 )
                 if was_leader and group.leader_id is not None:
-                    self._event(
+                    self.emit(
                         EventKind.LEADER_CHANGED,
                         member_id=group.leader_id,
                         leader=group.leader_id,
@@ -1419,41 +1499,35 @@ class CoordinatorEngine:
             if observed_leader and observed_leader in group.members and group.leader_id != observed_leader:
                 old = group.leader_id
                 group.leader_id = observed_leader
-                self._event(
+                self.emit(
                     EventKind.LEADER_CHANGED,
                     member_id=observed_leader,
                     leader=observed_leader,
                     detail=old,
                     cause="reconciled: the broker's join response",
+                    inferred=True,
                 )
         elif not self._maybe_elect_new_joined_leader(group) and group.members:
             self._arm(self._join_key, group.rebalance_timeout_ms(), self._p_rebalance, T_JOIN)
-            self._event(
+            self.emit(
                 EventKind.TIMER_EXPIRED,
                 detail=self._join_key,
                 cause=f"Group {self.group_id} could not complete rebalance because no members rejoined",
             )
             return
-        group.generation_id = max(group.generation_id + 1, observed_generation or 0)
-        group.pending_sync_members.clear()
-        if group.members:
-            group.protocol_name = group.select_protocol()
-            self._transition(
-                group,
-                COMPLETING,
-                f"Stabilized group {self.group_id} generation {group.generation_id} "
-                f"with {len(group.members)} members",
-            )
-        else:
-            group.protocol_name = None
-            self._transition(
-                group, EMPTY, f"Group {self.group_id} with generation {group.generation_id} is now empty"
-            )
-            group.empty_since_ms = self._clock
-            self._persist(group)
-            self._arm_offsets_expiration(group)
+        generation = max(group.generation_id + 1, observed_generation or 0)
+        text = (
+            f"Stabilized group {self.group_id} generation {generation} with {len(group.members)} members"
+            if group.members
+            else f"Group {self.group_id} with generation {generation} is now empty"
+        )
+        group.init_next_generation(Cause(Trigger.JOIN_COMPLETED, text), observed_generation)
+        if not group.members:
+            group.empty_since_ms = self._book.clock
+            self.persist(group)
+            self.arm_offsets_expiration(group)
         ordered = group.ordered_members()  # Kafka's order: the list, and who is answered/re-armed first
-        self._event(
+        self.emit(
             EventKind.JOIN_COMPLETED,
             members=tuple(m.member_id for m in ordered),
             leader=group.leader_id,
@@ -1469,12 +1543,12 @@ class CoordinatorEngine:
                 if (unsure or not group.order_known) and call.scored:
                     call.scored = False
                     call.unscored_reason = UNSURE_JOIN_REASON if unsure else ORDER_UNKNOWN_REASON
-                self._answer_join(
+                self.answer_join(
                     group,
                     member,
-                    self._join_success(group, call, member.member_id, leader, member.member_id == leader),
+                    self.join_success(group, call, member.member_id, leader, member.member_id == leader),
                 )
-            self._arm_heartbeat(member, member.session_timeout_ms)
+            self.arm_heartbeat(member, member.session_timeout_ms)
             member.is_new = False
             group.pending_sync_members[member.member_id] = None
         if f.pending_sync_timeout:
@@ -1487,25 +1561,19 @@ class CoordinatorEngine:
             )
 
     def _maybe_elect_new_joined_leader(self, group: ClassicGroup) -> bool:
-        leader_id = group.leader_id
-        if leader_id is None:
-            return False
-        leader = group.members.get(leader_id)
-        if leader is not None and leader.awaiting_join is not None:
-            return True
-        for m in group.ordered_members():
-            if m.awaiting_join is not None:
-                group.leader_id = m.member_id
-                self._event(
-                    EventKind.LEADER_CHANGED,
-                    member_id=m.member_id,
-                    leader=m.member_id,
-                    detail=leader_id,
-                    cause=f"Group leader [member.id: {leader_id}] failed to join before rebalance timeout, "
-                    f"while new leader {m.member_id} was elected.",
-                )
-                return True
-        return False
+        """``ClassicGroup.maybe_elect_new_joined_leader``, reporting a new leader."""
+        old = group.leader_id
+        leader = group.maybe_elect_new_joined_leader()
+        if leader is not None and leader != old:
+            self.emit(
+                EventKind.LEADER_CHANGED,
+                member_id=leader,
+                leader=leader,
+                detail=old,
+                cause=f"Group leader [member.id: {old}] failed to join before rebalance timeout, "
+                f"while new leader {leader} was elected.",
+            )
+        return leader is not None
 
     # ============================================================================================
     # removal
@@ -1514,7 +1582,7 @@ class CoordinatorEngine:
         self,
         group: ClassicGroup,
         member: ClassicGroupMember,
-        cause: str,
+        cause: Cause,
         reason: RemovalReason,
         client_reason: str | None = None,
         ignore_initial: bool = False,
@@ -1522,20 +1590,21 @@ class CoordinatorEngine:
     ) -> None:
         """``removeMemberAndUpdateGroup`` / ``removeMemberAndUpdateClassicGroup``."""
         if member.awaiting_join is not None:
-            self._answer_join(group, member, self._join_error(member.awaiting_join, UNKNOWN_MEMBER_ID, ""))
+            self.answer_join(group, member, self.join_error(member.awaiting_join, UNKNOWN_MEMBER_ID, ""))
         was_leader = group.leader_id == member.member_id
         group.remove(member.member_id, drop_pending=True)
-        self._cancel_heartbeat(member.member_id)
-        self._event(
+        self.cancel_heartbeat(member.member_id)
+        self.emit(
             EventKind.MEMBER_REMOVED,
             member_id=member.member_id,
             group_instance_id=member.group_instance_id,
             removal_reason=reason,
-            cause=cause,
+            cause=cause.text,
             client_reason=client_reason,
+            inferred=cause.trigger is Trigger.RECONCILED,
         )
         if was_leader:
-            self._event(
+            self.emit(
                 EventKind.LEADER_CHANGED,
                 member_id=group.leader_id,
                 leader=group.leader_id,
@@ -1546,23 +1615,23 @@ class CoordinatorEngine:
             # Kafka drops the member before flushing parked SyncGroups: this one is never answered
             call = member.awaiting_sync
             member.awaiting_sync = None
-            self._supersede(call, "never answered: member removed while its SyncGroup was parked")
+            self.supersede(call, "never answered: member removed while its SyncGroup was parked")
         if not update:
             return
         state = group.state
         if state in (STABLE, COMPLETING):
             self.maybe_prepare_rebalance(group, cause, member.member_id)
         elif state == PREPARING:
-            self._maybe_complete_join(group, ignore_initial=ignore_initial)
+            self.maybe_complete_join(group, ignore_initial=ignore_initial)
 
     def _remove_pending_member(
         self, group: ClassicGroup, member_id: str, reason: RemovalReason, cause: str, ignore_initial: bool
     ) -> None:
         """``removePendingMemberAndUpdateGroup``."""
         group.pending_members.pop(member_id, None)
-        self._event(EventKind.PENDING_MEMBER_REMOVED, member_id=member_id, removal_reason=reason, cause=cause)
+        self.emit(EventKind.PENDING_MEMBER_REMOVED, member_id=member_id, removal_reason=reason, cause=cause)
         if group.state == PREPARING:
-            self._maybe_complete_join(group, ignore_initial=ignore_initial)
+            self.maybe_complete_join(group, ignore_initial=ignore_initial)
 
     def _expire_heartbeat(self, group: ClassicGroup, member_id: str) -> None:
         """``onExpireHeartbeat`` / ``expireClassicGroupMemberHeartbeat``."""
@@ -1589,14 +1658,14 @@ class CoordinatorEngine:
     # ============================================================================================
     # SyncGroup
     # ============================================================================================
-    def _sync_response(
+    def sync_response(
         self, call: ParkedCall, error: str, assignment: bytes | None, with_protocol: bool
     ) -> PredictedResponse:
         v5 = call.request.api_version >= 5
         g = self._group
         return PredictedResponse(
             error=error,
-            completion_ms=self._clock,
+            completion_ms=self._book.clock,
             protocol_type=(g.protocol_type if (with_protocol and v5 and g is not None) else None),
             protocol_name=(g.protocol_name if (with_protocol and v5 and g is not None) else None),
             assignment=assignment if error == NONE else b"",
@@ -1608,17 +1677,17 @@ class CoordinatorEngine:
         f = self._f
         member_id = req.member_id or ""
         if not req.group_id:
-            self._respond(call, self._sync_response(call, "INVALID_GROUP_ID", None, False))
+            self.respond(call, self.sync_response(call, "INVALID_GROUP_ID", None, False))
             return
         if req.group_instance_id is not None and not f.static_membership:
-            self._respond(call, self._sync_response(call, "UNSUPPORTED_VERSION", None, False))
+            self.respond(call, self.sync_response(call, "UNSUPPORTED_VERSION", None, False))
             return
         if req.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
-            self._respond(call, self._sync_response(call, INCONSISTENT_GROUP_PROTOCOL, None, False))
+            self.respond(call, self.sync_response(call, INCONSISTENT_GROUP_PROTOCOL, None, False))
             return
         group = self._group
         if group is None or (f.java and group.state == EMPTY):
-            self._respond(call, self._sync_response(call, UNKNOWN_MEMBER_ID, None, False))
+            self.respond(call, self.sync_response(call, UNKNOWN_MEMBER_ID, None, False))
             return
         error: str | None
         if group.state == DEAD:
@@ -1646,17 +1715,17 @@ class CoordinatorEngine:
         ):
             error = INCONSISTENT_GROUP_PROTOCOL
         if error is not None:
-            self._respond(call, self._sync_response(call, error, None, False))
+            self.respond(call, self.sync_response(call, error, None, False))
             return
         state = group.state
         member = group.members[member_id]
         if state == EMPTY:
-            self._respond(call, self._sync_response(call, UNKNOWN_MEMBER_ID, None, False))
+            self.respond(call, self.sync_response(call, UNKNOWN_MEMBER_ID, None, False))
         elif state == PREPARING:
-            self._respond(call, self._sync_response(call, REBALANCE_IN_PROGRESS, None, False))
+            self.respond(call, self.sync_response(call, REBALANCE_IN_PROGRESS, None, False))
         elif state == COMPLETING:
             if member.awaiting_sync is not None:
-                self._supersede(member.awaiting_sync)
+                self.supersede(member.awaiting_sync)
             member.awaiting_sync = self._park(call)
             self._remove_pending_sync_member(group, member_id)
             if group.is_leader(member_id):
@@ -1668,17 +1737,19 @@ class CoordinatorEngine:
                     assignment.setdefault(mid, b"")
                 # storeGroup succeeds: the model never fails a write
                 if group.state == COMPLETING and req.generation_id == group.generation_id:
-                    self._set_and_propagate_assignment(group, assignment)
-                    self._transition(
-                        group,
+                    self.set_and_propagate_assignment(group, assignment)
+                    group.transition_to(
                         STABLE,
-                        f"Assignment received from leader {member_id} for group {self.group_id} "
-                        f"for generation {group.generation_id}. The group has {len(group.members)} members, "
-                        f"{len(group.static_members)} of which are static.",
+                        Cause(
+                            Trigger.SYNC_COMPLETED,
+                            f"Assignment received from leader {member_id} for group {self.group_id} "
+                            f"for generation {group.generation_id}. The group has {len(group.members)} "
+                            f"members, {len(group.static_members)} of which are static.",
+                        ),
                         member_id,
                     )
-                    self._persist(group)
-                    self._event(
+                    self.persist(group)
+                    self.emit(
                         EventKind.SYNC_COMPLETED,
                         member_id=member_id,
                         members=tuple(group.members),
@@ -1689,20 +1760,20 @@ class CoordinatorEngine:
                     )
         else:  # STABLE
             self._remove_pending_sync_member(group, member_id)
-            self._respond(call, self._sync_response(call, NONE, member.assignment, True))
+            self.respond(call, self.sync_response(call, NONE, member.assignment, True))
             if f.sync_stable_refreshes:
-                self._arm_heartbeat(member, member.session_timeout_ms)
+                self.arm_heartbeat(member, member.session_timeout_ms)
 
     def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync_members.pop(member_id, None)
         if not group.pending_sync_members:
             self._timers.cancel(self._sync_key)
 
-    def _remove_sync_expiration(self, group: ClassicGroup) -> None:
+    def remove_sync_expiration(self, group: ClassicGroup) -> None:
         group.pending_sync_members.clear()
         self._timers.cancel(self._sync_key)
 
-    def _set_and_propagate_assignment(self, group: ClassicGroup, assignment: dict[str, bytes | None]) -> None:
+    def set_and_propagate_assignment(self, group: ClassicGroup, assignment: dict[str, bytes | None]) -> None:
         for mid, m in group.members.items():
             m.assignment = assignment.get(mid, b"")
         self._propagate_assignment(group, NONE)
@@ -1718,8 +1789,8 @@ class CoordinatorEngine:
             call = m.awaiting_sync
             if call is not None:
                 m.awaiting_sync = None
-                self._respond(call, self._sync_response(call, error, m.assignment, error == NONE))
-                self._arm_heartbeat(m, m.session_timeout_ms)
+                self.respond(call, self.sync_response(call, error, m.assignment, error == NONE))
+                self.arm_heartbeat(m, m.session_timeout_ms)
 
     def _expire_pending_sync(self, group: ClassicGroup, generation_id: int) -> None:
         """``onExpirePendingSync`` / ``expirePendingSync``."""
@@ -1733,17 +1804,17 @@ class CoordinatorEngine:
             member = group.members.get(mid)
             was_leader = group.leader_id == mid
             group.remove(mid, drop_pending=True)
-            self._cancel_heartbeat(mid)
+            self.cancel_heartbeat(mid)
             if member is not None:
-                self._event(
+                self.emit(
                     EventKind.MEMBER_REMOVED,
                     member_id=mid,
                     group_instance_id=member.group_instance_id,
                     removal_reason=RemovalReason.PENDING_SYNC_EXPIRY,
-                    cause=cause,
+                    cause=cause.text,
                 )
                 if was_leader:
-                    self._event(
+                    self.emit(
                         EventKind.LEADER_CHANGED,
                         member_id=group.leader_id,
                         leader=group.leader_id,
@@ -1798,10 +1869,10 @@ class CoordinatorEngine:
                     else:  # EMPTY
                         error = UNKNOWN_MEMBER_ID
         if refresh is not None:
-            self._arm_heartbeat(refresh, refresh.session_timeout_ms)
+            self.arm_heartbeat(refresh, refresh.session_timeout_ms)
             if self.config.emit_liveness_events:
-                self._event(EventKind.HEARTBEAT, member_id=member_id)
-        self._respond(call, PredictedResponse(error=error, completion_ms=self._clock))
+                self.emit(EventKind.HEARTBEAT, member_id=member_id)
+        self.respond(call, PredictedResponse(error=error, completion_ms=self._book.clock))
 
     def _heartbeat_2_2(
         self, group: ClassicGroup, member_id: str, generation_id: int | None
@@ -1828,8 +1899,6 @@ class CoordinatorEngine:
         batch = req.api_version >= 3
         identities = list(req.leave_members)
         if not identities and not batch:
-            from transforms.coordinator.types import LeaveMember
-
             identities = [LeaveMember(member_id=req.member_id or "")]
         group = self._group
         top: str = NONE
@@ -1853,19 +1922,19 @@ class CoordinatorEngine:
                 if state in (STABLE, COMPLETING):
                     self.maybe_prepare_rebalance(group, cause)
                 elif state == PREPARING:
-                    self._maybe_complete_join(group)
+                    self.maybe_complete_join(group)
         if batch:
-            self._respond(
+            self.respond(
                 call,
                 PredictedResponse(
                     error=top,
-                    completion_ms=self._clock,
+                    completion_ms=self._book.clock,
                     member_errors=tuple(results) if top == NONE else (),
                 ),
             )
         else:
             error = top if top != NONE else (results[0][1] if results else NONE)
-            self._respond(call, PredictedResponse(error=error, completion_ms=self._clock))
+            self.respond(call, PredictedResponse(error=error, completion_ms=self._book.clock))
 
     def _leave_one(
         self,
@@ -1922,7 +1991,7 @@ class CoordinatorEngine:
         self._timers.cancel(self._hb_prefix + member_id)
         if self._f.java:
             group.pending_members.pop(member_id, None)
-            self._event(
+            self.emit(
                 EventKind.PENDING_MEMBER_REMOVED,
                 member_id=member_id,
                 removal_reason=RemovalReason.LEFT,
@@ -1976,19 +2045,19 @@ class CoordinatorEngine:
         if error is None:
             assert group is not None
             group.has_offsets = True
-            group.last_commit_ms = self._clock
+            group.last_commit_ms = self._book.clock
             if group.state == EMPTY:
-                self._arm_offsets_expiration(group)
+                self.arm_offsets_expiration(group)
             if refresh is not None:
-                self._arm_heartbeat(refresh, refresh.session_timeout_ms)
+                self.arm_heartbeat(refresh, refresh.session_timeout_ms)
             if self.config.emit_liveness_events:
-                self._event(EventKind.OFFSET_COMMIT, member_id=member_id or None)
+                self.emit(EventKind.OFFSET_COMMIT, member_id=member_id or None)
             error = NONE
-        self._respond(
+        self.respond(
             call,
             PredictedResponse(
                 error=error,
-                completion_ms=self._clock,
+                completion_ms=self._book.clock,
                 partition_errors=tuple((t, p, error) for t, p in req.commit_partitions),
             ),
         )
@@ -2060,7 +2129,7 @@ class CoordinatorEngine:
             late = member.awaiting_join
         elif member.awaiting_sync is not None and api is ApiKey.SYNC_GROUP:
             late = member.awaiting_sync
-        if late is None or late.seq not in self._parked:
+        if late is None or late.seq not in self._book.parked:
             return
         obs = late.request.observed
         if obs is None or obs.completion_ms is None or obs.completion_ms > t:
@@ -2070,7 +2139,7 @@ class CoordinatorEngine:
         self._finish_op()
 
     def _on_observed_answer_due(self, seq: int) -> None:
-        call = self._parked.pop(seq, None)
+        call = self._book.parked.pop(seq, None)
         if call is None:
             return
         # an emitted call still parked was re-parked by reconciliation: reconcile the state only

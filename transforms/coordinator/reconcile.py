@@ -32,15 +32,20 @@ the middle of a group's life learns it.
 
 from __future__ import annotations
 
-from transforms.coordinator.config import ASSUMED_REBALANCE_TIMEOUT_MS
-from transforms.coordinator.engine import CoordinatorEngine
-from transforms.coordinator.state import ClassicGroup, ClassicGroupMember, ParkedCall
+from collections.abc import Callable
+from typing import Protocol
+
+from transforms.coordinator.config import ASSUMED_REBALANCE_TIMEOUT_MS, VersionFeatures
+from transforms.coordinator.state import ClassicGroup, ClassicGroupMember, ParkedCall, ReplayBook
 from transforms.coordinator.types import (
+    Cause,
     EventKind,
     GroupState,
+    ModelEvent,
     ObservedResponse,
     PredictedResponse,
     RemovalReason,
+    Trigger,
 )
 from transforms.kafka_protocol import ApiKey
 
@@ -55,6 +60,81 @@ STABLE = GroupState.STABLE
 DEAD = GroupState.DEAD
 
 
+class Coordinator(Protocol):
+    """What reconciliation uses of the coordinator (``CoordinatorEngine`` implements it): its group
+    and bookkeeping, Kafka's handler steps, and a few timer and output operations. Nothing else."""
+
+    group_id: str
+    answer_grace_ms: int
+
+    @property
+    def group(self) -> ClassicGroup | None: ...
+    @property
+    def book(self) -> ReplayBook: ...
+    @property
+    def features(self) -> VersionFeatures: ...
+
+    # group, events, confidence
+    def install_group(self, group: ClassicGroup | None) -> None: ...
+
+    @property
+    def emit(self) -> Callable[..., None]:
+        """``emit(kind, **fields of ModelEvent)``: an event at the current clock."""
+
+    def event_count(self) -> int: ...
+    def events_since(self, count: int) -> list[ModelEvent]: ...
+    def become_confident(self, why: str) -> None: ...
+    def lose_confidence(self, why: str) -> None: ...
+    def learn_member_order(self, group: ClassicGroup, obs: ObservedResponse | None) -> None: ...
+    def persist(self, group: ClassicGroup) -> None: ...
+
+    # Kafka's handler steps
+    def add_member_and_rebalance(
+        self, group: ClassicGroup, call: ParkedCall, member_id: str, instance_id: str | None
+    ) -> None: ...
+    def update_member_and_rebalance(
+        self, group: ClassicGroup, member: ClassicGroupMember, call: ParkedCall, cause: Cause
+    ) -> None: ...
+    def remove_member_and_update_group(
+        self, group: ClassicGroup, member: ClassicGroupMember, cause: Cause, reason: RemovalReason
+    ) -> None: ...
+    def prepare_rebalance(self, group: ClassicGroup, cause: Cause, member_id: str | None = None) -> None: ...
+    def maybe_complete_join(self, group: ClassicGroup, ignore_initial: bool = False) -> None: ...
+    def complete_join(
+        self, group: ClassicGroup, observed_generation: int | None = None, observed_leader: str | None = None
+    ) -> None: ...
+    def set_and_propagate_assignment(
+        self, group: ClassicGroup, assignment: dict[str, bytes | None]
+    ) -> None: ...
+    def remove_sync_expiration(self, group: ClassicGroup) -> None: ...
+
+    # answers
+    def join_error(self, call: ParkedCall, error: str, member_id: str) -> PredictedResponse: ...
+    def join_success(
+        self, group: ClassicGroup, call: ParkedCall, member_id: str, leader: str | None, with_members: bool
+    ) -> PredictedResponse: ...
+    def sync_response(
+        self, call: ParkedCall, error: str, assignment: bytes | None, with_protocol: bool
+    ) -> PredictedResponse: ...
+    def answer_join(
+        self, group: ClassicGroup, member: ClassicGroupMember, response: PredictedResponse
+    ) -> None: ...
+    def respond(self, call: ParkedCall, response: PredictedResponse) -> None: ...
+    def supersede(self, call: ParkedCall, reason: str = ...) -> None: ...
+    def append_prediction(
+        self, call: ParkedCall, response: PredictedResponse, *, reconciled: bool
+    ) -> None: ...
+
+    # timers
+    def arm_heartbeat(self, member: ClassicGroupMember, timeout_ms: int) -> None: ...
+    def cancel_heartbeat(self, member_id: str) -> None: ...
+    def arm_session_timer(self, member_id: str, timeout_ms: int) -> None: ...
+    def arm_join_timer(self, group: ClassicGroup) -> None: ...
+    def cancel_join_timer(self) -> None: ...
+    def arm_offsets_expiration(self, group: ClassicGroup) -> None: ...
+    def cancel_offsets_timer(self) -> None: ...
+
+
 def _observed_error(obs: ObservedResponse) -> str | None:
     if obs.error is not None:
         return obs.error
@@ -63,25 +143,30 @@ def _observed_error(obs: ObservedResponse) -> str | None:
     return None
 
 
-def _reconciled(model: CoordinatorEngine, detail: str, member_id: str | None = None) -> None:
-    model._event(EventKind.RECONCILED, member_id=member_id, detail=detail)
+def _reconciled(model: Coordinator, detail: str, member_id: str | None = None) -> None:
+    model.emit(EventKind.RECONCILED, member_id=member_id, detail=detail)
+
+
+def _because(what: str) -> Cause:
+    """The cause of what the model does because the broker's answer says so (why is unknown)."""
+    return Cause(Trigger.RECONCILED, f"reconciled: {what}")
 
 
 # ------------------------------------------------------------------------------------------------
 # building blocks
 # ------------------------------------------------------------------------------------------------
-def ensure_group(model: CoordinatorEngine, why: str) -> ClassicGroup:
-    group = model._group
+def ensure_group(model: Coordinator, why: str) -> ClassicGroup:
+    group = model.group
     if group is None or group.state == DEAD:
         group = ClassicGroup(model.group_id)
         group.has_offsets = None
-        model._group = group
+        model.install_group(group)
         _reconciled(model, f"group exists in the broker ({why})")
     return group
 
 
 def ensure_member(
-    model: CoordinatorEngine,
+    model: Coordinator,
     group: ClassicGroup,
     member_id: str,
     instance_id: str | None,
@@ -101,13 +186,14 @@ def ensure_member(
         mapped = group.static_members.get(instance_id)
         if mapped is not None and mapped in group.members:
             member = group.replace_static_member(instance_id, mapped, member_id)
-            model._cancel_heartbeat(mapped)
-            model._event(
+            model.cancel_heartbeat(mapped)
+            model.emit(
                 EventKind.STATIC_MEMBER_REPLACED,
                 member_id=member_id,
                 group_instance_id=instance_id,
                 detail=mapped,
                 cause=f"reconciled: {why}",
+                inferred=True,
             )
             _reconciled(model, f"static member {instance_id} is {member_id} in the broker ({why})", member_id)
             return member
@@ -130,56 +216,58 @@ def ensure_member(
         group.order_known = False
     if not had_members and group.protocol_type is None:
         group.protocol_type = protocol_type
-    model._last_discovery_ms = model._clock
-    model._event(
+    model.book.last_discovery_ms = model.book.clock
+    model.emit(
         EventKind.MEMBER_ADDED,
         member_id=member_id,
         group_instance_id=instance_id,
         cause=f"inferred: {why}",
+        inferred=True,
     )
     _reconciled(model, f"member {member_id} exists in the broker ({why})", member_id)
     return member
 
 
-def drop_member(model: CoordinatorEngine, group: ClassicGroup, member_id: str, why: str) -> None:
+def drop_member(model: Coordinator, group: ClassicGroup, member_id: str, why: str) -> None:
     """Remove a member without any rebalance (the broker already did whatever it did)."""
     member = group.members.get(member_id)
     if member is None:
         return
     if member.awaiting_join is not None:
         call = member.awaiting_join
-        model._answer_join(group, member, model._join_error(call, "UNKNOWN_MEMBER_ID", ""))
+        model.answer_join(group, member, model.join_error(call, "UNKNOWN_MEMBER_ID", ""))
     if member.awaiting_sync is not None:
         call = member.awaiting_sync
         member.awaiting_sync = None
-        model._supersede(call, "never answered: member dropped by reconciliation")
+        model.supersede(call, "never answered: member dropped by reconciliation")
     group.remove(member_id)
-    model._cancel_heartbeat(member_id)
-    model._event(
+    model.cancel_heartbeat(member_id)
+    model.emit(
         EventKind.MEMBER_REMOVED,
         member_id=member_id,
         group_instance_id=member.group_instance_id,
         removal_reason=RemovalReason.RECONCILED,
         cause=f"reconciled: {why}",
+        inferred=True,
     )
 
 
-def force_state(model: CoordinatorEngine, group: ClassicGroup, target: GroupState, why: str) -> None:
+def force_state(model: Coordinator, group: ClassicGroup, target: GroupState, why: str) -> None:
     """Set the state the broker is in, bypassing the transition table (a reconciliation, not a Kafka
     transition: recorded as RECONCILED, never as TRANSITION)."""
     current = group.state
     if current == target:
         return
     if current == PREPARING:
-        model._timers.cancel(model._join_key)
+        model.cancel_join_timer()
         leader = group.leader_id
         for m in list(group.members.values()):
             call = m.awaiting_join
             if call is not None:
-                model._answer_join(
+                model.answer_join(
                     group,
                     m,
-                    model._join_success(
+                    model.join_success(
                         group, call, m.member_id, leader, m.member_id == leader and target == COMPLETING
                     ),
                 )
@@ -188,42 +276,47 @@ def force_state(model: CoordinatorEngine, group: ClassicGroup, target: GroupStat
             call = m.awaiting_sync
             if call is not None:
                 m.awaiting_sync = None
-                model._respond(call, model._sync_response(call, "NONE", m.assignment, True))
+                model.respond(call, model.sync_response(call, "NONE", m.assignment, True))
     if target in (PREPARING, EMPTY):
-        model._remove_sync_expiration(group)
+        model.remove_sync_expiration(group)
     if target == PREPARING:
-        model._arm(model._join_key, group.rebalance_timeout_ms(), model._p_rebalance, "join")
-    group.previous_state = current
-    group.state = target
+        model.arm_join_timer(group)
+    group.transition_to(
+        target, Cause(Trigger.ADOPTED, f"state {current.value} -> {target.value}: {why}"), adopted=True
+    )
     if target == EMPTY:
-        group.empty_since_ms = model._clock
-        model._arm_offsets_expiration(group)
+        group.empty_since_ms = model.book.clock
+        model.arm_offsets_expiration(group)
     elif current == EMPTY:
-        model._timers.cancel(model._offsets_key)
+        model.cancel_offsets_timer()
     _reconciled(model, f"state {current.value} -> {target.value}: {why}")
 
 
-def adopt_generation(model: CoordinatorEngine, group: ClassicGroup, generation: int, why: str) -> bool:
+def adopt_generation(model: Coordinator, group: ClassicGroup, generation: int, why: str) -> bool:
     """Adopt a *later* generation the broker proved. Never goes back: an observation carrying an older
     generation is stale (or the log inconsistent), and generations only grow in the coordinator."""
     if generation < 0 or generation <= group.generation_id:
         return False
     old = group.generation_id
-    group.generation_id = generation
-    group.pending_sync_members.clear()
-    model._timers.cancel(model._sync_key)
+    group.transition_to(
+        group.state,
+        Cause(Trigger.ADOPTED, f"generation {old} -> {generation}: {why}"),
+        adopted=True,
+        generation_id=generation,
+    )
+    model.remove_sync_expiration(group)
     _reconciled(model, f"generation {old} -> {generation}: {why}")
     return True
 
 
-def lose_confidence(model: CoordinatorEngine, why: str) -> None:
-    model._lose_confidence(why)
+def lose_confidence(model: Coordinator, why: str) -> None:
+    model.lose_confidence(why)
 
 
 # ------------------------------------------------------------------------------------------------
 # answered requests
 # ------------------------------------------------------------------------------------------------
-def reconcile_answer(model: CoordinatorEngine, call: ParkedCall, predicted: PredictedResponse) -> bool:
+def reconcile_answer(model: Coordinator, call: ParkedCall, predicted: PredictedResponse) -> bool:
     """Compare the model's answer with the broker's; adjust the model. True when it adjusted."""
     req = call.request
     obs = req.observed
@@ -233,26 +326,24 @@ def reconcile_answer(model: CoordinatorEngine, call: ParkedCall, predicted: Pred
     if observed is None or observed == "NO_RESPONSE":
         return False
     api = req.api
-    before = len(model._events)
+    before = model.event_count()
     if api is ApiKey.JOIN_GROUP:
         _reconcile_join(model, call, predicted, obs, observed)
     elif api is ApiKey.LEAVE_GROUP:
         _reconcile_leave(model, call, predicted, obs, observed)
-    elif observed != predicted.error or (not model._confident and observed == "NONE"):
+    elif observed != predicted.error or (not model.book.confident and observed == "NONE"):
         _reconcile_member_request(model, call, observed)
-    return len(model._events) != before and any(
-        e.kind is EventKind.RECONCILED for e in model._events[before:]
-    )
+    return any(e.kind is EventKind.RECONCILED for e in model.events_since(before))
 
 
-def _reconcile_member_request(model: CoordinatorEngine, call: ParkedCall, observed: str) -> None:
+def _reconcile_member_request(model: Coordinator, call: ParkedCall, observed: str) -> None:
     """Heartbeat, OffsetCommit, SyncGroup: what the broker's answer says about the group."""
     req = call.request
     api = req.api
     member_id = req.member_id or ""
     gen = req.generation_id if req.generation_id is not None else -1
     instance_id = req.group_instance_id
-    group = model._group
+    group = model.group
     what = f"{api.name} of {member_id or '<no member id>'} answered {observed}"
     if observed == "NONE":
         if api is ApiKey.OFFSET_COMMIT and gen < 0 and not member_id:
@@ -267,7 +358,7 @@ def _reconcile_member_request(model: CoordinatorEngine, call: ParkedCall, observ
         if api is ApiKey.HEARTBEAT:
             allowed = (
                 (STABLE, COMPLETING)
-                if model._f.heartbeat_completing == "none" or model._f.java
+                if model.features.heartbeat_completing == "none" or model.features.java
                 else (STABLE,)
             )
         elif api is ApiKey.OFFSET_COMMIT:
@@ -278,7 +369,7 @@ def _reconcile_member_request(model: CoordinatorEngine, call: ParkedCall, observ
             force_state(model, group, STABLE, what)
         member = group.members.get(member_id)
         if member is not None and api is not ApiKey.SYNC_GROUP:
-            model._arm_heartbeat(member, member.session_timeout_ms)
+            model.arm_heartbeat(member, member.session_timeout_ms)
     elif observed == "REBALANCE_IN_PROGRESS":
         group = ensure_group(model, what)
         ensure_member(model, group, member_id, instance_id, req.client_id, req.protocol_type, what)
@@ -293,7 +384,7 @@ def _reconcile_member_request(model: CoordinatorEngine, call: ParkedCall, observ
             adopt_generation(model, group, gen, what)
         if group.state in (STABLE, COMPLETING, EMPTY):
             _reconciled(model, f"the broker is rebalancing ({what})", member_id)
-            model.prepare_rebalance(group, f"reconciled: {what}", member_id or None)
+            model.prepare_rebalance(group, _because(what), member_id or None)
             if any(m.inferred for m in group.members.values()):
                 # a member known only from its heartbeats (timeouts unknown) may have expired on the
                 # broker: the model cannot tell who left, so it is back in warm-up until it sees again
@@ -307,9 +398,7 @@ def _reconcile_member_request(model: CoordinatorEngine, call: ParkedCall, observ
         member = group.members.get(target)
         if member is not None:
             _reconciled(model, f"member {target} is unknown to the broker ({what})", target)
-            model.remove_member_and_update_group(
-                group, member, f"reconciled: {what}", RemovalReason.RECONCILED
-            )
+            model.remove_member_and_update_group(group, member, _because(what), RemovalReason.RECONCILED)
     elif observed == "FENCED_INSTANCE_ID":
         if group is None or instance_id is None:
             return
@@ -328,25 +417,25 @@ def _reconcile_member_request(model: CoordinatorEngine, call: ParkedCall, observ
 
 
 def _reconcile_join(
-    model: CoordinatorEngine,
+    model: Coordinator,
     call: ParkedCall,
     predicted: PredictedResponse,
     obs: ObservedResponse,
     observed: str,
 ) -> None:
     req = call.request
-    group = model._group
+    group = model.group
     what = f"JOIN_GROUP of {req.member_id or '<new member>'} answered {observed}"
     if observed == "NONE":
         group = ensure_group(model, what)
         mid = obs.member_id or req.member_id or ""
-        late = obs.completion_ms is not None and obs.completion_ms > model._clock + model.answer_grace_ms
+        late = obs.completion_ms is not None and obs.completion_ms > model.book.clock + model.answer_grace_ms
         if late and mid:
             # the broker parked this JoinGroup (it answers later) while the model answered it at once:
             # apply it the way the broker did — the member joins and waits for the join phase
             _repark_join(model, group, call, mid, what)
             return
-        if model._confident and _join_answer_agrees(predicted, obs, mid):
+        if model.book.confident and _join_answer_agrees(predicted, obs, mid):
             # the model answered as the broker did: nothing to learn, and its state may rightly have
             # moved on since the answer was made (a static member replaced after its fast rejoin)
             return
@@ -369,10 +458,10 @@ def _reconcile_join(
         if mid not in group.pending_members:
             group.pending_members[mid] = None
             timeout = req.session_timeout_ms or 0
-            model._timers.arm(
-                model._hb_prefix + mid, model._clock + timeout, model._p_session, "heartbeat", (mid,)
+            model.arm_session_timer(mid, timeout)
+            model.emit(
+                EventKind.PENDING_MEMBER_ADDED, member_id=mid, cause=f"reconciled: {what}", inferred=True
             )
-            model._event(EventKind.PENDING_MEMBER_ADDED, member_id=mid, cause=f"reconciled: {what}")
             _reconciled(model, f"pending member {mid} ({what})", mid)
         return
     if group is None:
@@ -383,16 +472,17 @@ def _reconcile_join(
             continue
         if mid in group.pending_members:
             group.pending_members.pop(mid, None)
-            model._timers.cancel(model._hb_prefix + mid)
-            model._event(
+            model.cancel_heartbeat(mid)
+            model.emit(
                 EventKind.PENDING_MEMBER_REMOVED,
                 member_id=mid,
                 removal_reason=RemovalReason.RECONCILED,
                 cause=f"reconciled: {what}",
+                inferred=True,
             )
             _reconciled(model, f"pending member {mid} refused by the broker ({what})", mid)
             if group.state == PREPARING:
-                model._maybe_complete_join(group)
+                model.maybe_complete_join(group)
         member = group.members.get(mid)
         if member is not None and observed in (
             "UNKNOWN_MEMBER_ID",
@@ -401,15 +491,13 @@ def _reconcile_join(
             "INVALID_SESSION_TIMEOUT",
         ):
             _reconciled(model, f"member {mid} refused by the broker ({what})", mid)
-            model.remove_member_and_update_group(
-                group, member, f"reconciled: {what}", RemovalReason.RECONCILED
-            )
+            model.remove_member_and_update_group(group, member, _because(what), RemovalReason.RECONCILED)
         elif member is not None and observed == "FENCED_INSTANCE_ID":
             drop_member(model, group, mid, what)
 
 
 def _repark_join(
-    model: CoordinatorEngine, group: ClassicGroup, call: ParkedCall, member_id: str, what: str
+    model: Coordinator, group: ClassicGroup, call: ParkedCall, member_id: str, what: str
 ) -> None:
     req = call.request
     if group.state == DEAD:
@@ -422,11 +510,11 @@ def _repark_join(
             mapped = group.static_members.get(req.group_instance_id)
             if mapped is not None and mapped in group.members:
                 drop_member(model, group, mapped, f"{what}: replaced by {member_id}")
-        model._add_member_and_rebalance(group, call, member_id, req.group_instance_id)
+        model.add_member_and_rebalance(group, call, member_id, req.group_instance_id)
     else:
-        model._update_member_and_rebalance(group, member, call, f"reconciled: {what}")
+        model.update_member_and_rebalance(group, member, call, _because(what))
     if group.state == PREPARING:
-        model._maybe_complete_join(group)
+        model.maybe_complete_join(group)
 
 
 def _join_answer_agrees(predicted: PredictedResponse, obs: ObservedResponse, member_id: str) -> bool:
@@ -440,7 +528,7 @@ def _join_answer_agrees(predicted: PredictedResponse, obs: ObservedResponse, mem
     )
 
 
-def adopt_join_view(model: CoordinatorEngine, group: ClassicGroup, obs: ObservedResponse, what: str) -> None:
+def adopt_join_view(model: Coordinator, group: ClassicGroup, obs: ObservedResponse, what: str) -> None:
     """A successful JoinGroup response: generation, leader, protocol and (leader) the member list."""
     if obs.generation_id is not None:
         adopt_generation(model, group, obs.generation_id, what)
@@ -454,18 +542,19 @@ def adopt_join_view(model: CoordinatorEngine, group: ClassicGroup, obs: Observed
         for mid in [m for m in group.members if m not in set(wanted)]:
             drop_member(model, group, mid, f"{what}: not in the leader's member list")
         if not group.order_known:
-            model._learn_member_order(group, obs)
+            model.learn_member_order(group, obs)
     if obs.leader and group.leader_id != obs.leader:
         if obs.leader not in group.members:
             ensure_member(model, group, obs.leader, None, None, obs.protocol_type, f"{what}: the leader")
         old = group.leader_id
         group.leader_id = obs.leader
-        model._event(
+        model.emit(
             EventKind.LEADER_CHANGED,
             member_id=obs.leader,
             leader=obs.leader,
             detail=old,
             cause=f"reconciled: {what}",
+            inferred=True,
         )
         _reconciled(model, f"leader {old} -> {obs.leader} ({what})", obs.leader)
     if obs.protocol_name and group.protocol_name != obs.protocol_name:
@@ -474,19 +563,19 @@ def adopt_join_view(model: CoordinatorEngine, group: ClassicGroup, obs: Observed
         _reconciled(model, f"protocol {old_name} -> {obs.protocol_name} ({what})")
     if group.state in (PREPARING, EMPTY) and group.members:
         force_state(model, group, COMPLETING, what)
-    if obs.members and not model._confident:
-        model._observed_full_join = True
-        model._become_confident(f"observed the complete membership of generation {group.generation_id}")
+    if obs.members and not model.book.confident:
+        model.book.observed_full_join = True
+        model.become_confident(f"observed the complete membership of generation {group.generation_id}")
 
 
 def _reconcile_leave(
-    model: CoordinatorEngine,
+    model: Coordinator,
     call: ParkedCall,
     predicted: PredictedResponse,
     obs: ObservedResponse,
     observed: str,
 ) -> None:
-    group = model._group
+    group = model.group
     if group is None:
         return
     req = call.request
@@ -505,14 +594,14 @@ def _reconcile_leave(
             member = group.members[mid]
             _reconciled(model, f"member {mid} left in the broker", mid)
             model.remove_member_and_update_group(
-                group, member, f"reconciled: LeaveGroup of {mid} accepted", RemovalReason.RECONCILED
+                group, member, _because(f"LeaveGroup of {mid} accepted"), RemovalReason.RECONCILED
             )
 
 
 # ------------------------------------------------------------------------------------------------
 # answered by the broker, still parked in the model
 # ------------------------------------------------------------------------------------------------
-def reconcile_late_answer(model: CoordinatorEngine, call: ParkedCall, emit: bool = True) -> None:
+def reconcile_late_answer(model: Coordinator, call: ParkedCall, emit: bool = True) -> None:
     """The broker answered ``call`` (per the log) while the model still holds it. ``emit``: the model
     never answered it, so its Prediction is NO_RESPONSE (otherwise the Prediction exists already)."""
     req = call.request
@@ -522,14 +611,14 @@ def reconcile_late_answer(model: CoordinatorEngine, call: ParkedCall, emit: bool
     observed = _observed_error(obs)
     call.emitted = True
     if emit:
-        group = model._group
+        group = model.group
         if group is not None and group.num_inferred and call.scored:
             # when the join phase ends depends on the rebalance timeout of members seen only through
             # their requests, which the model does not know: its "not answered yet" is a guess
             call.scored = False
             call.unscored_reason = INFERRED_TIMEOUT_REASON
         _emit_no_response(model, call)
-    group = model._group
+    group = model.group
     if group is None:
         return
     holder = _holder(group, call)
@@ -539,14 +628,12 @@ def reconcile_late_answer(model: CoordinatorEngine, call: ParkedCall, emit: bool
     _apply_late_answer(model, call, obs, observed, holder, what)
 
 
-def _emit_no_response(model: CoordinatorEngine, call: ParkedCall) -> None:
-    model._append_prediction(
-        call, PredictedResponse(error="NO_RESPONSE", completion_ms=None), reconciled=True
-    )
+def _emit_no_response(model: Coordinator, call: ParkedCall) -> None:
+    model.append_prediction(call, PredictedResponse(error="NO_RESPONSE", completion_ms=None), reconciled=True)
 
 
 def _apply_late_answer(
-    model: CoordinatorEngine,
+    model: Coordinator,
     call: ParkedCall,
     obs: ObservedResponse,
     observed: str | None,
@@ -554,7 +641,7 @@ def _apply_late_answer(
     what: str,
 ) -> None:
     req = call.request
-    group = model._group
+    group = model.group
     if group is None:
         return
     if req.api is ApiKey.JOIN_GROUP:
@@ -579,28 +666,24 @@ def _apply_late_answer(
             if observed == "FENCED_INSTANCE_ID":
                 drop_member(model, group, holder.member_id, what)
             else:
-                model.remove_member_and_update_group(
-                    group, holder, f"reconciled: {what}", RemovalReason.RECONCILED
-                )
+                model.remove_member_and_update_group(group, holder, _because(what), RemovalReason.RECONCILED)
     elif req.api is ApiKey.SYNC_GROUP:
         if observed == "NONE":
             if group.state == COMPLETING:
                 assignment = {mid: m.assignment for mid, m in group.members.items()}
                 if obs.assignment is not None and holder is not None:
                     assignment[holder.member_id] = obs.assignment
-                model._set_and_propagate_assignment(group, assignment)
-                model._transition(group, STABLE, f"reconciled: {what}", holder.member_id if holder else None)
-                model._persist(group)
+                model.set_and_propagate_assignment(group, assignment)
+                group.transition_to(STABLE, _because(what), holder.member_id if holder else None)
+                model.persist(group)
         elif observed == "REBALANCE_IN_PROGRESS":
             if group.state in (COMPLETING, STABLE):
-                model.prepare_rebalance(group, f"reconciled: {what}")
+                model.prepare_rebalance(group, _because(what))
         elif holder is not None:
             if holder.awaiting_sync is call:
                 holder.awaiting_sync = None
             if observed == "UNKNOWN_MEMBER_ID":
-                model.remove_member_and_update_group(
-                    group, holder, f"reconciled: {what}", RemovalReason.RECONCILED
-                )
+                model.remove_member_and_update_group(group, holder, _because(what), RemovalReason.RECONCILED)
             elif observed == "FENCED_INSTANCE_ID":
                 drop_member(model, group, holder.member_id, what)
 

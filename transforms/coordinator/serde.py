@@ -1,20 +1,23 @@
-"""Encoding of the coordinator's values (requests, predictions, events, groups, members, parked calls)
-and the group snapshots the coordinator persists (``snapshot_group`` / ``restore_persisted``). The
-model's ``to_bytes`` / ``from_bytes`` (:mod:`transforms.coordinator.model`) are built from them:
-zlib-compressed, key-sorted JSON with a format version tag. Everything that influences future outputs
-round-trips exactly: group metadata, member order, armed timers (deadline, priority, arming order),
-parked JoinGroup/SyncGroup requests, id and sequence counters, warm-start state, and outputs not yet
-drained. The same model state always gives the same bytes.
+"""Saving the coordinator model: its state as one JSON document (the replay's codec,
+:mod:`transforms.coordinator.codec`), and the group snapshots the coordinator persists
+(``snapshot_group`` / ``restore_persisted``).
+
+Everything that influences future outputs round-trips exactly: group metadata, member order, armed
+timers (deadline, priority, arming order), parked JoinGroup/SyncGroup requests, the replay bookkeeping
+(:class:`~transforms.coordinator.state.ReplayBook`: id and sequence counters, clock, warm-start state
+...), and outputs not yet drained. The same model state always gives the same document. This module
+knows the model's parts, not the engine: :class:`SavedModel` is what it saves and gives back.
 """
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-from enum import Enum
+from dataclasses import dataclass
 from typing import Any
 
-from transforms.coordinator.state import JAVA_HASHMAP_CAPACITY, ClassicGroup, ClassicGroupMember, ParkedCall
+from transforms.coordinator.codec import Codec, Json
+from transforms.coordinator.state import ClassicGroup, ClassicGroupMember, ParkedCall, ReplayBook
+from transforms.coordinator.timers import Timer
 from transforms.coordinator.types import (
     EventKind,
     GroupRequest,
@@ -26,15 +29,13 @@ from transforms.coordinator.types import (
     Prediction,
     Protocol,
     RemovalReason,
+    Trigger,
 )
-from transforms.kafka_protocol import ApiKey
+from transforms.kafka_protocol import ApiKey, Errors
 
-FORMAT_VERSION = 1
-_MAGIC = b"RRCM"  # rebalance-replay coordinator model
-
-_DATACLASSES: dict[str, type[Any]] = {
-    cls.__name__: cls
-    for cls in (
+#: the coordinator's values (requests, predictions, events) and enums
+CODEC = Codec(
+    classes=(
         GroupRequest,
         ObservedResponse,
         Protocol,
@@ -42,94 +43,105 @@ _DATACLASSES: dict[str, type[Any]] = {
         Prediction,
         PredictedResponse,
         ModelEvent,
+    ),
+    enums=(ApiKey, GroupState, EventKind, RemovalReason, Trigger, Errors),
+)
+
+_BOOK_FIELDS = tuple(f.name for f in dataclasses.fields(ReplayBook) if f.name != "parked")
+
+
+@dataclass(slots=True)
+class SavedModel:
+    """The parts of a model that are saved."""
+
+    group_id: str
+    book: ReplayBook
+    group: ClassicGroup | None
+    timers: list[Timer]
+    timer_order: int
+    predictions: list[Prediction]
+    events: list[ModelEvent]
+
+
+# ------------------------------------------------------------------------------------------------
+# the model
+# ------------------------------------------------------------------------------------------------
+def save_model(saved: SavedModel) -> Json:
+    """The document of a model (key-sorted JSON values)."""
+    book, g = saved.book, saved.group
+    calls: dict[int, ParkedCall] = {}
+    if g is not None:
+        for m in g.members.values():
+            for c in (m.awaiting_join, m.awaiting_sync):
+                if c is not None:
+                    calls[c.seq] = c
+    for c in book.parked.values():
+        calls[c.seq] = c
+    return {
+        "group_id": saved.group_id,
+        "book": {name: CODEC.encode(getattr(book, name)) for name in _BOOK_FIELDS},
+        "parked": sorted(book.parked),
+        "calls": [_call(calls[k]) for k in sorted(calls)],
+        "group": None if g is None else _group(g),
+        "timers": [[t.key, t.deadline, t.priority, t.order, t.kind, list(t.data)] for t in saved.timers],
+        "timer_order": saved.timer_order,
+        "predictions": [CODEC.encode(p) for p in saved.predictions],
+        "events": [CODEC.encode(e) for e in saved.events],
+    }
+
+
+def load_model(doc: Json) -> SavedModel:
+    calls = {row["seq"]: _uncall(row) for row in doc["calls"]}
+    book = ReplayBook(**{name: CODEC.decode(doc["book"][name]) for name in _BOOK_FIELDS})
+    book.parked = {seq: calls[seq] for seq in doc["parked"]}
+    return SavedModel(
+        group_id=doc["group_id"],
+        book=book,
+        group=None if doc["group"] is None else _ungroup(doc["group_id"], doc["group"], calls),
+        timers=[Timer(k, d, p, o, kind, tuple(data)) for k, d, p, o, kind, data in doc["timers"]],
+        timer_order=doc["timer_order"],
+        predictions=[CODEC.decode(p) for p in doc["predictions"]],
+        events=[CODEC.decode(e) for e in doc["events"]],
     )
-}
-_ENUMS: dict[str, type[Enum]] = {cls.__name__: cls for cls in (ApiKey, GroupState, EventKind, RemovalReason)}
-_FIELDS: dict[str, tuple[str, ...]] = {
-    name: tuple(f.name for f in dataclasses.fields(cls)) for name, cls in _DATACLASSES.items()
-}
-
-Json = Any
-
-
-# ------------------------------------------------------------------------------------------------
-# generic values (requests, predictions, events)
-# ------------------------------------------------------------------------------------------------
-def enc(value: Any) -> Json:
-    if value is None or isinstance(value, bool | str):
-        return value
-    if isinstance(value, Enum):
-        return {"$e": type(value).__name__, "v": value.value}
-    if isinstance(value, int):
-        return value
-    if isinstance(value, bytes):
-        return {"$b": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, tuple | list):
-        return [enc(v) for v in value]
-    name = type(value).__name__
-    if name in _FIELDS:
-        return {"$d": name, "f": [enc(getattr(value, f)) for f in _FIELDS[name]]}
-    raise TypeError(f"cannot serialise {type(value).__name__}")
-
-
-def dec(value: Json) -> Any:
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, list):
-        return tuple(dec(v) for v in value)
-    if "$b" in value:
-        return base64.b64decode(value["$b"])
-    if "$e" in value:
-        return _ENUMS[value["$e"]](value["v"])
-    name = value["$d"]
-    return _DATACLASSES[name](**dict(zip(_FIELDS[name], (dec(v) for v in value["f"]), strict=True)))
-
-
-def _b(data: bytes | None) -> str | None:
-    return None if data is None else base64.b64encode(data).decode("ascii")
-
-
-def _unb(text: str | None) -> bytes | None:
-    return None if text is None else base64.b64decode(text)
 
 
 # ------------------------------------------------------------------------------------------------
 # group metadata
 # ------------------------------------------------------------------------------------------------
-def _member(m: ClassicGroupMember) -> Json:
-    return [
-        m.member_id,
-        m.group_instance_id,
-        m.client_id,
-        m.client_host,
-        m.rebalance_timeout_ms,
-        m.session_timeout_ms,
-        m.protocol_type,
-        [[p.name, _b(p.metadata), p.metadata_length] for p in m.protocols],
-        _b(m.assignment),
-        None if m.awaiting_join is None else m.awaiting_join.seq,
-        None if m.awaiting_sync is None else m.awaiting_sync.seq,
-        m.is_new,
-        m.inferred,
-    ]
+def _member(m: ClassicGroupMember, with_calls: bool = True) -> dict[str, Any]:
+    return {
+        "member_id": m.member_id,
+        "group_instance_id": m.group_instance_id,
+        "client_id": m.client_id,
+        "client_host": m.client_host,
+        "rebalance_timeout_ms": m.rebalance_timeout_ms,
+        "session_timeout_ms": m.session_timeout_ms,
+        "protocol_type": m.protocol_type,
+        "protocols": m.protocols,
+        "assignment": m.assignment,
+        "awaiting_join": None if m.awaiting_join is None or not with_calls else m.awaiting_join.seq,
+        "awaiting_sync": None if m.awaiting_sync is None or not with_calls else m.awaiting_sync.seq,
+        "is_new": m.is_new and with_calls,
+        "inferred": m.inferred,
+    }
 
 
-def _unmember(row: Json, calls: dict[int, ParkedCall]) -> ClassicGroupMember:
+def _unmember(d: dict[str, Any], calls: dict[int, ParkedCall]) -> ClassicGroupMember:
     m = ClassicGroupMember(
-        row[0],
-        row[1],
-        row[2],
-        row[3],
-        row[4],
-        row[5],
-        row[6],
-        tuple(Protocol(name=p[0], metadata=_unb(p[1]), metadata_length=p[2]) for p in row[7]),
-        inferred=row[12],
+        d["member_id"],
+        d["group_instance_id"],
+        d["client_id"],
+        d["client_host"],
+        d["rebalance_timeout_ms"],
+        d["session_timeout_ms"],
+        d["protocol_type"],
+        tuple(d["protocols"]),
+        inferred=d["inferred"],
     )
-    m.assignment = _unb(row[8])
-    m.awaiting_join = None if row[9] is None else calls[row[9]]
-    m.awaiting_sync = None if row[10] is None else calls[row[10]]
-    m.is_new = row[11]
+    m.assignment = d["assignment"]
+    m.awaiting_join = None if d["awaiting_join"] is None else calls[d["awaiting_join"]]
+    m.awaiting_sync = None if d["awaiting_sync"] is None else calls[d["awaiting_sync"]]
+    m.is_new = d["is_new"]
     return m
 
 
@@ -142,7 +154,7 @@ def _group(g: ClassicGroup) -> Json:
         "protocol_type": g.protocol_type,
         "protocol_name": g.protocol_name,
         "leader": g.leader_id,
-        "members": [_member(m) for m in g.members.values()],
+        "members": [CODEC.encode(_member(m)) for m in g.members.values()],
         "static": [[k, v] for k, v in g.static_members.items()],
         "pending": list(g.pending_members),
         "pending_sync": list(g.pending_sync_members),
@@ -158,16 +170,14 @@ def _group(g: ClassicGroup) -> Json:
 
 
 def _ungroup(group_id: str, d: Json, calls: dict[int, ParkedCall]) -> ClassicGroup:
-    g = ClassicGroup(group_id)
-    g.state = GroupState(d["state"])
+    g = ClassicGroup(group_id, state=GroupState(d["state"]), generation_id=d["generation"])
     g.previous_state = GroupState(d["previous_state"])
-    g.generation_id = d["generation"]
-    g.table_capacity = d.get("capacity", JAVA_HASHMAP_CAPACITY)
+    g.table_capacity = d["capacity"]
     g.protocol_type = d["protocol_type"]
     g.protocol_name = d["protocol_name"]
     g.leader_id = d["leader"]
     for row in d["members"]:
-        m = _unmember(row, calls)
+        m = _unmember(CODEC.decode(row), calls)
         g.members[m.member_id] = m
     g.static_members = {k: v for k, v in d["static"]}
     g.pending_members = dict.fromkeys(d["pending"])
@@ -190,24 +200,7 @@ def snapshot_group(group: ClassicGroup) -> dict[str, object]:
         "protocol_type": group.protocol_type,
         "protocol_name": group.protocol_name,
         "leader": group.leader_id,
-        "members": [
-            [
-                m.member_id,
-                m.group_instance_id,
-                m.client_id,
-                m.client_host,
-                m.rebalance_timeout_ms,
-                m.session_timeout_ms,
-                m.protocol_type,
-                [[p.name, _b(p.metadata), p.metadata_length] for p in m.protocols],
-                _b(m.assignment),
-                None,
-                None,
-                False,
-                m.inferred,
-            ]
-            for m in group.members.values()
-        ],
+        "members": [_member(m, with_calls=False) for m in group.members.values()],
         "has_offsets": group.has_offsets,
         "last_commit_ms": group.last_commit_ms,
         "empty_since_ms": group.empty_since_ms,
@@ -216,16 +209,17 @@ def snapshot_group(group: ClassicGroup) -> dict[str, object]:
 
 def restore_persisted(group_id: str, snap: dict[str, Any]) -> ClassicGroup:
     """``GroupMetadata.loadGroup``: a group loaded from the log is Stable (with members) or Empty."""
-    g = ClassicGroup(group_id)
-    g.generation_id = snap["generation"]
+    members = [_unmember(d, {}) for d in snap["members"]]
+    g = ClassicGroup(
+        group_id,
+        state=GroupState.STABLE if members else GroupState.EMPTY,
+        generation_id=snap["generation"],
+    )
     g.protocol_type = snap["protocol_type"]
     g.protocol_name = snap["protocol_name"]
-    for row in snap["members"]:
-        m = _unmember(row, {})
+    for m in members:
         g.add(m, None)
     g.leader_id = snap["leader"] if snap["leader"] in g.members else next(iter(g.members), None)
-    g.state = GroupState.STABLE if g.members else GroupState.EMPTY
-    g.previous_state = g.state
     g.has_offsets = snap["has_offsets"]
     g.last_commit_ms = snap["last_commit_ms"]
     g.empty_since_ms = snap["empty_since_ms"]
@@ -236,18 +230,25 @@ def restore_persisted(group_id: str, snap: dict[str, Any]) -> ClassicGroup:
 # parked calls
 # ------------------------------------------------------------------------------------------------
 def _call(c: ParkedCall) -> Json:
-    return [
-        c.seq,
-        enc(c.request),
-        c.state_before.value,
-        c.generation_before,
-        c.scored,
-        c.unscored_reason,
-        c.emitted,
-    ]
+    return {
+        "seq": c.seq,
+        "request": CODEC.encode(c.request),
+        "state_before": c.state_before.value,
+        "generation_before": c.generation_before,
+        "scored": c.scored,
+        "unscored_reason": c.unscored_reason,
+        "emitted": c.emitted,
+    }
 
 
-def _uncall(row: Json) -> ParkedCall:
-    c = ParkedCall(row[0], dec(row[1]), GroupState(row[2]), row[3], row[4], row[5])
-    c.emitted = row[6]
+def _uncall(d: Json) -> ParkedCall:
+    c = ParkedCall(
+        d["seq"],
+        CODEC.decode(d["request"]),
+        GroupState(d["state_before"]),
+        d["generation_before"],
+        d["scored"],
+        d["unscored_reason"],
+    )
+    c.emitted = d["emitted"]
     return c

@@ -14,9 +14,10 @@ response corrects the leader when Kafka picked another one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
-from transforms.coordinator.types import GroupRequest, GroupState, Protocol
+from transforms.coordinator.types import Cause, GroupRequest, GroupState, Protocol
 
 #: ``java.util.HashMap``'s initial table size and load factor.
 JAVA_HASHMAP_CAPACITY = 16
@@ -70,8 +71,14 @@ class IllegalStateTransition(RuntimeError):
 
 
 def check_transition(current: GroupState, target: GroupState) -> None:
+    """``assertValidTransition``."""
     if current not in VALID_PREVIOUS_STATES[target]:
         raise IllegalStateTransition(f"illegal group state transition {current.value} -> {target.value}")
+
+
+#: called by :meth:`ClassicGroup.transition_to` after every state change: (group, previous state,
+#: cause, causing member, adopted)
+TransitionListener = Callable[["ClassicGroup", GroupState, Cause, "str | None", bool], None]
 
 
 class ParkedCall:
@@ -104,6 +111,42 @@ class ParkedCall:
         self.unscored_reason = unscored_reason
         #: track mode: its Prediction was already emitted (the broker answered it before the model)
         self.emitted = False
+
+
+@dataclass(slots=True)
+class ReplayBook:
+    """The model's replay bookkeeping — everything besides the group, its timers and undrained outputs
+    that a resumed replay needs: the clock, sequence counters, event context, warm-start confidence,
+    coordinator-move episode, parked calls (track mode) and notes. Saved and restored whole by
+    :mod:`~transforms.coordinator.serde`."""
+
+    #: model time of the last request or timer (None: nothing handled yet)
+    now: int | None = None
+    #: seq of the next request
+    seq: int = 0
+    #: generated member ids so far
+    id_seq: int = 0
+    #: event context: time, seq and request ref of the events being emitted
+    clock: int = 0
+    ev_seq: int = 0
+    ev_ref: tuple[str, int] | None = None
+    #: warm start (see CoordinatorEngine)
+    confident: bool = True
+    warm_reason: str = "warm-up: group state not yet known"
+    last_discovery_ms: int | None = None
+    observed_full_join: bool = False
+    #: inferred members (timeouts unknown) -> when last seen alive
+    inferred_seen: dict[str, int] = field(default_factory=dict)
+    #: coordinator moves: an episode of NOT_COORDINATOR & co. is being handled; the group is loading
+    moved_episode: bool = False
+    loading: bool = False
+    #: what the coordinator last wrote for the group (``serde.snapshot_group``)
+    persisted: dict[str, object] | None = None
+    #: track mode: parked calls by request seq; model notes (mismatch kinds) by request seq
+    parked: dict[int, ParkedCall] = field(default_factory=dict)
+    notes: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    #: keys of timers armed with zero delay during the current request (run before it ends)
+    immediate: list[str] = field(default_factory=list)
 
 
 class ClassicGroupMember:
@@ -180,7 +223,10 @@ class ClassicGroupMember:
 
 
 class ClassicGroup:
-    """``GroupMetadata`` / ``ClassicGroup``: state, generation, members, static and pending maps."""
+    """``GroupMetadata`` / ``ClassicGroup``: state, generation, members, static and pending maps, and the
+    group's own rules: :meth:`transition_to` (the only way its state changes; every change is reported to
+    ``on_transition``), :meth:`validate_member`, :meth:`maybe_elect_new_joined_leader`,
+    :meth:`init_next_generation`."""
 
     __slots__ = (
         "empty_since_ms",
@@ -193,6 +239,7 @@ class ClassicGroup:
         "new_member_added",
         "num_awaiting_join",
         "num_inferred",
+        "on_transition",
         "order_known",
         "pending_members",
         "pending_sync_members",
@@ -205,11 +252,20 @@ class ClassicGroup:
         "table_capacity",
     )
 
-    def __init__(self, group_id: str) -> None:
+    def __init__(
+        self,
+        group_id: str,
+        on_transition: TransitionListener | None = None,
+        state: GroupState = GroupState.EMPTY,
+        generation_id: int = 0,
+    ) -> None:
+        """A new group is Empty; a group loaded from the log (``loadGroup``) or from saved replay state
+        starts in the ``state`` it was stored in."""
         self.group_id = group_id
-        self.state = GroupState.EMPTY
-        self.previous_state = GroupState.EMPTY
-        self.generation_id = 0
+        self.on_transition = on_transition
+        self.state = state
+        self.previous_state = state
+        self.generation_id = generation_id
         self.protocol_type: str | None = None
         self.protocol_name: str | None = None
         self.leader_id: str | None = None
@@ -231,6 +287,60 @@ class ClassicGroup:
         self.last_commit_ms = 0
         self.empty_since_ms = 0
 
+    # --- state machine (GroupMetadata.transitionTo / assertValidTransition) --------------------
+    def transition_to(
+        self,
+        target: GroupState,
+        cause: Cause,
+        member_id: str | None = None,
+        *,
+        adopted: bool = False,
+        generation_id: int | None = None,
+    ) -> None:
+        """Move to ``target`` (checked against the state machine) and report it to ``on_transition``.
+
+        ``adopted``: not a Kafka transition but reconciliation taking the state (and/or, with
+        ``generation_id``, the generation) the broker proved; not checked, and the state may stay."""
+        previous = self.state
+        if not adopted:
+            check_transition(previous, target)
+        if target is not previous:
+            self.previous_state = previous
+            self.state = target
+        if generation_id is not None:
+            self.generation_id = generation_id
+        listener = self.on_transition
+        if listener is not None:
+            listener(self, previous, cause, member_id, adopted)
+
+    def init_next_generation(self, cause: Cause, observed_generation: int | None = None) -> None:
+        """``initNextGeneration``: next generation (or the broker's, track mode), protocol selected,
+        pending-sync set cleared, CompletingRebalance (members) or Empty (none)."""
+        self.generation_id = max(self.generation_id + 1, observed_generation or 0)
+        self.pending_sync_members.clear()
+        if self.members:
+            self.protocol_name = self.select_protocol()
+            self.transition_to(GroupState.COMPLETING_REBALANCE, cause)
+        else:
+            self.protocol_name = None
+            self.transition_to(GroupState.EMPTY, cause)
+
+    def maybe_elect_new_joined_leader(self) -> str | None:
+        """``maybeElectNewJoinedLeader``: keep a leader that rejoined, else elect the first member (in
+        Kafka's order) that did. Returns the leader, or None when no member rejoined (then the leader is
+        unchanged). The caller reports a change (``leader_id`` differs from before)."""
+        leader_id = self.leader_id
+        if leader_id is None:
+            return None
+        leader = self.members.get(leader_id)
+        if leader is not None and leader.awaiting_join is not None:
+            return leader_id
+        for m in self.ordered_members():
+            if m.awaiting_join is not None:
+                self.leader_id = m.member_id
+                return m.member_id
+        return None
+
     # --- queries -------------------------------------------------------------------------------
     def member_ids(self) -> list[str]:
         """The member ids in Kafka's iteration order (module docstring)."""
@@ -248,6 +358,22 @@ class ClassicGroup:
 
     def is_pending(self, member_id: str) -> bool:
         return member_id in self.pending_members
+
+    def validate_member(
+        self, member_id: str, instance_id: str | None, *, static_membership: bool, strict: bool
+    ) -> str | None:
+        """``validateCurrentMember`` (3.0+, Java) or the 2.3-2.8 ``isStaticMemberFenced`` + ``has``: the
+        error (an ``Errors`` name) or None. ``strict``: an unknown instance id is UNKNOWN_MEMBER_ID."""
+        if instance_id is not None and static_membership:
+            mapped = self.static_members.get(instance_id)
+            if mapped is None:
+                if strict:
+                    return "UNKNOWN_MEMBER_ID"
+            elif mapped != member_id:
+                return "FENCED_INSTANCE_ID"
+        if member_id not in self.members:
+            return "UNKNOWN_MEMBER_ID"
+        return None
 
     def has_all_members_joined(self) -> bool:
         return len(self.members) == self.num_awaiting_join and not self.pending_members

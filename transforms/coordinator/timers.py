@@ -79,6 +79,24 @@ class TimerQueue:
         if len(self._heap) > 4 * len(self._timers) + 64:
             self._compact()
 
+    def may_be_due(self, t: int) -> bool:
+        """Whether a timer may be due at ``t`` (cheap: the heap's head, which may be a stale entry)."""
+        heap = self._heap
+        return bool(heap) and heap[0][0] <= t
+
+    def postpone(self, key: str, deadline: int, priority: int) -> bool:
+        """Re-arm the live timer ``key`` of ``priority`` to a *later* ``deadline`` (same kind and data)
+        without a heap operation, as :meth:`arm` would; False (nothing done) when that does not apply and
+        :meth:`arm` is needed. The heartbeat fast path."""
+        timer = self._timers.get(key)
+        if timer is None or deadline <= timer.heap_deadline or timer.priority != priority:
+            return False
+        order = self._next_order
+        self._next_order = order + 1
+        timer.deadline = deadline
+        timer.order = order
+        return True
+
     def cancel(self, key: str) -> bool:
         return self._timers.pop(key, None) is not None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from transforms.kafka_protocol import ApiKey
+from transforms.kafka_protocol import ApiKey, Errors
 
 
 class GroupState(str, Enum):
@@ -128,7 +128,10 @@ class Prediction:
 
 
 class EventKind(str, Enum):
-    TRANSITION = "transition"  # state change: from_state → to_state
+    TRANSITION = "transition"  # state change: from_state → to_state (Kafka's state machine)
+    #: reconciliation took the broker's state and/or generation (from_state → state, ``adopted``, trigger
+    #: ADOPTED): a state change outside Kafka's state machine, so not a TRANSITION
+    STATE_ADOPTED = "state_adopted"
     MEMBER_ADDED = "member_added"
     MEMBER_REMOVED = "member_removed"  # removal_reason says why
     PENDING_MEMBER_ADDED = "pending_member_added"  # MEMBER_ID_REQUIRED handed out
@@ -144,6 +147,41 @@ class EventKind(str, Enum):
     RECONCILED = "reconciled"  # track mode: model adjusted to an observed response
     EXTERNAL_ERROR = "external_error"  # NOT_COORDINATOR & co. observed
     WARM_START = "warm_start"  # model state inferred from observed responses
+
+
+class Trigger(str, Enum):
+    """Why the group changed state (a TRANSITION's ``trigger``). The first eleven are the rebalance
+    triggers of the ``rebalances`` table (same values); the rest name transitions that start no
+    rebalance. Kafka's reason text (``cause``) is written from it by :mod:`~transforms.coordinator.causes`."""
+
+    NEW_MEMBER = "new_member"
+    MEMBER_LEFT = "member_left"
+    SESSION_EXPIRY = "session_expiry"
+    REBALANCE_TIMEOUT_EVICTION = "rebalance_timeout_eviction"
+    LEADER_REJOIN = "leader_rejoin"
+    METADATA_CHANGE = "metadata_change"
+    PROTOCOL_CHANGE = "protocol_change"
+    STATIC_MEMBER_REPLACED = "static_member_replaced"
+    PENDING_SYNC_EXPIRY = "pending_sync_expiry"
+    COORDINATOR_MOVED = "coordinator_moved"
+    #: track mode: the broker was rebalancing and the model did not know why
+    RECONCILED = "reconciled"
+    #: a rebalance of the coordinator's own (a freshly loaded group over capacity, a failed store)
+    COORDINATOR = "coordinator"
+    JOIN_COMPLETED = "join_completed"  # PreparingRebalance -> CompletingRebalance / Empty
+    SYNC_COMPLETED = "sync_completed"  # CompletingRebalance -> Stable (leader's assignment stored)
+    UNLOADED = "unloaded"  # -> Dead: coordinator resigned / moved
+    OFFSETS_EXPIRED = "offsets_expired"  # Empty -> Dead
+    #: not a Kafka transition: reconciliation adopted the broker's state or generation (``adopted``)
+    ADOPTED = "adopted"
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """A typed trigger and Kafka's reason text written from it (the ``cause`` people read)."""
+
+    trigger: Trigger
+    text: str
 
 
 class RemovalReason(str, Enum):
@@ -180,3 +218,13 @@ class ModelEvent:
     protocol_name: str | None = None  # JOIN_COMPLETED: selected protocol
     protocol_type: str | None = None
     assignments: tuple[tuple[str, bytes | None], ...] = ()  # SYNC_COMPLETED: stored assignment per member
+    #: TRANSITION, STATE_ADOPTED: why (``cause`` is its text); the causing member is ``member_id``
+    trigger: Trigger | None = None
+    #: STATE_ADOPTED: not a Kafka transition but reconciliation adopting the broker's state/generation (the
+    #: generation may move while the state stays); no transition row is written for it
+    adopted: bool = False
+    #: MEMBER_ADDED and co.: a member discovered from other requests (warm start) or put back to agree
+    #: with the broker (track mode), not one that joined
+    inferred: bool = False
+    #: EXTERNAL_ERROR: the observed error
+    error: Errors | None = None

@@ -1,0 +1,175 @@
+"""The typed contract between the model and the rebalance tracker (issue 9): every state change is a
+TRANSITION carrying a typed trigger and the causing member, reconciliation's adoptions included (marked
+``adopted``); discovered members are ``inferred``; observed errors are ``Errors``; and the one saved-state
+format (framing, version header, tagged values)."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from datetime import date
+
+import pytest
+
+from tests.unit.coordinator.scenario import default_config
+from transforms.coordinator.codec import FORMAT_VERSION, Codec, SavedStateError, pack, unpack
+from transforms.coordinator.model import GroupCoordinatorModel
+from transforms.coordinator.state import ClassicGroup, IllegalStateTransition
+from transforms.coordinator.types import (
+    Cause,
+    EventKind,
+    GroupRequest,
+    GroupState,
+    ModelEvent,
+    ObservedResponse,
+    Protocol,
+    Trigger,
+)
+from transforms.kafka_protocol import ApiKey, Errors
+
+G = "group"
+
+
+def join(t: int, member: str = "", **kw: object) -> GroupRequest:
+    return GroupRequest(
+        ApiKey.JOIN_GROUP,
+        3,  # before KIP-394: a new member is added at once
+        G,
+        t,
+        member_id=member,
+        client_id="c",
+        session_timeout_ms=10_000,
+        rebalance_timeout_ms=30_000,
+        protocol_type="consumer",
+        protocols=(Protocol("range", b"m"),),
+        **kw,
+    )  # type: ignore[arg-type]
+
+
+def transitions(events: list[ModelEvent]) -> list[ModelEvent]:
+    return [e for e in events if e.kind is EventKind.TRANSITION]
+
+
+def test_kafka_transitions_carry_a_typed_trigger_and_the_causing_member() -> None:
+    model = GroupCoordinatorModel(G, default_config())
+    model.handle(join(0))
+    model.advance_to(10_000)
+    _preds, events = model.drain()
+    added = next(e for e in events if e.kind is EventKind.MEMBER_ADDED)
+    assert added.inferred is False and added.member_id
+    first, completed = transitions(events)
+    assert (first.from_state, first.state, first.trigger, first.member_id, first.adopted) == (
+        GroupState.EMPTY,
+        GroupState.PREPARING_REBALANCE,
+        Trigger.NEW_MEMBER,
+        added.member_id,
+        False,
+    )
+    assert first.cause is not None and first.cause.startswith(f"Adding new member {added.member_id}")
+    assert (completed.state, completed.trigger) == (GroupState.COMPLETING_REBALANCE, Trigger.JOIN_COMPLETED)
+
+
+def test_reconciliation_adopts_through_transitions_marked_adopted() -> None:
+    """Warm start: an accepted heartbeat of an unknown member at generation 7 proves the group, the
+    member, the generation and the Stable state — all typed, none silent."""
+    model = GroupCoordinatorModel(G, default_config(mode="track", warm_start=True))
+    hb = GroupRequest(
+        ApiKey.HEARTBEAT,
+        4,
+        G,
+        1_000,
+        member_id="m-1",
+        generation_id=7,
+        observed=ObservedResponse(error="NONE"),
+    )
+    model.handle(hb)
+    _preds, events = model.drain()
+    added = [e for e in events if e.kind is EventKind.MEMBER_ADDED]
+    assert [(e.member_id, e.inferred) for e in added] == [("m-1", True)]
+    assert not transitions(events)  # not Kafka transitions ...
+    adopted = [e for e in events if e.kind is EventKind.STATE_ADOPTED]  # ... but typed adoptions
+    assert adopted and all(e.adopted and e.trigger is Trigger.ADOPTED for e in adopted)
+    # the generation is adopted while the state stays, then the state
+    assert (adopted[0].from_state, adopted[0].state, adopted[0].generation_id) == (
+        GroupState.EMPTY,
+        GroupState.EMPTY,
+        7,
+    )
+    assert (adopted[-1].from_state, adopted[-1].state) == (GroupState.EMPTY, GroupState.STABLE)
+    assert model.state is GroupState.STABLE and model.generation_id == 7
+    # every change of state or generation the events show comes with a transition or an adoption
+    last: tuple[GroupState | None, int | None] = (None, None)
+    for e in events:
+        now = (e.state, e.generation_id)
+        if last[0] not in (None, GroupState.DEAD) and now != last:
+            assert e.kind in (EventKind.TRANSITION, EventKind.STATE_ADOPTED), e
+        last = now
+
+
+def test_external_errors_are_typed() -> None:
+    model = GroupCoordinatorModel(G, default_config())
+    model.handle(join(0, observed=ObservedResponse(error="NOT_COORDINATOR")))
+    _preds, events = model.drain()
+    ext = next(e for e in events if e.kind is EventKind.EXTERNAL_ERROR)
+    assert ext.error is Errors.NOT_COORDINATOR
+
+
+def test_transition_to_checks_kafkas_table_unless_adopted() -> None:
+    seen: list[tuple[GroupState, GroupState, Trigger, bool]] = []
+    group = ClassicGroup(
+        G, lambda g, prev, cause, _m, adopted: seen.append((prev, g.state, cause.trigger, adopted))
+    )
+    with pytest.raises(IllegalStateTransition):
+        group.transition_to(GroupState.STABLE, Cause(Trigger.SYNC_COMPLETED, "x"))
+    assert group.state is GroupState.EMPTY and not seen
+    group.transition_to(GroupState.STABLE, Cause(Trigger.ADOPTED, "broker says so"), adopted=True)
+    group.transition_to(GroupState.PREPARING_REBALANCE, Cause(Trigger.SESSION_EXPIRY, "gone"), "m")
+    assert seen == [
+        (GroupState.EMPTY, GroupState.STABLE, Trigger.ADOPTED, True),
+        (GroupState.STABLE, GroupState.PREPARING_REBALANCE, Trigger.SESSION_EXPIRY, False),
+    ]
+    assert group.previous_state is GroupState.STABLE
+
+
+# ------------------------------------------------------------------------------ saved-state format
+def test_codec_round_trips_every_form() -> None:
+    codec = Codec(classes=(Protocol,), enums=(GroupState, Errors))
+    value = {
+        "bytes": b"\x00\xff",
+        "tuple": (1, "a", None),
+        "list": [1, [2, 3]],
+        ("tuple", 1): {3: "int keys"},
+        "set": {"b", "a"},
+        "date": date(2024, 2, 29),
+        "enums": [GroupState.STABLE, Errors.NOT_COORDINATOR],
+        "dataclass": Protocol("range", b"m", 1),
+        "dollar": {"$d": "a plain dict that looks like a tag"},
+    }
+    encoded = codec.encode(value)
+    assert codec.decode(json.loads(json.dumps(encoded))) == value
+    with pytest.raises(TypeError):
+        codec.encode(object())
+
+
+def test_saved_state_has_one_header_and_refuses_other_versions() -> None:
+    data = pack(b"TEST", {"x": 1})
+    assert data[:4] == b"TEST" and data[4] == FORMAT_VERSION
+    assert unpack(b"TEST", data, "thing") == {"x": 1}
+    with pytest.raises(SavedStateError, match=f"format version {FORMAT_VERSION + 1}"):
+        unpack(b"TEST", data[:4] + bytes([FORMAT_VERSION + 1]) + data[5:], "thing")
+    earlier = zlib.compress(json.dumps({"v": 2, "model": "..."}).encode())
+    with pytest.raises(SavedStateError, match=r"earlier version.*v=2"):
+        unpack(b"TEST", earlier, "thing")
+    with pytest.raises(SavedStateError, match="not a saved thing"):
+        unpack(b"TEST", b"garbage", "thing")
+
+
+def test_model_state_round_trips_with_pending_outputs() -> None:
+    model = GroupCoordinatorModel(G, default_config(mode="track", warm_start=True))
+    model.handle(join(0, observed=ObservedResponse(error="NONE", completion_ms=5_000)))
+    data = model.to_bytes()
+    back = GroupCoordinatorModel.from_bytes(data, default_config(mode="track", warm_start=True))
+    assert back.to_bytes() == data
+    assert back.drain() == model.drain()
+    assert list(back.book.parked) == list(model.book.parked) == [0]  # the parked JoinGroup
+    assert (back.book.seq, back.book.now, back.book.confident) == (model.book.seq, model.book.now, False)
