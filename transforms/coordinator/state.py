@@ -413,7 +413,14 @@ class ClassicGroup:
         if not votes:
             if self.protocol_name is not None:
                 return self.protocol_name
-            raise RuntimeError(f"no protocol can be selected for group {self.group_id}")
+            # Kafka admits no member that shares no protocol with the group (§4.7), so this is reached only
+            # while track mode / warm start still holds a join the broker refused (its answer not due
+            # yet): each member's first choice votes, and the engine stops trusting its answers
+            for m in self.ordered_members():
+                if m.protocols:
+                    votes[m.protocols[0].name] = votes.get(m.protocols[0].name, 0) + 1
+            if not votes:
+                raise RuntimeError(f"no protocol can be selected for group {self.group_id}")
         best = max(votes.values())
         # Kafka counts votes in a HashMap and takes the first maximum in its iteration order
         return next(name for name in java_hash_order(votes) if votes[name] == best)

@@ -1,0 +1,71 @@
+"""Regression (found by hypothesis): warm start in track mode, every request stamped at the same
+millisecond. A JoinGroup the model admits (the group's protocol is unknown: its only member is inferred)
+is refused by the broker with INCONSISTENT_GROUP_PROTOCOL; before that answer is due, the join phase
+completes with members that share no protocol. The model must keep going (no "no protocol can be
+selected" crash), stop trusting its answers, and still answer every request."""
+
+from dataclasses import replace
+
+from tests.unit.coordinator.test_coordinator_properties import GROUP, check_group, drive
+from transforms.coordinator.config import CoordinatorConfig
+from transforms.coordinator.model import GroupCoordinatorModel
+from transforms.coordinator.types import EventKind, ObservedResponse
+
+ACTIONS = [
+    ("join", 2, 0, 10, 2),
+    ("sync", 0, 0, 0, 0),
+    ("join", 0, 0, 0, 3),
+    ("join", 0, 0, 0, 3),
+    ("join", 0, 0, 0, 3),
+    ("join", 0, 0, 2, 0),
+    ("join", 3, 0, 1, 0),
+    ("sync", 0, 0, 1, 0),
+    ("sync", 1, 0, 1, 2),
+    *[("join", 0, 0, 0, 0)] * 9,
+    ("join", 2, 0, 0, 0),
+]
+
+
+def test_join_phase_without_a_shared_protocol_loses_confidence_instead_of_crashing() -> None:
+    config = CoordinatorConfig(
+        kafka_version="2.2",
+        group_min_session_timeout_ms=6000,
+        group_initial_rebalance_delay_ms=0,
+        group_max_size=2,
+        timer_rule="strict",
+        emit_liveness_events=True,
+    )
+    requests, preds, _, _ = drive(config, ACTIONS, 1)
+    by_seq = {p.seq: p.response for p in preds}
+    observed = []
+    for i, req in enumerate(requests):
+        r = by_seq[i]
+        obs = ObservedResponse(
+            error=None if r.error == "NO_RESPONSE" else r.error,
+            generation_id=r.generation_id,
+            leader=r.leader,
+            member_id=r.member_id,
+            protocol_name=r.protocol_name,
+            members=r.members,
+            member_errors=r.member_errors,
+            partition_errors=r.partition_errors,
+            completion_ms=r.completion_ms,
+        )
+        observed.append(replace(req, observed=obs))
+    suffix = observed[len(observed) // 3 :]
+    warm = GroupCoordinatorModel(GROUP, replace(config, mode="track", warm_start=True))
+    out = []
+    events = []
+    for req in suffix:
+        warm.handle(req)
+        p, e = warm.drain()
+        out.extend(p)
+        events.extend(e)
+        check_group(warm)
+    warm.advance_to(suffix[-1].arrival_ms + 10 * 24 * 3600 * 1000)
+    out.extend(warm.drain()[0])
+    assert sorted(p.seq for p in out) == list(range(len(suffix)))
+    assert any(
+        e.kind is EventKind.WARM_START and "no protocol shared by every member" in (e.detail or "")
+        for e in events
+    )
