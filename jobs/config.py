@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 
+from transforms.audit.config import AuditConfigError, AuditSettings, parse_audit_settings
 from transforms.coordinator.config import CoordinatorConfig
 
 KAFKA_VERSIONS = (
@@ -133,6 +134,7 @@ class Config:
     report: ReportConfig
     output: OutputConfig
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    audit: AuditSettings = field(default_factory=AuditSettings)
 
     def coordinator_config(self) -> CoordinatorConfig:
         """The coordinator model's configuration for this run."""
@@ -359,7 +361,15 @@ def build_config(data: dict[str, Any]) -> Config:
         report=ReportConfig(great_expectations=_bool(data, "report.great_expectations")),
         output=OutputConfig(redact=_redact(data)),
         raw=copy.deepcopy(data),
+        audit=_audit(data),
     )
+
+
+def _audit(data: Mapping[str, Any]) -> AuditSettings:
+    try:
+        return parse_audit_settings(data.get("audit"))
+    except AuditConfigError as e:
+        raise ConfigError(str(e)) from None
 
 
 def load_config(
