@@ -523,11 +523,13 @@ def group_inputs_of(files: dict[str, list[str]], coordinator: CoordinatorConfig)
     )
     out: dict[str, Any] = {}
     settings = ReplaySettings(coordinator=coordinator)
+    # a batch replay runs every group to one horizon: the newest completion of the whole log
+    horizon = max(int(r["completion_ms"]) for rows in by_group.values() for r in rows) + 1
     for gid in sorted(by_group):
         rows = by_group[gid]
         replayer = GroupReplayer(gid, settings)
         replayer.feed(rows)
-        produced = replayer.process(max(int(r["completion_ms"]) for r in rows) + 1)
+        produced = replayer.process(horizon)
         final = replayer.finish()
         kinds: dict[str, list[dict[str, Any]]] = {}
         for o in (produced, final):

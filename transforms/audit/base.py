@@ -103,6 +103,13 @@ def make_finding(
     m["evidence_omitted"] = float(max(0, len(rows) - cap))
     member_ids = tuple(sorted(set(members)))
     info = member_info(inputs, member_ids)
+    anonymous = [r for r in rows if not r.member_id and not r.response_member_id]  # refused first joins
+    if anonymous:
+        info = MemberInfo(
+            sorted_unique([*info.instance_ids, *(r.group_instance_id for r in anonymous)]),
+            sorted_unique([*info.client_ids, *(r.client_id for r in anonymous)]),
+            sorted_unique([*info.hosts, *(r.host for r in anonymous)]),
+        )
     if confidence < 1 and confidence_note:
         summary = f"{summary} (confidence {confidence:.2f}: {confidence_note})"
     return Finding(

@@ -53,13 +53,17 @@ def _last_heartbeat_before(inputs: GroupInputs, member: str, t: int) -> Req | No
 
 
 def _expiries(inputs: GroupInputs) -> list[tuple[Session, Req | None, str]]:
-    """Every session-expiry eviction with the member's last request before it and its kind:
+    """Every session-expiry eviction (while the group still had traffic) with the member's last request
+    before it and its kind:
     ``dynamic``, ``static-stalled`` (the same member id speaks again: the process was alive),
     ``static-restarted`` (the instance id rejoins with a new member id), ``static-gone``."""
     out = []
+    last_request = inputs.requests[-1].arrival_ms if inputs.requests else 0
     for s in inputs.sessions:
         if s.end_reason != SESSION_EXPIRY or s.ended_ms is None:
             continue
+        if s.ended_ms > last_request:  # the whole group went silent (stopped, or its log ends): no one
+            continue  # is left waiting on a rebalance, and the log cannot tell a crash from a stop
         last = _last_heartbeat_before(inputs, s.member_id, s.ended_ms)
         kind = "dynamic"
         if s.group_instance_id:
@@ -374,7 +378,7 @@ def heartbeat_interval_near_timeout(inputs: GroupInputs, st: R06Settings, cap: i
 
 @register("R12", "static-session-timeout-too-large")
 def static_timeout_too_large(inputs: GroupInputs, st: R12Settings, cap: int) -> list[Finding]:
-    evicted = {s.member_id for s in inputs.sessions if s.end_reason == SESSION_EXPIRY}
+    evicted = {s.member_id for s, _, _ in _expiries(inputs)}
     silent: list[tuple[str, int, Req, Req, int]] = []
     for member, gaps in sorted(heartbeat_gaps(inputs).items()):
         if member in evicted or not gaps[0][1].group_instance_id:

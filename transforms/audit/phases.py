@@ -61,7 +61,8 @@ def _trigger_rows(inputs: GroupInputs, rbs: list[Rebalance]) -> list[Req]:
 
 @register("R01", "rebalance-storm")
 def rebalance_storm(inputs: GroupInputs, st: R01Settings, cap: int) -> list[Finding]:
-    rbs = list(inputs.rebalances)
+    last_request = inputs.requests[-1].arrival_ms if inputs.requests else 0
+    rbs = [rb for rb in inputs.rebalances if rb.started_ms <= last_request]  # not the log-end expiries
     best: tuple[int, int] | None = None
     j = 0
     for i in range(len(rbs)):
