@@ -208,12 +208,14 @@ class AuditResult:
     def format_text(self) -> str:
         state = "up to date" if self.up_to_date else f"{self.evaluated_groups} group(s) evaluated"
         lines = [
-            f"audit: {self.groups} group(s), {state}, {len(self.rules)} rule(s): {len(self.findings)} finding(s)"
+            f"audit: {self.groups} group(s), {state}, {len(self.rules)} rule(s): {len(self.findings)} "
+            "finding(s)"
         ]
         table = rule_table(self.findings)
         if table:
             lines.append(
-                f"  {'rule':<48} {'severity':<9} {'groups':>6} {'occurrences':>11} {'rebalance time caused':>22}"
+                f"  {'rule':<48} {'severity':<9} {'groups':>6} {'occurrences':>11} "
+                f"{'rebalance time caused':>22}"
             )
             for t in table:
                 lines.append(
@@ -225,7 +227,8 @@ class AuditResult:
         for h in self.health:
             top = ", ".join(h["top_findings"]) or "no findings"
             lines.append(
-                f"  group {h['group_id']}: {h['rebalances']} rebalances, {h['rebalancing_s']:.1f} s rebalancing; {top}"
+                f"  group {h['group_id']}: {h['rebalances']} rebalances, {h['rebalancing_s']:.1f} s "
+                f"rebalancing; {top}"
             )
         if self.gx is not None:
             lines.append(f"  Great Expectations: {'ok' if self.gx.success else 'FAILED'}: findings_contract")

@@ -25,6 +25,9 @@ checkpoint per suite:
   durations ≥ 0; ``generation_to ≥ generation_from``; in ``transitions`` each group's ``generation_id``
   ≥ the previous one (``lag`` over the group ordered by ``seq, time_ms``); ``(group_id, seq)`` unique in
   ``predictions``. An absent table leaves its expectations vacuously true.
+* ``findings_contract`` on the audit's ``findings`` (when the table exists; ``audit`` also runs it right
+  after writing the table): every finding has evidence rows, ``window_start_ms ≤ window_end_ms``,
+  ``severity`` in info/warning/critical, ``confidence`` in [0, 1], ``rule_id`` is R01…R23.
 
 A failed expectation does not fail the job (exit 0): it is reported (``gx_success``, ``gx.failures``) and
 shown in Data Docs. ``report.great_expectations: false`` skips GX (``gx_success`` and ``data_docs`` None).

@@ -343,7 +343,7 @@ def kip848(g: str, t: int, rnd: random.Random, on: bool = True) -> Incident:
     )
 
 
-def healthy(g: str, t: int, rnd: random.Random, on: bool = True) -> Incident:  # noqa: ARG001
+def healthy(g: str, t: int, rnd: random.Random, on: bool = True) -> Incident:
     """A control group: steady members, one graceful close, one new member later."""
     n = rnd.randint(2, 5)
     cs = _steady(n, t, rnd)

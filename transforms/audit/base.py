@@ -3,6 +3,7 @@ gaps, a member's requests."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -151,7 +152,7 @@ def heartbeat_gaps(inputs: GroupInputs) -> dict[str, list[tuple[int, Req, Req]]]
 def quantile(values: Sequence[float], q: float) -> float:
     """Nearest-rank quantile (deterministic, no interpolation)."""
     s = sorted(values)
-    k = max(0, min(len(s) - 1, int(round(q * len(s) + 0.5)) - 1))
+    k = max(0, min(len(s) - 1, math.ceil(q * len(s)) - 1))
     return float(s[k])
 
 

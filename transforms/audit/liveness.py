@@ -113,7 +113,8 @@ def session_timeout_eviction(inputs: GroupInputs, st: R02Settings, cap: int) -> 
     )
     fix = (
         "find the pause source (crash, GC, network, a starved heartbeat thread) on "
-        f"{', '.join(names)}; if pauses are expected raise session.timeout.ms to ≥ {_round_up(max(gaps) * 1.5)} "
+        f"{', '.join(names)}; if pauses are expected raise session.timeout.ms to ≥ "
+        f"{_round_up(max(gaps) * 1.5)} "
         f"(now {max(stos)}), and close consumers with close() so they send a LeaveGroup"
     )
     return [
@@ -294,10 +295,17 @@ def static_member_poll_timeout(inputs: GroupInputs, st: R04Settings, cap: int) -
             rule="static-member-poll-timeout",
             severity=st.severity,
             confidence=0.8,
-            note="a static member sends no LeaveGroup: the log cannot tell a stalled poll loop from a stalled heartbeat thread",
-            summary_tail="the same process spoke again afterwards (its old member id was refused), so it stalled rather than restarted",
+            note=(
+                "a static member sends no LeaveGroup: the log cannot tell a stalled poll loop from a "
+                "stalled heartbeat thread"
+            ),
+            summary_tail=(
+                "the same process spoke again afterwards (its old member id was refused), so it stalled "
+                "rather than restarted"
+            ),
             fix=(
-                "lower max.poll.records or raise max.poll.interval.ms and move slow work off the poll thread; "
+                "lower max.poll.records or raise max.poll.interval.ms and move slow work off the poll "
+                "thread; "
                 "static members are detected only after session.timeout.ms ({sto}), so a stalled poll loop "
                 "keeps its partitions idle that long"
             ),
@@ -321,8 +329,14 @@ def static_restart_slow(inputs: GroupInputs, st: R11Settings, cap: int) -> list[
             severity=st.severity,
             confidence=0.9,
             note="the restart time is measured from the last heartbeat, not from the process stop",
-            summary_tail="the instance rejoined with a new member id afterwards: the restart took longer than the session timeout, costing two rebalances instead of none",
-            fix="raise session.timeout.ms above the p99 restart time (≥ {gap}; now {sto}) so a restart is a static replacement without a rebalance",
+            summary_tail=(
+                "the instance rejoined with a new member id afterwards: the restart took longer than the "
+                "session timeout, costing two rebalances instead of none"
+            ),
+            fix=(
+                "raise session.timeout.ms above the p99 restart time (≥ {gap}; now {sto}) so a restart is a "
+                "static replacement without a rebalance"
+            ),
             extra={},
         )
     ]
@@ -364,7 +378,9 @@ def heartbeat_interval_near_timeout(inputs: GroupInputs, st: R06Settings, cap: i
             rule="heartbeat-interval-near-session-timeout",
             severity=st.severity,
             confidence=0.8,
-            confidence_note="heartbeat.interval.ms is inferred from the cadence (classic JoinGroup does not carry it)",
+            confidence_note=(
+                "heartbeat.interval.ms is inferred from the cadence (classic JoinGroup does not carry it)"
+            ),
             members=members,
             evidence=rows,
             occurrences=len(flagged),
@@ -455,7 +471,8 @@ def double_join(inputs: GroupInputs, st: R15Settings, cap: int) -> list[Finding]
     holds = [inputs.rebalance(s).join_phase_ms or 0 for s in seqs if inputs.rebalance(s)]  # type: ignore[union-attr]
     summary = (
         f"{', '.join(clients)} sent JoinGroup twice and got MEMBER_ID_REQUIRED twice within "
-        f"{st.double_join_window_ms} ms ({len(hits)} time{'s' if len(hits) != 1 else ''}); the first member id "
+        f"{st.double_join_window_ms} ms ({len(hits)} time{'s' if len(hits) != 1 else ''}); the first member "
+        "id "
         f"was never used and stayed pending, holding the join phase for {span(holds) if holds else '?'}"
     )
     used_ids = [b.response_member_id or "" for _, b in hits]
@@ -471,8 +488,10 @@ def double_join(inputs: GroupInputs, st: R15Settings, cap: int) -> list[Finding]
             evidence=[r for pair in hits for r in pair],
             occurrences=len(hits),
             summary=summary,
-            fix="upgrade the client (KIP-394 double-join bug, e.g. librdkafka ≥ 2.10 / the client's fix release); "
-            "until then a lower session.timeout.ms shortens the hold",
+            fix=(
+                "upgrade the client (the KIP-394 double-join bug is fixed in newer client releases, e.g. "
+                "librdkafka PR #5570); until then a lower session.timeout.ms shortens the hold"
+            ),
             metrics={"leaked_members": float(len(leaked)), "max_join_phase_ms": float(max(holds, default=0))},
             rebalance_seqs=seqs,
         )

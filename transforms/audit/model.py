@@ -126,7 +126,7 @@ class Req:
 
     @staticmethod
     def from_row(row: Mapping[str, Any]) -> Req:
-        kw = {c: row.get(c) for c in REQUEST_COLUMNS}
+        kw: dict[str, Any] = {c: row.get(c) for c in REQUEST_COLUMNS}
         protocols = row.get("protocols") or ()
         leaves = row.get("leave_members") or ()
         commits = row.get("response_commit_partitions") or ()
@@ -178,7 +178,7 @@ class Rebalance:
 
     @staticmethod
     def from_row(row: Mapping[str, Any]) -> Rebalance:
-        kw = {c: row.get(c) for c in REBALANCE_COLUMNS}
+        kw: dict[str, Any] = {c: row.get(c) for c in REBALANCE_COLUMNS}
         for c in ("members_before", "members_after", "joined", "left", "evicted"):
             kw[c] = _tuple(kw[c])
         kw["cooperative_follow_up"] = bool(kw["cooperative_follow_up"])
@@ -202,7 +202,8 @@ class Session:
 
     @staticmethod
     def from_row(row: Mapping[str, Any]) -> Session:
-        return Session(**{c: row.get(c) for c in SESSION_COLUMNS})
+        kw: dict[str, Any] = {c: row.get(c) for c in SESSION_COLUMNS}
+        return Session(**kw)
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,8 @@ class Transition:
 
     @staticmethod
     def from_row(row: Mapping[str, Any]) -> Transition:
-        return Transition(**{c: row.get(c) for c in TRANSITION_COLUMNS})
+        kw: dict[str, Any] = {c: row.get(c) for c in TRANSITION_COLUMNS}
+        return Transition(**kw)
 
 
 @dataclass(frozen=True)
@@ -350,6 +352,8 @@ def seconds(ms: float | None) -> str:
     """A duration for a summary: ``45 s``, ``1.5 s``, ``12 min``."""
     if ms is None:
         return "?"
+    if ms < 1000:
+        return f"{ms:.0f} ms"
     s = ms / 1000
     if s >= 600:
         return f"{s / 60:.0f} min"

@@ -8,6 +8,7 @@ R16 metadata-driven-rebalances, R19 sync-never-completes, R22 periodic-probing-r
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 
 from transforms.audit.base import JOIN_GROUP, LEAVE_GROUP, escalate, make_finding, quantile, who
 from transforms.audit.config import (
@@ -83,9 +84,11 @@ def rebalance_storm(inputs: GroupInputs, st: R01Settings, cap: int) -> list[Find
     spent = sum(rb.total_duration_ms or 0 for rb in window)
     members = sorted({rb.trigger_member_id for rb in window if rb.trigger_member_id})
     summary = (
-        f"{n} rebalances within {seconds(min(end - start, HOUR_MS))} (threshold {st.max_rebalances_per_hour}/hour), "
+        f"{n} rebalances within {seconds(min(end - start, HOUR_MS))} (threshold "
+        f"{st.max_rebalances_per_hour}/hour), "
         f"{seconds(spent)} spent rebalancing; dominant trigger {dominant} ({dom_n} of {n}, see "
-        f"{TRIGGER_RULE.get(dominant, 'the triggers')}); {hb27} of {len(hbs)} heartbeats answered REBALANCE_IN_PROGRESS"
+        f"{TRIGGER_RULE.get(dominant, 'the triggers')}); {hb27} of {len(hbs)} heartbeats answered "
+        "REBALANCE_IN_PROGRESS"
     )
     return [
         make_finding(
@@ -101,7 +104,8 @@ def rebalance_storm(inputs: GroupInputs, st: R01Settings, cap: int) -> list[Find
             summary=summary,
             fix=(
                 f"remove the dominant trigger ({dominant}); then make rebalances cheap: group.instance.id "
-                "(static membership), partition.assignment.strategy=cooperative-sticky, or group.protocol=consumer (KIP-848)"
+                "(static membership), partition.assignment.strategy=cooperative-sticky, or "
+                "group.protocol=consumer (KIP-848)"
             ),
             metrics={
                 "rebalances_in_hour": float(n),
@@ -156,7 +160,9 @@ def held_by_slow_member(inputs: GroupInputs, st: R05Settings, cap: int) -> list[
             rule="rebalance-held-by-slow-member",
             severity=escalate(st.severity, (max(phases) >= st.critical_join_phase_ms, "critical")),
             confidence=0.9,
-            confidence_note="the holder is the last member to rejoin; its own client-side delay is not in the log",
+            confidence_note=(
+                "the holder is the last member to rejoin; its own client-side delay is not in the log"
+            ),
             members=members,
             evidence=rows,
             occurrences=len(held),
@@ -205,10 +211,15 @@ def cooperative_follow_ups(inputs: GroupInputs, st: R09Settings, cap: int) -> li
             evidence=_trigger_rows(inputs, rbs),
             occurrences=len(chains),
             summary=(
-                f"{len(chains)} trigger{'s' if len(chains) != 1 else ''} needed up to {rounds} cooperative rounds "
-                f"(expected 2: one revoking, one assigning), {seconds(sum(rb.total_duration_ms or 0 for rb in rbs))} in all"
+                f"{len(chains)} trigger{'s' if len(chains) != 1 else ''} needed up to {rounds} cooperative "
+                "rounds "
+                "(expected 2: one revoking, one assigning), "
+                f"{seconds(sum(rb.total_duration_ms or 0 for rb in rbs))} in all"
             ),
-            fix="upgrade clients and assignors (KAFKA-8767) and use one partition.assignment.strategy=cooperative-sticky everywhere",
+            fix=(
+                "upgrade clients and assignors (KAFKA-8767) and use one "
+                "partition.assignment.strategy=cooperative-sticky everywhere"
+            ),
             metrics={"max_rounds": float(rounds)},
             rebalance_seqs=[rb.rebalance_seq for rb in rbs],
             window=(rbs[0].started_ms, max(rb.ended_ms or rb.started_ms for rb in rbs)),
@@ -273,18 +284,24 @@ def rolling_deploy(inputs: GroupInputs, st: R13Settings, cap: int) -> list[Findi
             rule="rolling-deploy-without-static-membership",
             severity=st.severity,
             confidence=0.9,
-            confidence_note="pods are paired by time: a LeaveGroup and a new dynamic member within the replace window",
+            confidence_note=(
+                "pods are paired by time: a LeaveGroup and a new dynamic member within the replace window"
+            ),
             members=members + [m for m in new if m],
             evidence=[r for p in pairs for r in p],
             occurrences=len(pairs),
             summary=(
-                f"a rolling deploy replaced {len(pairs)} dynamic members in {seconds(end - start)}: each pod's "
+                f"a rolling deploy replaced {len(pairs)} dynamic members in {seconds(end - start)}: each "
+                "pod's "
                 f"LeaveGroup and its successor's join cost {len(rbs)} rebalances "
-                f"({len(rbs) / len(pairs):.1f} per pod, {seconds(sum(rb.total_duration_ms or 0 for rb in rbs))} rebalancing)"
+                f"({len(rbs) / len(pairs):.1f} per pod, "
+                f"{seconds(sum(rb.total_duration_ms or 0 for rb in rbs))} rebalancing)"
             ),
             fix=(
-                "set group.instance.id per pod (e.g. the StatefulSet ordinal) with session.timeout.ms above the "
-                "restart time, plus partition.assignment.strategy=cooperative-sticky — or group.protocol=consumer (KIP-848)"
+                "set group.instance.id per pod (e.g. the StatefulSet ordinal) with session.timeout.ms above "
+                "the "
+                "restart time, plus partition.assignment.strategy=cooperative-sticky — or "
+                "group.protocol=consumer (KIP-848)"
             ),
             metrics={"pods_replaced": float(len(pairs)), "rebalances": float(len(rbs))},
             rebalance_seqs=[rb.rebalance_seq for rb in rbs],
@@ -317,11 +334,13 @@ def initial_delay_churn(inputs: GroupInputs, st: R14Settings, cap: int) -> list[
             evidence=[r for r in rows if r is not None],
             occurrences=len(cycles),
             summary=(
-                f"the group emptied and formed again {len(cycles)} times (short-lived consumers); each first join "
+                f"the group emptied and formed again {len(cycles)} times (short-lived consumers); each "
+                "first join "
                 f"waited {span(phases)} for group.initial.rebalance.delay.ms={delay}"
             ),
             fix=(
-                "for test or ephemeral clusters set group.initial.rebalance.delay.ms=0 on the brokers; for short-lived "
+                "for test or ephemeral clusters set group.initial.rebalance.delay.ms=0 on the brokers; for "
+                "short-lived "
                 "consumers reuse one long-lived member or use assign() instead of subscribe()"
             ),
             metrics={
@@ -365,12 +384,14 @@ def metadata_driven(inputs: GroupInputs, st: R16Settings, cap: int) -> list[Find
             evidence=_trigger_rows(inputs, rbs),
             occurrences=n,
             summary=(
-                f"{n} rebalance{'s' if n != 1 else ''} with unchanged membership were started by members rejoining "
+                f"{n} rebalance{'s' if n != 1 else ''} with unchanged membership were started by members "
+                "rejoining "
                 f"because of topic metadata ({'; '.join(repr(r) for r in reasons)}), "
                 f"{seconds(sum(rb.total_duration_ms or 0 for rb in rbs))} rebalancing"
             ),
             fix=(
-                "avoid churny regex subscriptions, batch topic creation, or use group.protocol=consumer (KIP-848 "
+                "avoid churny regex subscriptions, batch topic creation, or use group.protocol=consumer "
+                "(KIP-848 "
                 "matches regexes on the broker); a larger metadata.max.age.ms spaces the refreshes"
             ),
             metrics={"metadata_rebalances": float(n)},
@@ -424,12 +445,14 @@ def sync_never_completes(inputs: GroupInputs, st: R19Settings, cap: int) -> list
     parts = []
     if expired:
         parts.append(
-            f"{', '.join(names)} got the JoinGroup answer but never sent SyncGroup within the rebalance timeout "
+            f"{', '.join(names)} got the JoinGroup answer but never sent SyncGroup within the rebalance "
+            "timeout "
             f"({span(rtos)}) and {'was' if len(expired) == 1 else 'were'} removed, starting another rebalance"
         )
     if slow:
         parts.append(
-            f"{len(slow)} sync phase(s) took {span([rb.sync_phase_ms or 0 for rb in slow])} (slow leader assignment)"
+            f"{len(slow)} sync phase(s) took {span([rb.sync_phase_ms or 0 for rb in slow])} (slow leader "
+            "assignment)"
         )
     windows = [(s.joined_ms, s.ended_ms or s.joined_ms) for s in expired] + [
         (rb.join_completed_ms or rb.started_ms, rb.stable_ms or rb.ended_ms or rb.started_ms) for rb in slow
@@ -448,7 +471,8 @@ def sync_never_completes(inputs: GroupInputs, st: R19Settings, cap: int) -> list
             occurrences=len(expired) + len(slow),
             summary="; ".join(parts),
             fix=(
-                "keep the rebalance listener (onPartitionsRevoked/onPartitionsAssigned) free of blocking work and check "
+                "keep the rebalance listener (onPartitionsRevoked/onPartitionsAssigned) free of blocking "
+                "work and check "
                 "the leader's assignor performance and health; max.poll.interval.ms bounds the wait"
             ),
             metrics={"pending_sync_expiries": float(len(expired)), "slow_syncs": float(len(slow))},
@@ -481,7 +505,7 @@ def probing_rebalances(inputs: GroupInputs, st: R22Settings, cap: int) -> list[F
             best = list(run)
     if len(best) < st.min_rebalances:
         return []
-    gaps = [b.started_ms - a.started_ms for a, b in zip(best, best[1:], strict=False)]
+    gaps = [b.started_ms - a.started_ms for a, b in pairwise(best)]
     return [
         make_finding(
             inputs,
@@ -490,16 +514,21 @@ def probing_rebalances(inputs: GroupInputs, st: R22Settings, cap: int) -> list[F
             rule="periodic-probing-rebalances",
             severity=st.severity,
             confidence=0.7,
-            confidence_note="recognised by cadence and unchanged membership: the log does not say the clients are Kafka Streams",
+            confidence_note=(
+                "recognised by cadence and unchanged membership: the log does not say the clients are Kafka "
+                "Streams"
+            ),
             members=sorted({rb.trigger_member_id for rb in best if rb.trigger_member_id}),
             evidence=_trigger_rows(inputs, best),
             occurrences=len(best),
             summary=(
                 f"{len(best)} rebalances with identical membership every {span(gaps)} "
-                f"(probing.rebalance.interval.ms={st.probing_interval_ms}): warm-up replicas are not catching up"
+                f"(probing.rebalance.interval.ms={st.probing_interval_ms}): warm-up replicas are not "
+                "catching up"
             ),
             fix=(
-                "let warm-up tasks catch up: raise acceptable.recovery.lag, max.warmup.replicas or num.standby.replicas, "
+                "let warm-up tasks catch up: raise acceptable.recovery.lag, max.warmup.replicas or "
+                "num.standby.replicas, "
                 "or raise probing.rebalance.interval.ms"
             ),
             metrics={"median_interval_ms": quantile(gaps, 0.5)},

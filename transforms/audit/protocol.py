@@ -54,11 +54,14 @@ def session_timeout_out_of_bounds(inputs: GroupInputs, st: R07Settings, cap: int
             evidence=rows,
             occurrences=len(rows),
             summary=(
-                f"{_clients(rows)} asked for session.timeout.ms {', '.join(map(str, stos))}, outside the broker's "
-                f"[{lo}, {hi}]: {len(rows)} JoinGroup(s) refused with INVALID_SESSION_TIMEOUT, the consumer cannot join"
+                f"{_clients(rows)} asked for session.timeout.ms {', '.join(map(str, stos))}, outside the "
+                "broker's "
+                f"[{lo}, {hi}]: {len(rows)} JoinGroup(s) refused with INVALID_SESSION_TIMEOUT, the consumer "
+                "cannot join"
             ),
             fix=(
-                f"set session.timeout.ms between group.min.session.timeout.ms={lo} and group.max.session.timeout.ms={hi} "
+                f"set session.timeout.ms between group.min.session.timeout.ms={lo} and "
+                f"group.max.session.timeout.ms={hi} "
                 f"(e.g. {min(max(45000, lo), hi)}), or change the broker bounds"
             ),
             metrics={
@@ -108,7 +111,8 @@ def inconsistent_assignors(inputs: GroupInputs, st: R08Settings, cap: int) -> li
                 + (f", {len(odd)} join(s) with a different assignor list" if odd else "")
             ),
             fix=(
-                "use one partition.assignment.strategy in every member of the group (upgrade with KIP-429's two "
+                "use one partition.assignment.strategy in every member of the group (upgrade with KIP-429's "
+                "two "
                 "rolling bounces listing both assignors), and give each application its own group.id"
             ),
             metrics={"refused_joins": float(len(refused)), "assignor_sets": float(len(sets))},
@@ -134,7 +138,9 @@ def duplicate_instance_id(inputs: GroupInputs, st: R10Settings, cap: int) -> lis
                 rule="duplicate-group-instance-id",
                 severity=st.severity,
                 confidence=1.0 if len({(c, h) for c, h, _ in users}) > 1 else 0.7,
-                confidence_note="one client id and host: possibly a restarted process with a stale one still running",
+                confidence_note=(
+                    "one client id and host: possibly a restarted process with a stale one still running"
+                ),
                 members=_members_of(rows),
                 evidence=f,
                 occurrences=len(f),
@@ -143,7 +149,10 @@ def duplicate_instance_id(inputs: GroupInputs, st: R10Settings, cap: int) -> lis
                     f"({', '.join(sorted({f'{c} ({h})' for c, h, _ in users}))}); they fence each other: "
                     f"{len(f)} requests answered FENCED_INSTANCE_ID"
                 ),
-                fix="give every replica a unique group.instance.id (e.g. the StatefulSet ordinal, not a hostname a Deployment reuses)",
+                fix=(
+                    "give every replica a unique group.instance.id (e.g. the StatefulSet ordinal, not a "
+                    "hostname a Deployment reuses)"
+                ),
                 metrics={"fenced_requests": float(len(f)), "connections": float(len(users))},
             )
         )
@@ -191,7 +200,8 @@ def over_provisioned(inputs: GroupInputs, st: R17Settings, cap: int) -> list[Fin
             evidence=[h[0] for h in hits],
             occurrences=len(hits),
             summary=(
-                f"{len(empty)} of {size} members got no partitions ({parts} partitions assigned) in {len(hits)} "
+                f"{len(empty)} of {size} members got no partitions ({parts} partitions assigned) in "
+                f"{len(hits)} "
                 "generation(s): they consume nothing but still rebalance with the group"
             ),
             fix=f"right-size the group: at most {parts} members for {parts} partitions, or add partitions",
@@ -277,14 +287,16 @@ def coordinator_moving(inputs: GroupInputs, st: R20Settings, cap: int) -> list[F
                     else "the coordinator was unavailable"
                 )
                 + (
-                    f"; {len(errs)} request(s) answered {', '.join(sorted({r.error_name or '' for r in errs}))}"
+                    f"; {len(errs)} request(s) answered "
+                    f"{', '.join(sorted({r.error_name or '' for r in errs}))}"
                     if errs
                     else ""
                 )
                 + f"; {len(seqs)} rebalance(s) followed within {seconds(60_000)}"
             ),
             fix=(
-                "check the brokers' health (restarts, GC, controller moves), offsets.topic.replication.factor ≥ 3 "
+                "check the brokers' health (restarts, GC, controller moves), "
+                "offsets.topic.replication.factor ≥ 3 "
                 "for __consumer_offsets, and stagger broker restarts"
             ),
             metrics={"coordinator_moves": float(len(moves)), "coordinator_errors": float(len(errs))},
@@ -330,10 +342,12 @@ def commits_racing(inputs: GroupInputs, st: R21Settings, cap: int) -> list[Findi
             occurrences=n,
             summary=(
                 f"{n} offset commit(s) failed because the group was rebalancing "
-                f"(errors: {', '.join(f'{k} ×{v}' for k, v in sorted(errs.items()))}): the work behind them may be processed twice"
+                f"(errors: {', '.join(f'{k} ×{v}' for k, v in sorted(errs.items()))}): the work behind them "
+                "may be processed twice"
             ),
             fix=(
-                "commit synchronously in ConsumerRebalanceListener.onPartitionsRevoked and make processing idempotent; "
+                "commit synchronously in ConsumerRebalanceListener.onPartitionsRevoked and make processing "
+                "idempotent; "
                 "partition.assignment.strategy=cooperative-sticky revokes fewer partitions"
             ),
             metrics={"failed_commits": float(n)},
@@ -371,7 +385,8 @@ def kip848_group(inputs: GroupInputs, st: R23Settings, cap: int) -> list[Finding
             evidence=cgh[:1] + errs + classic[:1] + cgh[-1:],
             occurrences=len(cgh),
             summary=(
-                f"{len(members)} member(s) speak the KIP-848 consumer protocol ({len(cgh)} ConsumerGroupHeartbeat requests"
+                f"{len(members)} member(s) speak the KIP-848 consumer protocol ({len(cgh)} "
+                "ConsumerGroupHeartbeat requests"
                 + (
                     f", {len(errs)} answered {', '.join(sorted({r.error_name or '' for r in errs}))}"
                     if errs
@@ -379,14 +394,16 @@ def kip848_group(inputs: GroupInputs, st: R23Settings, cap: int) -> list[Finding
                 )
                 + ")"
                 + (
-                    f" while {len({r.client_id for r in classic})} client(s) still use the classic protocol (mixed group)"
+                    f" while {len({r.client_id for r in classic})} client(s) still use the classic protocol "
+                    "(mixed group)"
                     if mixed
                     else ""
                 )
                 + ": the classic coordinator model does not validate this group"
             ),
             fix=(
-                "analyse the group with a KIP-848 state machine; if mixed, finish the migration (group.protocol=consumer "
+                "analyse the group with a KIP-848 state machine; if mixed, finish the migration "
+                "(group.protocol=consumer "
                 "on every member) or roll back consistently"
             ),
             metrics={"consumer_group_heartbeats": float(len(cgh)), "classic_requests": float(len(classic))},

@@ -119,7 +119,7 @@ def test_set_override_reaches_the_rule() -> None:
     config = load_config(overrides=["audit.R01.max_rebalances_per_hour=6", "audit.R05.enabled=false"])
     assert config.audit.rule("R01").max_rebalances_per_hour == 6  # type: ignore[attr-defined]
     assert config.audit.rule("R05").enabled is False
-    with pytest.raises(ConfigError, match="audit.R01.severity"):
+    with pytest.raises(ConfigError, match=r"audit\.R01\.severity"):
         load_config(overrides=["audit.R01.severity=loud"])
 
 
