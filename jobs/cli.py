@@ -303,6 +303,10 @@ def headline(summary: dict[str, Any]) -> str:
         "agreement " + ("n/a" if agreement is None else f"{agreement:.2%}"),
         f"{summary.get('rebalances', 0)} rebalances",
     ]
+    if summary.get("findings"):
+        by_sev = (summary.get("audit") or {}).get("by_severity") or {}
+        sev = ", ".join(f"{by_sev[k]} {k}" for k in ("critical", "warning", "info") if by_sev.get(k))
+        parts.append(f"{sum(summary['findings'].values())} findings" + (f" ({sev})" if sev else ""))
     lines = ["run: " + ", ".join(parts)]
     if summary.get("data_docs"):
         lines.append(f"run: Data Docs: {summary['data_docs']}")

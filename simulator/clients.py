@@ -101,6 +101,7 @@ class ConsumerSpec:
     double_join: bool = False  # KIP-394 double join: the first MEMBER_ID_REQUIRED answer is lost
     refresh_every_ms: int | None = None  # rejoins while stable at this cadence (refresh_reason)
     refresh_reason: str = "cached metadata has changed"
+    refresh_at: tuple[int, ...] = ()  # rejoins while stable at these times (refresh_reason)
     commit_during_rebalance: bool = False  # commits go on (old generation) while it rejoins
 
 
@@ -180,6 +181,8 @@ class Simulation:
                     c.spec.start_ms + c.spec.refresh_every_ms, self.cfg.until_ms, c.spec.refresh_every_ms
                 ):
                     self.at(t, "refresh", c)
+            for t in c.spec.refresh_at:
+                self.at(t, "refresh", c)
             if c.spec.stall_ms is not None:
                 self.at(c.spec.stall_ms, "stall", c)
                 self.at(c.spec.stall_ms + c.spec.stall_for_ms, "resume", c)

@@ -10,8 +10,7 @@ per incident: rule id, group, window (epoch ms) and the client ids of the member
 
 The logs are a Kafka 3.7 cluster's JSON request logs, gzipped per hour (a few MB in all); the
 coordinator of every group is broker-1 except where an incident moves it (R20 → broker-2).
-Rule R09 (cooperative follow-up rounds) has no incident: the simulated clients do not run the
-cooperative protocol's second round. The ``group.max.size`` incident (R18) was produced by a broker
+The ``group.max.size`` incident (R18) was produced by a broker
 with ``group.max.size=8``: replay it with ``--set broker.group.max.size=8`` for the model to agree.
 """
 
@@ -97,6 +96,20 @@ def _steady(n: int, start: int, rnd: random.Random, **kw: Any) -> list[ConsumerS
 # --------------------------------------------------------------------------------------------------
 # One builder per incident: (group id, start, rnd) → Incident
 # --------------------------------------------------------------------------------------------------
+
+
+def cooperative_rounds(g: str, t: int, rnd: random.Random, on: bool = True) -> Incident:
+    """R09: a cooperative-sticky group where, after a new member joins, a member keeps rejoining "to
+    revoke partitions" three more times (four rounds; two are expected). Off: one follow-up round."""
+    cs = _steady(3, t, rnd, assignor="cooperative-sticky")
+    at = t + 40 * S + rnd.randint(0, 2 * S)
+    cs.append(ConsumerSpec("3", at, assignor="cooperative-sticky"))
+    rounds = (3, 6, 9) if on else (3,)
+    cs[0] = replace(cs[0], refresh_at=tuple(at + k * S for k in rounds), refresh_reason=REVOKE_REASON)
+    return Incident(g, _on(on, Truth("R09", g, at, at + 10 * S, (_client(g, 0),))), _group(g, cs, 3, t))
+
+
+REVOKE_REASON = "need to revoke partitions and re-join"
 
 
 def storm(g: str, t: int, rnd: random.Random, on: bool = True) -> Incident:
@@ -361,6 +374,7 @@ INCIDENTS: dict[str, Callable[[str, int, random.Random, bool], Incident]] = {
     "R06": slow_heartbeats,
     "R07": bad_session_timeout,
     "R08": mixed_assignors,
+    "R09": cooperative_rounds,
     "R10": duplicate_instance,
     "R11": slow_static_restart,
     "R12": static_long_timeout,
@@ -385,6 +399,7 @@ NAMES = {
     "R06": "slow-heartbeats",
     "R07": "bad-session-timeout",
     "R08": "mixed-assignors",
+    "R09": "cooperative-rounds",
     "R10": "duplicate-instance",
     "R11": "slow-static-restart",
     "R12": "static-long-timeout",

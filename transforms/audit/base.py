@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from transforms.audit.config import SEVERITIES
-from transforms.audit.model import Evidence, Finding, GroupInputs, Req, finite, sorted_unique
+from transforms.audit.model import Evidence, Finding, GroupInputs, Rebalance, Req, finite, sorted_unique
 
 HEARTBEAT = "HEARTBEAT"
 JOIN_GROUP = "JOIN_GROUP"
@@ -79,7 +79,6 @@ def make_finding(
     cap: int,
     *,
     rule_id: str,
-    rule: str,
     severity: str,
     confidence: float,
     members: Iterable[str],
@@ -113,9 +112,11 @@ def make_finding(
         )
     if confidence < 1 and confidence_note:
         summary = f"{summary} (confidence {confidence:.2f}: {confidence_note})"
+    from transforms.audit.registry import RULES
+
     return Finding(
         rule_id=rule_id,
-        rule=rule,
+        rule=RULES[rule_id].name,
         severity=severity,
         confidence=round(confidence, 3),
         group_id=inputs.group_id,
@@ -132,6 +133,11 @@ def make_finding(
         fix=fix,
         rebalance_seqs=seqs,
     )
+
+
+def rebalance_window(rbs: Sequence[Rebalance]) -> tuple[int, int]:
+    """From the first rebalance's start to the last one's end."""
+    return rbs[0].started_ms, max(rb.ended_ms or rb.started_ms for rb in rbs)
 
 
 def heartbeat_gaps(inputs: GroupInputs) -> dict[str, list[tuple[int, Req, Req]]]:

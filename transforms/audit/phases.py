@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections import Counter
 from itertools import pairwise
 
-from transforms.audit.base import JOIN_GROUP, LEAVE_GROUP, escalate, make_finding, quantile, who
+from transforms.audit.base import (
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    escalate,
+    make_finding,
+    quantile,
+    rebalance_window,
+    who,
+)
 from transforms.audit.config import (
     R01Settings,
     R05Settings,
@@ -95,7 +103,6 @@ def rebalance_storm(inputs: GroupInputs, st: R01Settings, cap: int) -> list[Find
             inputs,
             cap,
             rule_id="R01",
-            rule="rebalance-storm",
             severity=escalate(st.severity, (n >= st.critical_rebalances_per_hour, "critical")),
             confidence=1.0,
             members=members,
@@ -157,7 +164,6 @@ def held_by_slow_member(inputs: GroupInputs, st: R05Settings, cap: int) -> list[
             inputs,
             cap,
             rule_id="R05",
-            rule="rebalance-held-by-slow-member",
             severity=escalate(st.severity, (max(phases) >= st.critical_join_phase_ms, "critical")),
             confidence=0.9,
             confidence_note=(
@@ -204,7 +210,6 @@ def cooperative_follow_ups(inputs: GroupInputs, st: R09Settings, cap: int) -> li
             inputs,
             cap,
             rule_id="R09",
-            rule="cooperative-follow-up-rounds",
             severity=st.severity,
             confidence=1.0,
             members=members,
@@ -222,7 +227,7 @@ def cooperative_follow_ups(inputs: GroupInputs, st: R09Settings, cap: int) -> li
             ),
             metrics={"max_rounds": float(rounds)},
             rebalance_seqs=[rb.rebalance_seq for rb in rbs],
-            window=(rbs[0].started_ms, max(rb.ended_ms or rb.started_ms for rb in rbs)),
+            window=rebalance_window(rbs),
         )
     ]
 
@@ -281,7 +286,6 @@ def rolling_deploy(inputs: GroupInputs, st: R13Settings, cap: int) -> list[Findi
             inputs,
             cap,
             rule_id="R13",
-            rule="rolling-deploy-without-static-membership",
             severity=st.severity,
             confidence=0.9,
             confidence_note=(
@@ -327,7 +331,6 @@ def initial_delay_churn(inputs: GroupInputs, st: R14Settings, cap: int) -> list[
             inputs,
             cap,
             rule_id="R14",
-            rule="initial-rebalance-delay-churn",
             severity=st.severity,
             confidence=1.0,
             members=(),  # the churn is the group's, no single member
@@ -377,7 +380,6 @@ def metadata_driven(inputs: GroupInputs, st: R16Settings, cap: int) -> list[Find
             inputs,
             cap,
             rule_id="R16",
-            rule="metadata-driven-rebalances",
             severity=escalate(st.severity, (n >= st.warning_rebalances, "warning")),
             confidence=1.0,
             members=members,
@@ -396,7 +398,7 @@ def metadata_driven(inputs: GroupInputs, st: R16Settings, cap: int) -> list[Find
             ),
             metrics={"metadata_rebalances": float(n)},
             rebalance_seqs=[rb.rebalance_seq for rb in rbs],
-            window=(rbs[0].started_ms, max(rb.ended_ms or rb.started_ms for rb in rbs)),
+            window=rebalance_window(rbs),
         )
     ]
 
@@ -462,7 +464,6 @@ def sync_never_completes(inputs: GroupInputs, st: R19Settings, cap: int) -> list
             inputs,
             cap,
             rule_id="R19",
-            rule="sync-never-completes",
             severity=st.severity,
             confidence=1.0 if expired else 0.8,
             confidence_note="a slow sync phase may be the leader's network, not its assignor",
@@ -511,7 +512,6 @@ def probing_rebalances(inputs: GroupInputs, st: R22Settings, cap: int) -> list[F
             inputs,
             cap,
             rule_id="R22",
-            rule="periodic-probing-rebalances",
             severity=st.severity,
             confidence=0.7,
             confidence_note=(
@@ -533,6 +533,6 @@ def probing_rebalances(inputs: GroupInputs, st: R22Settings, cap: int) -> list[F
             ),
             metrics={"median_interval_ms": quantile(gaps, 0.5)},
             rebalance_seqs=[rb.rebalance_seq for rb in best],
-            window=(best[0].started_ms, max(rb.ended_ms or rb.started_ms for rb in best)),
+            window=rebalance_window(best),
         )
     ]
