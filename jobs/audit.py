@@ -5,10 +5,12 @@ together (one stacked frame: ``group_id``, ``kind``, the row as JSON) and handed
 ``groupBy("group_id").applyInPandas``; the findings come back as JSON and are typed with ``from_json``
 against the ``findings`` schema.
 
-Incremental: a fingerprint per group (row counts and a hash of the row keys of the four tables, plus the
-audit settings) is kept in ``<warehouse>/_audit/state.json``. A run re-evaluates only groups whose
-fingerprint changed (new rows), over *all* their rows, so three scheduled runs give the findings of one
-batch run; when nothing changed the table is not written at all (a rerun changes nothing).
+Incremental: a fingerprint per group (row counts and a hash of the row keys of the four tables) and
+one of the run (audit settings, broker bounds, the rules' source) are kept in
+``<warehouse>/_audit/state.json``. A run re-evaluates only groups whose fingerprint changed (new rows),
+over *all* their rows, so three scheduled runs give the findings of one batch run; a changed run
+fingerprint re-evaluates every group; when nothing changed the table is not written at all (a rerun
+changes nothing).
 """
 
 from __future__ import annotations
@@ -161,8 +163,19 @@ def settings_fingerprint(settings: AuditSettings, only: tuple[str, ...] | None, 
         "only": list(only) if only else None,
         "broker": dataclasses.asdict(broker),
         "rules": sorted(RULES),
+        "code": rules_code_fingerprint(),
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def rules_code_fingerprint() -> str:
+    """A hash of the rules' source: a new version of a rule re-evaluates every group."""
+    import transforms.audit as pkg
+
+    h = hashlib.sha256()
+    for f in sorted(Path(pkg.__file__).parent.glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
 
 
 @dataclass
@@ -319,7 +332,10 @@ def audit(
     groups_state: dict[str, Any] = {g: v for g, v in old.items() if g in fps and g not in changed}
     if not up_to_date:
         log(f"audit: evaluating {len(changed)} group(s) with new rows ({len(fps) - len(changed)} unchanged)")
-        stacked = stacked_inputs(frames).where(F.col("group_id").isin(changed)) if changed else None
+        stacked = None
+        if changed:  # the changed groups' rows (a semi join: there may be many groups)
+            wanted = spark.createDataFrame([(g,) for g in changed], "group_id string")
+            stacked = stacked_inputs(frames).join(F.broadcast(wanted), "group_id", "left_semi")
         new_findings: list[dict[str, Any]] = []
         unsupported_rows: dict[str, list[list[str]]] = {g: [] for g in changed}
         if stacked is not None:
