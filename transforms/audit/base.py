@@ -4,7 +4,7 @@ gaps, a member's requests."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from transforms.audit.config import SEVERITIES
@@ -133,6 +133,18 @@ def make_finding(
         fix=fix,
         rebalance_seqs=seqs,
     )
+
+
+def needs_version(api: str, version: int, what: str) -> Callable[[GroupInputs], str | None]:
+    """A support check: the group's ``api`` requests must reach ``version`` (e.g. JoinGroup v8+ reasons)."""
+
+    def support(inputs: GroupInputs) -> str | None:
+        seen = [r.api_version for r in inputs.requests if r.api_name == api]
+        if not seen or max(seen) >= version:
+            return None
+        return f"{what} need {api} v{version}+ (the log has up to v{max(seen)})"
+
+    return support
 
 
 def rebalance_window(rbs: Sequence[Rebalance]) -> tuple[int, int]:

@@ -18,6 +18,7 @@ from transforms.audit.base import (
     heartbeat_gaps,
     make_finding,
     member_requests,
+    needs_version,
     quantile,
     rebalances_caused_by,
     session_timeout_of,
@@ -156,7 +157,11 @@ def _is_poll_timeout_leave(r: Req) -> bool:
     )
 
 
-@register("R03", "max-poll-interval-exceeded")
+@register(
+    "R03",
+    "max-poll-interval-exceeded",
+    support=needs_version(LEAVE_GROUP, 5, "the client's leave reasons"),
+)
 def max_poll_interval_exceeded(inputs: GroupInputs, st: R03Settings, cap: int) -> list[Finding]:
     leaves = [r for r in inputs.requests if _is_poll_timeout_leave(r)]
     if not leaves:

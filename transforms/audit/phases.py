@@ -15,6 +15,7 @@ from transforms.audit.base import (
     LEAVE_GROUP,
     escalate,
     make_finding,
+    needs_version,
     quantile,
     rebalance_window,
     who,
@@ -362,7 +363,11 @@ def initial_delay_churn(inputs: GroupInputs, st: R14Settings, cap: int) -> list[
 METADATA_REASONS = ("metadata has changed", "subscription has changed", "metadata")
 
 
-@register("R16", "metadata-driven-rebalances")
+@register(
+    "R16",
+    "metadata-driven-rebalances",
+    support=needs_version(JOIN_GROUP, 8, "the client's rejoin reasons"),
+)
 def metadata_driven(inputs: GroupInputs, st: R16Settings, cap: int) -> list[Finding]:
     rbs = [
         rb

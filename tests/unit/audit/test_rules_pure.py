@@ -134,3 +134,15 @@ def test_cli_lists_audit_with_its_options(capsys: pytest.CaptureFixture[str]) ->
 
     with pytest.raises(argparse.ArgumentTypeError, match="unknown rule 'R24'"):
         _rule_ids("R24")
+
+
+def test_reason_rules_say_when_the_clients_are_too_old() -> None:
+    old = [_join(1000), _join(2000, api_name="LEAVE_GROUP")]
+    old = [r.__class__(**{**r.__dict__, "api_version": 4}) for r in old]
+    audit = evaluate(GroupInputs.build("g", requests=old), AuditSettings(), only=["R03", "R16"])
+    assert dict(audit.unsupported) == {
+        "R03": "the client's leave reasons need LEAVE_GROUP v5+ (the log has up to v4)",
+        "R16": "the client's rejoin reasons need JOIN_GROUP v8+ (the log has up to v4)",
+    }
+    new = evaluate(GroupInputs.build("g", requests=[_join(1000)]), AuditSettings(), only=["R16"])
+    assert new.unsupported == ()
