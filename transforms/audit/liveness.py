@@ -8,7 +8,6 @@ R12 static-session-timeout-too-large, R15 double-join-leaked-member.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 from transforms.audit.base import (
     HEARTBEAT,
@@ -216,10 +215,10 @@ def max_poll_interval_exceeded(inputs: GroupInputs, st: R03Settings, cap: int) -
     ]
 
 
-def _static_eviction_finding(
+def _static_eviction_findings(
     inputs: GroupInputs,
     cap: int,
-    ev: Sequence[tuple[Session, Req | None, str]],
+    kind: str,
     *,
     rule_id: str,
     severity: str,
@@ -228,7 +227,10 @@ def _static_eviction_finding(
     summary_tail: str,
     fix: str,
     extra: dict[str, float],
-) -> Finding:
+) -> list[Finding]:
+    ev = [e for e in _expiries(inputs) if e[2] == kind]
+    if not ev:
+        return []
     members = [s.member_id for s, _, _ in ev]
     gaps = [(s.ended_ms or 0) - (last.arrival_ms if last else s.joined_ms) for s, last, _ in ev]
     stos = [s.session_timeout_ms or 0 for s, _, _ in ev]
@@ -264,81 +266,73 @@ def _static_eviction_finding(
         f"{'was' if n == 1 else 'were'} evicted {n} time{'s' if n != 1 else ''} after {span(gaps)} without "
         f"a heartbeat (session.timeout.ms {span(stos)}); {summary_tail}"
     )
-    return make_finding(
-        inputs,
-        cap,
-        rule_id=rule_id,
-        severity=severity,
-        confidence=confidence,
-        confidence_note=note,
-        members=members,
-        evidence=rows,
-        occurrences=n,
-        summary=summary,
-        fix=fix.format(gap=_round_up(max(gaps) * 1.2), sto=max(stos)),
-        metrics={"evictions": n, "max_gap_ms": max(gaps), "session_timeout_ms": max(stos), **extra},
-        rebalance_seqs=seqs,
-        window=(min((last.arrival_ms if last else s.joined_ms) for s, last, _ in ev), max(ends)),
-    )
+    return [
+        make_finding(
+            inputs,
+            cap,
+            rule_id=rule_id,
+            severity=severity,
+            confidence=confidence,
+            confidence_note=note,
+            members=members,
+            evidence=rows,
+            occurrences=n,
+            summary=summary,
+            fix=fix.format(gap=_round_up(max(gaps) * 1.2), sto=max(stos)),
+            metrics={"evictions": n, "max_gap_ms": max(gaps), "session_timeout_ms": max(stos), **extra},
+            rebalance_seqs=seqs,
+            window=(min((last.arrival_ms if last else s.joined_ms) for s, last, _ in ev), max(ends)),
+        )
+    ]
 
 
 @register("R04", "static-member-poll-timeout")
 def static_member_poll_timeout(inputs: GroupInputs, st: R04Settings, cap: int) -> list[Finding]:
-    ev = [e for e in _expiries(inputs) if e[2] == "static-stalled"]
-    if not ev:
-        return []
-    return [
-        _static_eviction_finding(
-            inputs,
-            cap,
-            ev,
-            rule_id="R04",
-            severity=st.severity,
-            confidence=0.8,
-            note=(
-                "a static member sends no LeaveGroup: the log cannot tell a stalled poll loop from a "
-                "stalled heartbeat thread"
-            ),
-            summary_tail=(
-                "the same process spoke again afterwards (its old member id was refused), so it stalled "
-                "rather than restarted"
-            ),
-            fix=(
-                "lower max.poll.records or raise max.poll.interval.ms and move slow work off the poll "
-                "thread; "
-                "static members are detected only after session.timeout.ms ({sto}), so a stalled poll loop "
-                "keeps its partitions idle that long"
-            ),
-            extra={},
-        )
-    ]
+    return _static_eviction_findings(
+        inputs,
+        cap,
+        "static-stalled",
+        rule_id="R04",
+        severity=st.severity,
+        confidence=0.8,
+        note=(
+            "a static member sends no LeaveGroup: the log cannot tell a stalled poll loop from a "
+            "stalled heartbeat thread"
+        ),
+        summary_tail=(
+            "the same process spoke again afterwards (its old member id was refused), so it stalled "
+            "rather than restarted"
+        ),
+        fix=(
+            "lower max.poll.records or raise max.poll.interval.ms and move slow work off the poll "
+            "thread; "
+            "static members are detected only after session.timeout.ms ({sto}), so a stalled poll loop "
+            "keeps its partitions idle that long"
+        ),
+        extra={},
+    )
 
 
 @register("R11", "static-restart-slower-than-session-timeout")
 def static_restart_slow(inputs: GroupInputs, st: R11Settings, cap: int) -> list[Finding]:
-    ev = [e for e in _expiries(inputs) if e[2] == "static-restarted"]
-    if not ev:
-        return []
-    return [
-        _static_eviction_finding(
-            inputs,
-            cap,
-            ev,
-            rule_id="R11",
-            severity=st.severity,
-            confidence=0.9,
-            note="the restart time is measured from the last heartbeat, not from the process stop",
-            summary_tail=(
-                "the instance rejoined with a new member id afterwards: the restart took longer than the "
-                "session timeout, costing two rebalances instead of none"
-            ),
-            fix=(
-                "raise session.timeout.ms above the p99 restart time (≥ {gap}; now {sto}) so a restart is a "
-                "static replacement without a rebalance"
-            ),
-            extra={},
-        )
-    ]
+    return _static_eviction_findings(
+        inputs,
+        cap,
+        "static-restarted",
+        rule_id="R11",
+        severity=st.severity,
+        confidence=0.9,
+        note="the restart time is measured from the last heartbeat, not from the process stop",
+        summary_tail=(
+            "the instance rejoined with a new member id afterwards: the restart took longer than the "
+            "session timeout, costing two rebalances instead of none"
+        ),
+        fix=(
+            "raise session.timeout.ms above the p99 restart time (≥ {gap}; now {sto}) so a restart is a "
+            "static replacement without a rebalance"
+        ),
+        extra={},
+    )
 
 
 @register("R06", "heartbeat-interval-near-session-timeout")

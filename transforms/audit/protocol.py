@@ -8,6 +8,7 @@ R21 commits-racing-rebalances, R23 kip848-group.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from transforms.audit.base import JOIN_GROUP, OFFSET_COMMIT, SYNC_GROUP, escalate, make_finding
 from transforms.audit.config import (
@@ -33,43 +34,57 @@ def _clients(rows: list[Req]) -> str:
     return ", ".join(sorted({f"{r.client_id} ({r.host})" if r.host else str(r.client_id) for r in rows}))
 
 
-@register("R07", "session-timeout-out-of-bounds")
-def session_timeout_out_of_bounds(inputs: GroupInputs, st: R07Settings, cap: int) -> list[Finding]:
-    rows = [
-        r for r in inputs.requests if r.api_name == JOIN_GROUP and r.error_name == "INVALID_SESSION_TIMEOUT"
-    ]
-    if not rows:
-        return []
-    stos = sorted({r.session_timeout_ms or 0 for r in rows})
-    lo, hi = inputs.broker.group_min_session_timeout_ms, inputs.broker.group_max_session_timeout_ms
+def _refused_joins(inputs: GroupInputs, error: str) -> list[Req]:
+    return [r for r in inputs.requests if r.api_name == JOIN_GROUP and r.error_name == error]
+
+
+def _refused_finding(
+    inputs: GroupInputs, cap: int, rule_id: str, severity: str, rows: list[Req], **text: Any
+) -> list[Finding]:
+    """A finding of JoinGroups the coordinator refused (one error, fatal for the client)."""
     return [
         make_finding(
             inputs,
             cap,
-            rule_id="R07",
-            severity=st.severity,
+            rule_id=rule_id,
+            severity=severity,
             confidence=1.0,
             members=_members_of(rows),
             evidence=rows,
             occurrences=len(rows),
-            summary=(
-                f"{_clients(rows)} asked for session.timeout.ms {', '.join(map(str, stos))}, outside the "
-                "broker's "
-                f"[{lo}, {hi}]: {len(rows)} JoinGroup(s) refused with INVALID_SESSION_TIMEOUT, the consumer "
-                "cannot join"
-            ),
-            fix=(
-                f"set session.timeout.ms between group.min.session.timeout.ms={lo} and "
-                f"group.max.session.timeout.ms={hi} "
-                f"(e.g. {min(max(45000, lo), hi)}), or change the broker bounds"
-            ),
-            metrics={
-                "session_timeout_ms": float(stos[0]),
-                "broker_min_ms": float(lo),
-                "broker_max_ms": float(hi),
-            },
+            **text,
         )
     ]
+
+
+@register("R07", "session-timeout-out-of-bounds")
+def session_timeout_out_of_bounds(inputs: GroupInputs, st: R07Settings, cap: int) -> list[Finding]:
+    rows = _refused_joins(inputs, "INVALID_SESSION_TIMEOUT")
+    if not rows:
+        return []
+    stos = sorted({r.session_timeout_ms or 0 for r in rows})
+    lo, hi = inputs.broker.group_min_session_timeout_ms, inputs.broker.group_max_session_timeout_ms
+    return _refused_finding(
+        inputs,
+        cap,
+        "R07",
+        st.severity,
+        rows,
+        summary=(
+            f"{_clients(rows)} asked for session.timeout.ms {', '.join(map(str, stos))}, outside the "
+            f"broker's [{lo}, {hi}]: {len(rows)} JoinGroup(s) refused with INVALID_SESSION_TIMEOUT, the "
+            "consumer cannot join"
+        ),
+        fix=(
+            f"set session.timeout.ms between group.min.session.timeout.ms={lo} and "
+            f"group.max.session.timeout.ms={hi} (e.g. {min(max(45000, lo), hi)}), or change the broker bounds"
+        ),
+        metrics={
+            "session_timeout_ms": float(stos[0]),
+            "broker_min_ms": float(lo),
+            "broker_max_ms": float(hi),
+        },
+    )
 
 
 @register("R08", "inconsistent-assignors")
@@ -208,31 +223,24 @@ def over_provisioned(inputs: GroupInputs, st: R17Settings, cap: int) -> list[Fin
 
 @register("R18", "group-max-size-reached")
 def group_max_size(inputs: GroupInputs, st: R18Settings, cap: int) -> list[Finding]:
-    rows = [
-        r for r in inputs.requests if r.api_name == JOIN_GROUP and r.error_name == "GROUP_MAX_SIZE_REACHED"
-    ]
+    rows = _refused_joins(inputs, "GROUP_MAX_SIZE_REACHED")
     if not rows:
         return []
     peak = max((len(rb.members_after) for rb in inputs.rebalances), default=0)
     clients = sorted({r.client_id or "" for r in rows})
-    return [
-        make_finding(
-            inputs,
-            cap,
-            rule_id="R18",
-            severity=st.severity,
-            confidence=1.0,
-            members=_members_of(rows),
-            evidence=rows,
-            occurrences=len(rows),
-            summary=(
-                f"{len(rows)} JoinGroup(s) from {', '.join(clients)} refused with GROUP_MAX_SIZE_REACHED "
-                f"(group.max.size={inputs.broker.group_max_size}, {peak} members at most)"
-            ),
-            fix=f"raise group.max.size on the brokers to ≥ {peak + len(clients)} or shrink the group",
-            metrics={"refused_joins": float(len(rows)), "peak_members": float(peak)},
-        )
-    ]
+    return _refused_finding(
+        inputs,
+        cap,
+        "R18",
+        st.severity,
+        rows,
+        summary=(
+            f"{len(rows)} JoinGroup(s) from {', '.join(clients)} refused with GROUP_MAX_SIZE_REACHED "
+            f"(group.max.size={inputs.broker.group_max_size}, {peak} members at most)"
+        ),
+        fix=f"raise group.max.size on the brokers to ≥ {peak + len(clients)} or shrink the group",
+        metrics={"refused_joins": float(len(rows)), "peak_members": float(peak)},
+    )
 
 
 COORDINATOR_ERRORS = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR")
