@@ -26,6 +26,9 @@ check-java:
 
 demo: check-java install
 	$(BIN)/rebalance-replay run --input samples/logs --warehouse $(WAREHOUSE)
+	@echo "--- the incident sample (one group per audit rule, ground truth in samples/incidents/ground_truth.json):"
+	$(BIN)/rebalance-replay run --input samples/incidents --warehouse $(WAREHOUSE)-incidents \
+	  --set broker.group.max.size=8
 
 # The demo on a real Spark standalone cluster (a master and two 1-core workers from the pyspark package),
 # driven through spark-submit; the cluster is stopped afterwards.
@@ -53,4 +56,4 @@ bench: install
 	$(BIN)/python benchmarks/bench_parse.py
 
 clean:
-	rm -rf $(WAREHOUSE) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(WAREHOUSE) $(WAREHOUSE)-incidents .pytest_cache .mypy_cache .ruff_cache

@@ -3,7 +3,7 @@
     rebalance-replay ingest   --input PATH... --warehouse DIR   land request logs into Delta
     rebalance-replay replay   --warehouse DIR                   replay every group through the model
     rebalance-replay validate --warehouse DIR                   predicted vs observed, GX checkpoints
-    rebalance-replay audit    --warehouse DIR                   misconfigurations and anomalies
+    rebalance-replay audit    --warehouse DIR [--rules R02,R03] misconfigurations and anomalies (R01…R23)
     rebalance-replay report   --warehouse DIR                   HTML forensics report
     rebalance-replay run      --input PATH... --warehouse DIR   all of the above in order
 
@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         "validate": "compare predicted and observed responses; Great Expectations checkpoints",
         "audit": "flag misconfigurations and anomalies",
         "report": "write the HTML forensics report",
-        "run": "ingest, replay, validate, audit (once available) and report, in order",
+        "run": "ingest, replay, validate, audit and report, in order",
     }
     for name, help_text in descriptions.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -131,7 +131,35 @@ def build_parser() -> argparse.ArgumentParser:
                 metavar="DIR",
                 help="report folder (default: WAREHOUSE/reports, or the forensics run's reports/)",
             )
+        if name in ("audit", "run"):
+            p.add_argument(
+                "--rules",
+                type=_rule_ids,
+                default=None,
+                metavar="R02,R03",
+                help="run only these audit rules (default: every rule enabled in audit.*)",
+            )
     return parser
+
+
+def _rule_ids(text: str) -> tuple[str, ...]:
+    """``--rules R02,R03``: known rule ids, upper-cased; R2 is R02."""
+    import re
+
+    from transforms.audit import RULES
+
+    ids = []
+    for part in (p.strip().upper() for p in text.split(",")):
+        if not part:
+            continue
+        m = re.fullmatch(r"R(\d{1,2})", part)
+        rule_id = f"R{int(m.group(1)):02d}" if m else part
+        if rule_id not in RULES:
+            raise argparse.ArgumentTypeError(f"unknown rule {part!r} (rules are R01…R23)")
+        ids.append(rule_id)
+    if not ids:
+        raise argparse.ArgumentTypeError("--rules needs at least one rule id, e.g. R02,R03")
+    return tuple(sorted(set(ids)))
 
 
 def _instant(text: str) -> int:
@@ -299,6 +327,16 @@ def cmd_validate(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def cmd_audit(args: argparse.Namespace, config: Config) -> int:
+    from jobs.audit import audit
+
+    spark = _session(config)
+    result = audit(spark, _store(spark, config), config, rules=getattr(args, "rules", None), log=_say)
+    write_summary(config.storage.warehouse, result.as_summary())
+    print(result.format_text())
+    return 0
+
+
 def cmd_report(args: argparse.Namespace, config: Config) -> int:
     from jobs.report import report
 
@@ -360,6 +398,10 @@ def headline(summary: dict[str, Any]) -> str:
         "agreement " + ("n/a" if agreement is None else f"{agreement:.2%}"),
         f"{summary.get('rebalances', 0)} rebalances",
     ]
+    if summary.get("findings"):
+        by_sev = (summary.get("audit") or {}).get("by_severity") or {}
+        sev = ", ".join(f"{by_sev[k]} {k}" for k in ("critical", "warning", "info") if by_sev.get(k))
+        parts.append(f"{sum(summary['findings'].values())} findings" + (f" ({sev})" if sev else ""))
     lines = ["run: " + ", ".join(parts)]
     if summary.get("data_docs"):
         lines.append(f"run: Data Docs: {summary['data_docs']}")
@@ -370,7 +412,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Config], int]] = {
     "ingest": cmd_ingest,
     "replay": cmd_replay,
     "validate": cmd_validate,
-    "audit": cmd_not_implemented,
+    "audit": cmd_audit,
     "report": cmd_report,
     "run": cmd_run,
 }

@@ -23,6 +23,7 @@ import yaml
 from jobs.delta.base import EngineChoice
 from jobs.errors import ConfigError as ConfigError  # declared with the other user-facing errors
 from jobs.settings import build, defaults, render_markdown, render_yaml, section, setting
+from transforms.audit.config import AuditSettings
 from transforms.coordinator.config import CoordinatorConfig, Implementation, Mode, TimerRule
 from transforms.kafka_version import KAFKA_LINES, parse_kafka_version
 
@@ -281,6 +282,7 @@ class Config:
     validation: ValidationConfig = section(ValidationConfig)
     report: ReportConfig = section(ReportConfig)
     output: OutputConfig = section(OutputConfig)
+    audit: AuditSettings = section(AuditSettings)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def coordinator_config(self) -> CoordinatorConfig:
@@ -377,6 +379,13 @@ def load_config(
         _set_dotted(data, assignment)
     if warehouse:
         data["storage"]["warehouse"] = warehouse
+    return build_config(data)
+
+
+def from_mapping(loaded: Mapping[str, Any]) -> Config:
+    """The defaults overlaid with ``loaded`` (shaped as the YAML file), every key validated."""
+    data = defaults(Config)
+    _merge(data, dict(loaded))
     return build_config(data)
 
 

@@ -17,49 +17,16 @@ import dataclasses
 import re
 import textwrap
 import types
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
 from jobs.errors import ConfigError
+from transforms.declare import META, Setting, section, setting
 
-#: the ``setting`` of a field, in its metadata
-_META = "setting"
-
-
-@dataclass(frozen=True)
-class Setting:
-    doc: str
-    name: str | None = None  # the key's name when it is not the field's (Kafka's dotted property names)
-    minimum: int | None = None
-    bounds: tuple[float, float] | None = None
-    parse: Callable[[str, Any], Any] | None = None  # (dotted key, raw value) -> value
-    check: Callable[[str, Any], Any] | None = None  # (dotted key, parsed value) -> value
-
-
-def setting(
-    default: Any,
-    doc: str,
-    *,
-    name: str | None = None,
-    minimum: int | None = None,
-    bounds: tuple[float, float] | None = None,
-    parse: Callable[[str, Any], Any] | None = None,
-    check: Callable[[str, Any], Any] | None = None,
-) -> Any:
-    """A configuration key as a dataclass field (``default``: the parsed value)."""
-    meta = {_META: Setting(doc, name, minimum, bounds, parse, check)}
-    if isinstance(default, dict):
-        frozen = dict(default)
-        return field(default_factory=lambda: dict(frozen), metadata=meta)
-    return field(default=default, metadata=meta)
-
-
-def section(cls: type[Any], doc: str = "") -> Any:
-    """A nested section as a field of its parent (its defaults are its own fields' defaults)."""
-    return field(default_factory=cls, metadata={_META: Setting(doc or (cls.__doc__ or "").strip())})
+__all__ = ["Setting", "build", "defaults", "keys", "render_markdown", "render_yaml", "section", "setting"]
 
 
 @dataclass(frozen=True)
@@ -86,7 +53,7 @@ def _fields(cls: type[Any]) -> list[tuple[dataclasses.Field[Any], Any, Setting]]
     hints = _hints(cls)
     out = []
     for f in dataclasses.fields(cls):
-        spec = f.metadata.get(_META)
+        spec = f.metadata.get(META)
         if spec is not None:
             out.append((f, hints[f.name], spec))
     return out

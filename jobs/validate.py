@@ -25,6 +25,9 @@ checkpoint per suite:
   durations ≥ 0; ``generation_to ≥ generation_from``; in ``transitions`` each group's ``generation_id``
   ≥ the previous one (``lag`` over the group ordered by ``seq, time_ms``); ``(group_id, seq)`` unique in
   ``predictions``. An absent table leaves its expectations vacuously true.
+* ``findings_contract`` on the audit's ``findings`` (when the table exists; ``audit`` also runs it right
+  after writing the table): every finding has evidence rows, ``window_start_ms ≤ window_end_ms``,
+  ``severity`` in info/warning/critical, ``confidence`` in [0, 1], ``rule_id`` is R01…R23.
 
 A failed expectation does not fail the job (exit 0): it is reported (``gx_success``, ``gx.failures``) and
 shown in Data Docs. ``report.great_expectations: false`` skips GX (``gx_success`` and ``data_docs`` None).
@@ -42,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from jobs.errors import MissingTableError
-from schemas import PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
+from schemas import FINDINGS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
 from schemas.core import TableDef
 from transforms.kafka_protocol import MAX_API_VERSION, STATE_CHANGING_APIS, ApiKey
 from transforms.validation import MISMATCH_KINDS
@@ -54,12 +57,14 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from jobs.delta import DeltaStore
 
 __all__ = [
+    "FINDINGS_SUITE",
     "OUTPUTS_SUITE",
     "REQUESTS_SUITE",
     "GxFailure",
     "GxOutcome",
     "MissingTableError",
     "ValidationResult",
+    "findings_contract_frame",
     "outputs_contract_frame",
     "requests_contract_frame",
     "run_gx",
@@ -69,6 +74,7 @@ __all__ = [
 
 REQUESTS_SUITE = "requests_contract"
 OUTPUTS_SUITE = "outputs_contract"
+FINDINGS_SUITE = "findings_contract"
 TOP_GROUPS = 10
 EXAMPLES_PER_KIND = 3
 MAX_EXAMPLES = 20
@@ -302,6 +308,7 @@ def validate(spark: SparkSession, store: DeltaStore, config: Config, *, log: Log
         requests=_read_optional(store, REQUESTS),
         rebalances=_read_optional(store, REBALANCES),
         transitions=_read_optional(store, TRANSITIONS),
+        findings=_read_optional(store, FINDINGS),
         min_agreement=config.validation.min_agreement,
         gx_root=config.storage.warehouse if config.report.great_expectations else None,
         log=log,
@@ -314,6 +321,7 @@ def validate_frames(
     requests: DataFrame | None = None,
     rebalances: DataFrame | None = None,
     transitions: DataFrame | None = None,
+    findings: DataFrame | None = None,
     min_agreement: float,
     gx_root: str | Path | None,
     log: Log = print,
@@ -353,6 +361,8 @@ def validate_frames(
         if requests is not None:
             frames[REQUESTS_SUITE] = requests_contract_frame(requests)
         frames[OUTPUTS_SUITE] = outputs_contract_frame(predictions, rebalances, transitions)
+        if findings is not None:
+            frames[FINDINGS_SUITE] = findings_contract_frame(findings)
         result.gx = run_gx(gx_root, frames, min_agreement=min_agreement, log=log)
     for name, df in (("requests", requests), ("rebalances", rebalances), ("transitions", transitions)):
         if df is not None:
@@ -686,6 +696,44 @@ def _outputs_expectations(gx: Any, min_agreement: float) -> list[Any]:
     ]
 
 
+def findings_contract_frame(findings: DataFrame) -> DataFrame:
+    """``findings`` with the derived ``evidence_rows`` (size of the evidence array) for its suite."""
+    from pyspark.sql import functions as F
+
+    return findings.select(
+        "rule_id",
+        "severity",
+        "confidence",
+        "window_start_ms",
+        "window_end_ms",
+        F.coalesce(F.size("evidence"), F.lit(0)).alias("evidence_rows"),
+    )
+
+
+def _findings_expectations(gx: Any) -> list[Any]:
+    E = gx.expectations
+    return [
+        E.ExpectColumnValuesToBeBetween(
+            column="evidence_rows", min_value=1, description="every finding has evidence rows"
+        ),
+        E.ExpectColumnPairValuesAToBeGreaterThanB(
+            column_A="window_end_ms",
+            column_B="window_start_ms",
+            or_equal=True,
+            description="window_start_ms ≤ window_end_ms",
+        ),
+        E.ExpectColumnValuesToBeInSet(
+            column="severity", value_set=["info", "warning", "critical"], description="severity in the set"
+        ),
+        E.ExpectColumnValuesToBeBetween(
+            column="confidence", min_value=0, max_value=1, description="confidence in [0, 1]"
+        ),
+        E.ExpectColumnValuesToMatchRegex(
+            column="rule_id", regex="^R(0[1-9]|1[0-9]|2[0-3])$", description="rule_id is R01…R23"
+        ),
+    ]
+
+
 def _columns_of(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
     if "column_list" in kwargs:
         return tuple(kwargs["column_list"])
@@ -755,6 +803,7 @@ def run_gx(
         expectations = {
             REQUESTS_SUITE: lambda: _requests_expectations(gx),
             OUTPUTS_SUITE: lambda: _outputs_expectations(gx, min_agreement),
+            FINDINGS_SUITE: lambda: _findings_expectations(gx),
         }
         for suite_name, df in zip(frames, persisted, strict=True):
             asset = _get_or_add(source.get_asset, source.add_dataframe_asset, suite_name)

@@ -8,6 +8,7 @@ schemas used by writers, readers, tests and the docs are all derived from the sa
 from schemas.core import Column, TableDef
 from schemas.tables import (
     ALL_TABLES,
+    FINDINGS,
     INGEST_FILES,
     MEMBER_SESSIONS,
     PREDICTIONS,
@@ -20,6 +21,7 @@ from schemas.tables import (
 
 __all__ = [
     "ALL_TABLES",
+    "FINDINGS",
     "INGEST_FILES",
     "MEMBER_SESSIONS",
     "PREDICTIONS",

@@ -312,6 +312,46 @@ MEMBER_SESSIONS = TableDef(
     ),
 )
 
+# --------------------------------------------------------------------------------------------------
+# Audit
+# --------------------------------------------------------------------------------------------------
+
+EVIDENCE = "struct<source_file:string,line_no:bigint,api:string,arrival_ms:bigint>"
+
+FINDINGS = TableDef(
+    name="findings",
+    doc=(
+        "Audit: one row per finding of a rule (misconfiguration or anomaly, catalogue R01…R23) in a group, "
+        "with the evidence rows, the measured values, the fix and the cost."
+    ),
+    partition_by=("log_date",),
+    columns=(
+        C("rule_id", "string", False, "R01…R23: the pattern's number in the audit catalogue"),
+        C("rule", "string", False, "kebab-case rule name, e.g. session-timeout-eviction"),
+        C("severity", "string", False, "info, warning or critical"),
+        C("confidence", "double", False, "0–1; the summary says what lowers it"),
+        C("group_id", "string", False, "group"),
+        C("member_ids", "array<string>", True, "members involved"),
+        C("group_instance_ids", "array<string>", True, "their static instance ids"),
+        C("client_ids", "array<string>", True, "their client ids"),
+        C("client_hosts", "array<string>", True, "their client hosts"),
+        C("window_start_ms", "bigint", False, "first evidence (epoch ms)"),
+        C("window_end_ms", "bigint", False, "last evidence (epoch ms)"),
+        C("occurrences", "bigint", False, "how many times the pattern occurred"),
+        C("summary", "string", False, "one sentence a person can act on, with the numbers"),
+        C(
+            "evidence",
+            f"array<{EVIDENCE}>",
+            False,
+            "request rows that show it (capped; metrics.evidence_omitted counts the rest)",
+        ),
+        C("metrics", "map<string,double>", True, "the measured values behind the verdict"),
+        C("fix", "string", False, "the change, with Kafka property names and values"),
+        C("rebalance_seqs", "array<int>", True, "rebalances it caused (rebalances.rebalance_seq)"),
+        C("log_date", "date", False, "partition: UTC date of window_start_ms"),
+    ),
+)
+
 ALL_TABLES: tuple[TableDef, ...] = (
     REQUESTS,
     QUARANTINE,
@@ -320,6 +360,7 @@ ALL_TABLES: tuple[TableDef, ...] = (
     TRANSITIONS,
     REBALANCES,
     MEMBER_SESSIONS,
+    FINDINGS,
 )
 
 

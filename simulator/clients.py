@@ -68,7 +68,9 @@ REQUEST_TIMEOUT_MS = 30_000
 JOIN_GROUP_TIMEOUT_LAPSE_MS = 5_000
 
 #: Actions that belong to the process's life, not to one membership: never made stale by a rejoin.
-LIFECYCLE = frozenset({"start", "close", "crash", "restart", "refresh"})
+LIFECYCLE = frozenset(
+    {"start", "close", "crash", "restart", "refresh", "stall", "resume", "poll_timeout", "poll_return"}
+)
 
 
 @dataclass
@@ -91,6 +93,16 @@ class ConsumerSpec:
     slow_rejoin_ms: int = 0  # extra delay before rejoining a rebalance (a slow poll loop)
     refresh_ms: int | None = None  # rejoins while stable then (its topic metadata changed)
     hang_sync_after_ms: int | None = None  # the first join answered after this never sends SyncGroup
+    # incidents (simulator.incidents)
+    stall_ms: int | None = None  # the process stops sending (GC, blocked poll loop) for stall_for_ms …
+    stall_for_ms: int = 0  # … then heartbeats again on the same connection with its old member id
+    poll_timeout_ms: int | None = None  # poll() overdue: LeaveGroup "consumer poll timeout has expired."
+    poll_return_ms: int = 5_000  # … poll() returns this much later: a commit with the old id, then a rejoin
+    double_join: bool = False  # KIP-394 double join: the first MEMBER_ID_REQUIRED answer is lost
+    refresh_every_ms: int | None = None  # rejoins while stable at this cadence (refresh_reason)
+    refresh_reason: str = "cached metadata has changed"
+    refresh_at: tuple[int, ...] = ()  # rejoins while stable at these times (refresh_reason)
+    commit_during_rebalance: bool = False  # commits go on (old generation) while it rejoins
 
 
 @dataclass
@@ -120,6 +132,9 @@ class _Client:
     rejoin_reason: str = ""
     epoch: int = 0  # bumps on crash/restart: stale scheduled actions are ignored
     reconnects: int = 0
+    double_joined: bool = False
+    stale_member_id: str = ""  # the member id it had before a poll timeout
+    stale_generation: int = -1
 
 
 class Simulation:
@@ -161,6 +176,19 @@ class Simulation:
                 self.at(c.spec.crash_ms, "crash", c)
             if c.spec.refresh_ms is not None:
                 self.at(c.spec.refresh_ms, "refresh", c)
+            if c.spec.refresh_every_ms:
+                for t in range(
+                    c.spec.start_ms + c.spec.refresh_every_ms, self.cfg.until_ms, c.spec.refresh_every_ms
+                ):
+                    self.at(t, "refresh", c)
+            for t in c.spec.refresh_at:
+                self.at(t, "refresh", c)
+            if c.spec.stall_ms is not None:
+                self.at(c.spec.stall_ms, "stall", c)
+                self.at(c.spec.stall_ms + c.spec.stall_for_ms, "resume", c)
+            if c.spec.poll_timeout_ms is not None:
+                self.at(c.spec.poll_timeout_ms, "poll_timeout", c)
+                self.at(c.spec.poll_timeout_ms + c.spec.poll_return_ms, "poll_return", c)
         step = 100  # the coordinator's timers run between client actions in small steps
         while self.now < self.cfg.until_ms:
             t = self.queue[0][0] if self.queue else self.cfg.until_ms + step
@@ -300,7 +328,8 @@ class Simulation:
             self.at(self.now + c.spec.heartbeat_interval_ms, "heartbeat", c)
 
     def _on_commit(self, c: _Client) -> None:
-        if c.state == "stable" and c.assignment:
+        racing = c.spec.commit_during_rebalance and c.state == "joining" and c.generation >= 0
+        if (c.state == "stable" or racing) and c.assignment:
             parts = tuple((t, p) for t, ps in c.assignment for p in ps)
             self._send(
                 c,
@@ -310,7 +339,7 @@ class Simulation:
                 group_instance_id=c.spec.group_instance_id,
                 commit_partitions=parts,
             )
-        if c.state == "stable":
+        if c.state == "stable" or racing:
             self.at(self.now + c.spec.commit_interval_ms, "commit", c)
 
     def _on_rejoin(self, c: _Client) -> None:
@@ -320,8 +349,50 @@ class Simulation:
     def _on_refresh(self, c: _Client) -> None:
         if c.state == "stable":  # the Java client rejoins when its subscribed topics' metadata changes
             c.epoch += 1
-            c.rejoin_reason = "cached metadata has changed"
+            c.rejoin_reason = c.spec.refresh_reason
             self._join(c)
+
+    def _on_stall(self, c: _Client) -> None:
+        if c.state == "stable":
+            c.state = "stalled"  # sends nothing: scheduled heartbeats and commits see a new epoch
+            c.epoch += 1
+
+    def _on_resume(self, c: _Client) -> None:
+        if c.state == "stalled":  # back on the same connection, with the member id it had
+            c.state = "stable"
+            self._on_heartbeat(c)
+            self.at(self.now + c.spec.commit_interval_ms, "commit", c)
+
+    def _on_poll_timeout(self, c: _Client) -> None:
+        """The heartbeat thread sees poll() overdue: it leaves the group with the client's reason and
+        forgets its member id (AbstractCoordinator.maybeLeaveGroup)."""
+        if c.state != "stable" or c.spec.group_instance_id is not None:
+            return
+        self._send(
+            c,
+            ApiKey.LEAVE_GROUP,
+            leave_members=(LeaveMember(c.member_id, None, "consumer poll timeout has expired."),),
+        )
+        c.stale_member_id, c.stale_generation = c.member_id, c.generation
+        c.member_id, c.generation, c.state = "", -1, "polling"
+        c.epoch += 1
+
+    def _on_poll_return(self, c: _Client) -> None:
+        """poll() returns: the application commits what it processed (with the old member id: refused),
+        then the consumer rejoins with an empty member id."""
+        if c.state != "polling":
+            return
+        if c.assignment:
+            self._send(
+                c,
+                ApiKey.OFFSET_COMMIT,
+                member_id=c.stale_member_id,
+                generation_id=c.stale_generation,
+                commit_partitions=tuple((t, p) for t, ps in c.assignment for p in ps),
+            )
+        c.assignment = ()
+        c.rejoin_reason = ""
+        self._join(c)
 
     # -- responses ------------------------------------------------------------------------------------
     def _respond(self, p: Prediction) -> None:
@@ -338,7 +409,10 @@ class Simulation:
         err = p.response.error
         t = done + 2
         if req.api is ApiKey.JOIN_GROUP:
-            if err == "MEMBER_ID_REQUIRED":
+            if err == "MEMBER_ID_REQUIRED" and c.spec.double_join and not c.double_joined:
+                c.double_joined = True  # the answer is lost to a race: it joins again with no member id
+                self.at(t, "rejoin", c)
+            elif err == "MEMBER_ID_REQUIRED":
                 c.member_id = p.response.member_id or ""
                 c.rejoin_reason = "rebalance failed due to MemberIdRequiredException"
                 self.at(t, "rejoin", c)
@@ -387,6 +461,8 @@ class Simulation:
             else f"rebalance failed due to {err}"
         )
         self.at(t + (c.spec.slow_rejoin_ms if err == "REBALANCE_IN_PROGRESS" else 0), "rejoin", c)
+        if c.spec.commit_during_rebalance:  # the application's commits do not wait for the rejoin
+            self.at(t + c.spec.commit_interval_ms, "commit", c)
 
     def _on_sync(self, c: _Client) -> None:
         p = self.sync_plan.pop(c.index)

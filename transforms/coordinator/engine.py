@@ -1522,7 +1522,9 @@ class CoordinatorEngine:
             else f"Group {self.group_id} with generation {generation} is now empty"
         )
         if group.members and group.protocol_name is None and not group.candidate_protocols():
-            self.lose_confidence(f"no protocol shared by every member of {self.group_id} at generation {generation}")
+            self.lose_confidence(
+                f"no protocol shared by every member of {self.group_id} at generation {generation}"
+            )
         group.init_next_generation(Cause(Trigger.JOIN_COMPLETED, text), observed_generation)
         if not group.members:
             group.empty_since_ms = self._book.clock

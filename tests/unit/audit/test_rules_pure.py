@@ -1,0 +1,153 @@
+"""Rules on hand-made inputs (patterns the simulator does not produce) and the audit's configuration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobs.config import from_mapping
+from jobs.errors import ConfigError
+from jobs.settings import defaults
+from transforms.audit import RULES, AuditSettings, GroupInputs, evaluate
+from transforms.audit.model import Rebalance, Req
+
+
+def _rb(seq: int, start: int, *, follow_up: bool, trigger: str = "new_member") -> Rebalance:
+    return Rebalance(
+        rebalance_seq=seq,
+        generation_from=seq,
+        generation_to=seq + 1,
+        started_ms=start,
+        ended_ms=start + 500,
+        total_duration_ms=500,
+        outcome="stable",
+        trigger=trigger,
+        trigger_member_id="m1",
+        members_before=("m1", "m2"),
+        members_after=("m1", "m2"),
+        protocol_name="cooperative-sticky",
+        cooperative_follow_up=follow_up,
+    )
+
+
+def _join(t: int, member: str = "m1", **kw: object) -> Req:
+    return Req(
+        source_file="b1/kafka-request.log",
+        line_no=t,
+        broker_id=str(kw.pop("broker_id", "broker-1")),
+        api_name=str(kw.pop("api_name", "JOIN_GROUP")),
+        api_version=9,
+        arrival_ms=t,
+        completion_ms=t + 1,
+        member_id=member,
+        client_id="c1",
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize(("rounds", "found"), [(2, False), (3, True), (4, True)])
+def test_r09_more_than_two_cooperative_rounds(rounds: int, found: bool) -> None:
+    rbs = [_rb(k, 1000 * k, follow_up=k > 0) for k in range(rounds)]
+    gi = GroupInputs.build("g", requests=[_join(1000 * k) for k in range(rounds)], rebalances=rbs)
+    got = [f for f in evaluate(gi, AuditSettings(), only=["R09"]).findings]
+    assert bool(got) is found
+    if found:
+        assert got[0].rebalance_seqs == tuple(range(rounds))
+        assert got[0].metric("max_rounds") == rounds
+
+
+def test_r20_coordinator_errors_without_a_move() -> None:
+    reqs = [_join(1000), _join(2000, error_name="NOT_COORDINATOR"), _join(3000, error_name="NONE")]
+    gi = GroupInputs.build("g", requests=reqs)
+    got = evaluate(gi, AuditSettings(), only=["R20"]).findings
+    assert [f.occurrences for f in got] == [1]
+    assert "NOT_COORDINATOR" in got[0].summary
+    assert (
+        evaluate(GroupInputs.build("g", requests=[_join(1000), _join(3000)]), AuditSettings()).findings == ()
+    )
+
+
+def test_r23_mixed_group_is_a_warning() -> None:
+    cgh = [_join(1000 + k, api_name="CONSUMER_GROUP_HEARTBEAT") for k in range(3)]
+    only = evaluate(GroupInputs.build("g", requests=cgh), AuditSettings(), only=["R23"]).findings
+    mixed = evaluate(
+        GroupInputs.build("g", requests=[*cgh, _join(5000)]), AuditSettings(), only=["R23"]
+    ).findings
+    assert [f.severity for f in only] == ["info"]
+    assert [f.severity for f in mixed] == ["warning"]
+
+
+def test_r17_says_when_the_log_cannot_support_it() -> None:
+    sync = _join(1000, api_name="SYNC_GROUP", assignments=(("m1", None), ("m2", None)))
+    audit = evaluate(GroupInputs.build("g", requests=[sync]), AuditSettings(), only=["R17"])
+    assert audit.findings == ()
+    assert audit.unsupported == (
+        ("R17", "the leader's SyncGroup assignments carry no bytes (only lengths are logged)"),
+    )
+
+
+def test_every_catalogue_pattern_is_a_rule_with_a_kebab_case_name() -> None:
+    assert sorted(RULES) == [f"R{n:02d}" for n in range(1, 24)]
+    for rule in RULES.values():
+        assert rule.name == rule.name.lower() and " " not in rule.name and "_" not in rule.name
+    assert RULES["R02"].name == "session-timeout-eviction"
+    assert RULES["R03"].name == "max-poll-interval-exceeded"
+
+
+def test_default_yaml_mirrors_the_typed_defaults() -> None:
+    import yaml
+
+    text = (Path(__file__).resolve().parents[3] / "conf" / "default.yaml").read_text(encoding="utf-8")
+    assert yaml.safe_load(text)["audit"] == defaults(AuditSettings)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"R01": {"max": 3}}, "unknown key 'audit.R01.max'"),
+        ({"R01": {"severity": "loud"}}, "audit.R01.severity must be one of info, warning, critical"),
+        ({"R01": {"max_rebalances_per_hour": "x"}}, "audit.R01.max_rebalances_per_hour must be an integer"),
+        ({"R01": {"enabled": "yes"}}, "audit.R01.enabled must be true or false"),
+        ({"R99": {}}, "unknown key 'audit.R99'"),
+        ({"evidence_cap": 0}, "audit.evidence_cap must be ≥ 1"),
+    ],
+)
+def test_bad_audit_settings_are_one_line_errors(data: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        from_mapping({"audit": data})
+
+
+def test_set_override_reaches_the_rule() -> None:
+    from jobs.config import ConfigError, load_config
+
+    config = load_config(overrides=["audit.R01.max_rebalances_per_hour=6", "audit.R05.enabled=false"])
+    assert config.audit.rule("R01").max_rebalances_per_hour == 6  # type: ignore[attr-defined]
+    assert config.audit.rule("R05").enabled is False
+    with pytest.raises(ConfigError, match=r"audit\.R01\.severity"):
+        load_config(overrides=["audit.R01.severity=loud"])
+
+
+def test_cli_lists_audit_with_its_options(capsys: pytest.CaptureFixture[str]) -> None:
+    from jobs.cli import _rule_ids, build_parser
+
+    parser = build_parser()
+    assert "audit" in parser.format_help()
+    args = parser.parse_args(["audit", "--warehouse", "w", "--rules", "r2,R03"])
+    assert args.rules == ("R02", "R03")
+    import argparse
+
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown rule 'R24'"):
+        _rule_ids("R24")
+
+
+def test_reason_rules_say_when_the_clients_are_too_old() -> None:
+    old = [_join(1000), _join(2000, api_name="LEAVE_GROUP")]
+    old = [r.__class__(**{**r.__dict__, "api_version": 4}) for r in old]
+    audit = evaluate(GroupInputs.build("g", requests=old), AuditSettings(), only=["R03", "R16"])
+    assert dict(audit.unsupported) == {
+        "R03": "the client's leave reasons need LEAVE_GROUP v5+ (the log has up to v4)",
+        "R16": "the client's rejoin reasons need JOIN_GROUP v8+ (the log has up to v4)",
+    }
+    new = evaluate(GroupInputs.build("g", requests=[_join(1000)]), AuditSettings(), only=["R16"])
+    assert new.unsupported == ()
