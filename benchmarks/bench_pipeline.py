@@ -170,25 +170,15 @@ def _classic(spark: Any, config: Any) -> Any:
 
 
 def stage_model(data: Path, overrides: list[str]) -> StageResult:
+    from benchmarks.bench_replay import replay_in_process
     from jobs.replay import settings_from
-    from transforms.replay import GroupReplayer
 
     config = _config(data, "warehouse", overrides)
     spark = _spark()
     table = _classic(spark, config).toArrow()
     horizon = int(max(table.column("completion_ms").to_pylist())) + 1
-    by_group: dict[str, list[dict[str, object]]] = {}
-    for r in table.to_pylist():
-        by_group.setdefault(str(r["group_id"]), []).append(r)
-    settings = settings_from(config)
-    t = time.perf_counter()
-    for gid, group_rows in by_group.items():
-        rp = GroupReplayer(gid, settings)
-        rp.feed(group_rows)
-        rp.process(horizon)
-        rp.finish()
-    secs = time.perf_counter() - t
-    return StageResult("model", secs, table.num_rows, "events", f"{len(by_group)} groups, rows in memory")
+    groups, secs = replay_in_process(table, settings_from(config), horizon)
+    return StageResult("model", secs, table.num_rows, "events", f"{groups} groups, rows in memory")
 
 
 def _replay_stage(name: str, path: str, data: Path, overrides: list[str]) -> StageResult:

@@ -17,6 +17,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -52,6 +53,24 @@ def generate(out: Path, requests: int, groups: int, members: int) -> int:
     return n
 
 
+def replay_in_process(table: Any, settings: Any, horizon: int) -> tuple[int, float]:
+    """The replay baseline: every group of ``table`` (classic-group ``requests`` rows, an Arrow table)
+    through ``GroupReplayer`` in this one process, rows already in memory. Returns (groups, seconds of
+    the replay alone)."""
+    from transforms.replay import GroupReplayer
+
+    by_group: dict[str, list[dict[str, object]]] = {}
+    for r in table.to_pylist():
+        by_group.setdefault(str(r["group_id"]), []).append(r)
+    t = time.perf_counter()
+    for gid, group_rows in by_group.items():
+        rp = GroupReplayer(gid, settings)
+        rp.feed(group_rows)
+        rp.process(horizon)
+        rp.finish()
+    return len(by_group), time.perf_counter() - t
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--requests", type=int, default=1_000_000)
@@ -84,7 +103,6 @@ def main() -> None:
 
     from jobs.replay import ReplayDirs, _classic_rows, _replay_fast, _replay_stateful_batch, settings_from
     from schemas import REQUESTS
-    from transforms.replay import GroupReplayer
 
     settings = settings_from(config)
     rows = _classic_rows(store.read(REQUESTS)).persist()
@@ -104,17 +122,9 @@ def main() -> None:
         _replay_fast(spark, store, settings, rows, n, horizon)
         results["fast (repartition + sortWithinPartitions + mapInArrow)"] = time.perf_counter() - t
     if "model" not in args.skip:
-        table = rows.toArrow()
-        by_group: dict[str, list[dict[str, object]]] = {}
-        for r in table.to_pylist():
-            by_group.setdefault(str(r["group_id"]), []).append(r)
-        t = time.perf_counter()
-        for gid, group_rows in by_group.items():
-            rp = GroupReplayer(gid, settings)
-            rp.feed(group_rows)
-            rp.process(horizon)
-            rp.finish()
-        results["pure replayer, one process (no Spark)"] = time.perf_counter() - t
+        _, results["pure replayer, one process (no Spark)"] = replay_in_process(
+            rows.toArrow(), settings, horizon
+        )
     print(f"{'path':<62} {'seconds':>8} {'events/s':>10}")
     for name, secs in results.items():
         print(f"{name:<62} {secs:8.1f} {n / secs:10,.0f}")
