@@ -146,7 +146,7 @@ def stage_bare(data: Path, overrides: list[str]) -> StageResult:
 
 
 def stage_ingest(data: Path, overrides: list[str]) -> StageResult:
-    from jobs.delta_store import open_store
+    from jobs.delta import open_store
     from jobs.ingest import ingest
 
     config = _config(data, "warehouse", overrides)
@@ -161,7 +161,7 @@ def stage_ingest(data: Path, overrides: list[str]) -> StageResult:
 
 
 def _classic(spark: Any, config: Any) -> Any:
-    from jobs.delta_store import open_store
+    from jobs.delta import open_store
     from jobs.replay import _classic_rows
     from schemas import REQUESTS
 
@@ -182,7 +182,7 @@ def stage_model(data: Path, overrides: list[str]) -> StageResult:
 
 
 def _replay_stage(name: str, path: str, data: Path, overrides: list[str]) -> StageResult:
-    from jobs.delta_store import open_store
+    from jobs.delta import open_store
     from jobs.replay import ReplayDirs, replay
 
     config = _config(data, "warehouse", overrides)
@@ -204,7 +204,7 @@ def stage_stateful(data: Path, overrides: list[str]) -> StageResult:
 
 
 def stage_validate(data: Path, overrides: list[str]) -> StageResult:
-    from jobs.delta_store import open_store
+    from jobs.delta import open_store
     from jobs.validate import validate
 
     config = _config(data, "warehouse", overrides)
