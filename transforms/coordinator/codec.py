@@ -26,7 +26,7 @@ from enum import Enum
 from typing import Any
 
 #: version of everything saved with this module (bump when any saved document changes shape)
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 Json = Any
 

@@ -589,7 +589,8 @@ class CoordinatorEngine:
             EventKind.STATE_ADOPTED if adopted else EventKind.TRANSITION,
             from_state=previous,
             cause=cause.text,
-            member_id=member_id,
+            member_id=member_id if member_id is not None else cause.member_id,
+            client_reason=cause.client_reason,
             trigger=cause.trigger,
             adopted=adopted,
         )

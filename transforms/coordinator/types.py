@@ -178,10 +178,14 @@ class Trigger(str, Enum):
 
 @dataclass(frozen=True, slots=True)
 class Cause:
-    """A typed trigger and Kafka's reason text written from it (the ``cause`` people read)."""
+    """A typed trigger and Kafka's reason text written from it (the ``cause`` people read), with what the
+    text names as typed values: the member (``member_id``) and the client's reason as the text shows it
+    (``client_reason``: None when the text has none or says ``not provided``)."""
 
     trigger: Trigger
     text: str
+    member_id: str | None = None
+    client_reason: str | None = None
 
 
 class RemovalReason(str, Enum):
@@ -210,7 +214,8 @@ class ModelEvent:
     group_instance_id: str | None = None
     cause: str | None = None  # Kafka's reason, e.g. "Adding new member ... with group instance id None"
     removal_reason: RemovalReason | None = None
-    client_reason: str | None = None  # JoinGroup v8+/LeaveGroup v5+ reason given by the client
+    #: JoinGroup v8+/LeaveGroup v5+ reason given by the client; TRANSITION: the cause's ``client_reason``
+    client_reason: str | None = None
     detail: str | None = None
     ref: tuple[str, int] | None = None  # request that caused it (None for timers)
     members: tuple[str, ...] = field(default=())  # JOIN_COMPLETED/SYNC_COMPLETED: members of the generation
@@ -218,7 +223,8 @@ class ModelEvent:
     protocol_name: str | None = None  # JOIN_COMPLETED: selected protocol
     protocol_type: str | None = None
     assignments: tuple[tuple[str, bytes | None], ...] = ()  # SYNC_COMPLETED: stored assignment per member
-    #: TRANSITION, STATE_ADOPTED: why (``cause`` is its text); the causing member is ``member_id``
+    #: TRANSITION, STATE_ADOPTED: why (``cause`` is its text); the causing member is ``member_id`` (the
+    #: member the transition was made for, else the one its cause names)
     trigger: Trigger | None = None
     #: STATE_ADOPTED: not a Kafka transition but reconciliation adopting the broker's state/generation (the
     #: generation may move while the state stays); no transition row is written for it
