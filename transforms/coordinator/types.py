@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Final, Literal, TypeAlias
 
 from transforms.kafka_protocol import ApiKey, Errors
 
@@ -89,11 +90,20 @@ class GroupRequest:
     ref: tuple[str, int] | None = None
 
 
+#: the error of a Prediction whose request the coordinator never answered (not a Kafka error: a
+#: superseded JoinGroup/SyncGroup, a late answer the model had not given)
+NO_RESPONSE: Final = "NO_RESPONSE"
+#: a predicted response's error: Kafka's error, or :data:`NO_RESPONSE`
+ResponseError: TypeAlias = Errors | Literal["NO_RESPONSE"]
+
+
 @dataclass(frozen=True, slots=True)
 class PredictedResponse:
-    """What the model says the coordinator answered, and when."""
+    """What the model says the coordinator answered, and when. Errors are :class:`Errors` members (each
+    is its name as a ``str``); the observed response keeps the logged names (a log may carry a code this
+    table lacks, ``UNKNOWN_ERROR_<code>``)."""
 
-    error: str
+    error: ResponseError
     completion_ms: int | None  # model time the response is sent (None: never answered)
     generation_id: int | None = None
     leader: str | None = None
@@ -102,8 +112,8 @@ class PredictedResponse:
     protocol_name: str | None = None
     skip_assignment: bool | None = None
     members: tuple[str, ...] | None = None
-    member_errors: tuple[tuple[str, str], ...] | None = None
-    partition_errors: tuple[tuple[str, int, str], ...] | None = None
+    member_errors: tuple[tuple[str, Errors], ...] | None = None
+    partition_errors: tuple[tuple[str, int, Errors], ...] | None = None
     assignment: bytes | None = None
 
 
