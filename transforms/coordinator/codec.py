@@ -49,10 +49,12 @@ class Codec:
         }
 
     def encode(self, value: Any) -> Json:
-        if value is None or isinstance(value, bool | str):
+        if value is None or type(value) is str or isinstance(value, bool):
             return value
-        if isinstance(value, Enum):
+        if isinstance(value, Enum):  # before str: a str-valued member (GroupState, Errors) stays typed
             return {"$e": type(value).__name__, "v": value.value}
+        if isinstance(value, str):
+            return str(value)
         if isinstance(value, int | float):
             return value
         if isinstance(value, list):
