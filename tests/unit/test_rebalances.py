@@ -1846,3 +1846,23 @@ def test_inferred_members_are_not_joins() -> None:
     s.transition(PR, None)
     r = only(run(s.steps).rebalances, rebalance_seq=2)
     assert (r["joined"], r["members_before"]) == ([], ["a", "z"])
+
+
+def test_the_tracker_reads_typed_values_never_the_reason_text() -> None:
+    """The causing member and the client's reason come from the events' typed fields: a cause text that
+    names a member and a reason the events do not carry is only written out (``trigger_cause``)."""
+    s = stable_group("a", "b")
+    text = "Updating metadata for member zz during Stable; client reason: only in the text"
+    s.step(1000).transition(PR, text, None)
+    s.step(1000).transition(CR, None, timer=True)
+    s.step(10).transition(STABLE, None, "a")
+    s.step(1000).transition(PR, "a cause in no Kafka wording", None, client_reason="typed reason")
+    out = run(s.steps)
+    untyped = only(out.rebalances, rebalance_seq=2)
+    assert (untyped["trigger_cause"], untyped["trigger_member_id"], untyped["trigger_client_reason"]) == (
+        text,
+        None,
+        None,
+    )
+    typed = only(out.rebalances, rebalance_seq=3)
+    assert (typed["trigger_member_id"], typed["trigger_client_reason"]) == (None, "typed reason")
