@@ -234,7 +234,7 @@ class Simulation:
             answer = Prediction(
                 seq=-1,
                 request=req,
-                response=PredictedResponse(error="NONE", completion_ms=self.now),
+                response=PredictedResponse(error=Errors.NONE, completion_ms=self.now),
                 state_before=GroupState.EMPTY,
                 generation_before=0,
                 state_after=GroupState.EMPTY,
@@ -446,7 +446,7 @@ class Simulation:
         elif req.api in (ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT):
             if req.api is ApiKey.OFFSET_COMMIT and p.response.partition_errors:
                 errs = [e for _, _, e in p.response.partition_errors if e != "NONE"]
-                err = errs[0] if errs else "NONE"
+                err = errs[0] if errs else Errors.NONE
             if err != "NONE" and c.state == "stable":
                 self._lost(c, err, t)
 
@@ -535,7 +535,7 @@ class Simulation:
             **request_fields(req, committed_offset=1000 + self.now // 100),
             "error_name": r.error if r.error in Errors.__members__ else "NONE",
         }
-        rec["error_code"] = int(Errors[rec["error_name"]])
+        rec["error_code"] = Errors[rec["error_name"]].code
         if req.api is ApiKey.FIND_COORDINATOR:
             node = int("".join(ch for ch in self.cfg.broker_id if ch.isdigit()) or 1)
             rec.update(key_type=0, group_ids=[req.group_id], response_coordinator_node_id=node)
@@ -568,12 +568,12 @@ class Simulation:
             )
         if req.api is ApiKey.LEAVE_GROUP:
             rec["response_leave_members"] = [
-                {"member_id": m, "group_instance_id": None, "error_code": int(Errors[e]), "error_name": e}
+                {"member_id": m, "group_instance_id": None, "error_code": Errors[e].code, "error_name": e}
                 for m, e in (r.member_errors or ())
             ]
         if req.api is ApiKey.OFFSET_COMMIT:
             rec["response_commit_partitions"] = [
-                {"topic": t, "partition": q, "error_code": int(Errors[e]), "error_name": e}
+                {"topic": t, "partition": q, "error_code": Errors[e].code, "error_name": e}
                 for t, q, e in (r.partition_errors or ())
             ]
         return rec

@@ -240,7 +240,7 @@ def answer_from_oracle(api: ApiKey, version: int, t: int, body: dict[str, Any]) 
     commits = r.get("response_commit_partitions")
     return Answer(
         completion_ms=t,
-        error=str(r.get("error_name") or "NONE"),
+        error=Errors.named(str(r.get("error_name") or "NONE")),
         generation_id=r.get("response_generation_id"),
         leader=r.get("response_leader"),
         member_id=r.get("response_member_id"),
@@ -249,10 +249,12 @@ def answer_from_oracle(api: ApiKey, version: int, t: int, body: dict[str, Any]) 
         skip_assignment=r.get("response_skip_assignment"),
         members=None if members is None else tuple(m["member_id"] for m in members),
         assignment=r.get("response_assignment"),
-        member_errors=None if leave is None else tuple((m["member_id"], m["error_name"]) for m in leave),
+        member_errors=None
+        if leave is None
+        else tuple((m["member_id"], Errors.named(m["error_name"])) for m in leave),
         partition_errors=None
         if commits is None
-        else tuple((p["topic"], p["partition"], p["error_name"]) for p in commits),
+        else tuple((p["topic"], p["partition"], Errors.named(p["error_name"])) for p in commits),
     )
 
 

@@ -447,7 +447,7 @@ def incident_records(inc: Incident) -> list[tuple[str, dict[str, Any]]]:
             if r.get("api_name") == "FIND_COORDINATOR":
                 r = {**r, "response_coordinator_node_id": 2}
         if "error_code" in r and "error_name" not in r:
-            r = {**r, "error_name": Errors(r["error_code"]).name}
+            r = {**r, "error_name": Errors.name_of(r["error_code"])}
         out.append((broker, r))
     return out
 

@@ -6,7 +6,7 @@ Shared by the log parser, the coordinator model and the validation rules, so an 
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 
 
 class ApiKey(IntEnum):
@@ -153,62 +153,94 @@ KNOWN_API_NAMES: dict[int, str] = {
 KNOWN_API_CODES: dict[str, int] = {name: code for code, name in KNOWN_API_NAMES.items()}
 
 
-class Errors(IntEnum):
-    """Kafka ``Errors`` codes the group APIs can return (``org.apache.kafka.common.protocol.Errors``)."""
+class Errors(StrEnum):
+    """Kafka ``Errors`` the group APIs can return (``org.apache.kafka.common.protocol.Errors``): each member
+    is its name (a ``str``, so it equals the name the logs and tables carry) and has its wire ``code``."""
 
-    UNKNOWN_SERVER_ERROR = -1
-    NONE = 0
-    OFFSET_OUT_OF_RANGE = 1
-    CORRUPT_MESSAGE = 2
-    UNKNOWN_TOPIC_OR_PARTITION = 3
-    INVALID_FETCH_SIZE = 4
-    LEADER_NOT_AVAILABLE = 5
-    NOT_LEADER_OR_FOLLOWER = 6
-    REQUEST_TIMED_OUT = 7
-    MESSAGE_TOO_LARGE = 10
-    OFFSET_METADATA_TOO_LARGE = 12
-    NETWORK_EXCEPTION = 13
-    COORDINATOR_LOAD_IN_PROGRESS = 14
-    COORDINATOR_NOT_AVAILABLE = 15
-    NOT_COORDINATOR = 16
-    INVALID_TOPIC_EXCEPTION = 17
-    RECORD_LIST_TOO_LARGE = 18
-    NOT_ENOUGH_REPLICAS = 19
-    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
-    INVALID_REQUIRED_ACKS = 21
-    ILLEGAL_GENERATION = 22
-    INCONSISTENT_GROUP_PROTOCOL = 23
-    INVALID_GROUP_ID = 24
-    UNKNOWN_MEMBER_ID = 25
-    INVALID_SESSION_TIMEOUT = 26
-    REBALANCE_IN_PROGRESS = 27
-    INVALID_COMMIT_OFFSET_SIZE = 28
-    TOPIC_AUTHORIZATION_FAILED = 29
-    GROUP_AUTHORIZATION_FAILED = 30
-    CLUSTER_AUTHORIZATION_FAILED = 31
-    UNSUPPORTED_VERSION = 35
-    INVALID_REQUEST = 42
-    KAFKA_STORAGE_ERROR = 56
-    NON_EMPTY_GROUP = 68
-    GROUP_ID_NOT_FOUND = 69
-    UNSTABLE_OFFSET_COMMIT = 88
-    MEMBER_ID_REQUIRED = 79
-    GROUP_MAX_SIZE_REACHED = 81
-    FENCED_INSTANCE_ID = 82
-    UNRELEASED_INSTANCE_ID = 111
-    FENCED_MEMBER_EPOCH = 110
-    UNSUPPORTED_ASSIGNOR = 112
-    STALE_MEMBER_EPOCH = 113
+    _value_: str
+
+    def __new__(cls, name: str, code: int) -> Errors:
+        member = str.__new__(cls, name)
+        member._value_ = name
+        member.__dict__["_code"] = code
+        return member
+
+    @property
+    def code(self) -> int:
+        """Kafka's wire code of the error."""
+        code: int = self.__dict__["_code"]
+        return code
+
+    @classmethod
+    def named(cls, name: str) -> Errors:
+        """The error of a name as logs carry it; ``UNKNOWN_ERROR_<code>`` (what :meth:`name_of` gives a
+        code this table lacks) is a stand-in member of that name and code. Any other name: KeyError."""
+        member = cls.__members__.get(name)
+        if member is not None:
+            return member
+        if not name.startswith(_UNKNOWN_PREFIX) or not name[len(_UNKNOWN_PREFIX) :].lstrip("-").isdigit():
+            raise KeyError(name)
+        unknown = str.__new__(cls, name)
+        unknown._name_ = name
+        unknown._value_ = name
+        unknown.__dict__["_code"] = int(name[len(_UNKNOWN_PREFIX) :])
+        return unknown
+
+    UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR", -1
+    NONE = "NONE", 0
+    OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE", 1
+    CORRUPT_MESSAGE = "CORRUPT_MESSAGE", 2
+    UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION", 3
+    INVALID_FETCH_SIZE = "INVALID_FETCH_SIZE", 4
+    LEADER_NOT_AVAILABLE = "LEADER_NOT_AVAILABLE", 5
+    NOT_LEADER_OR_FOLLOWER = "NOT_LEADER_OR_FOLLOWER", 6
+    REQUEST_TIMED_OUT = "REQUEST_TIMED_OUT", 7
+    MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE", 10
+    OFFSET_METADATA_TOO_LARGE = "OFFSET_METADATA_TOO_LARGE", 12
+    NETWORK_EXCEPTION = "NETWORK_EXCEPTION", 13
+    COORDINATOR_LOAD_IN_PROGRESS = "COORDINATOR_LOAD_IN_PROGRESS", 14
+    COORDINATOR_NOT_AVAILABLE = "COORDINATOR_NOT_AVAILABLE", 15
+    NOT_COORDINATOR = "NOT_COORDINATOR", 16
+    INVALID_TOPIC_EXCEPTION = "INVALID_TOPIC_EXCEPTION", 17
+    RECORD_LIST_TOO_LARGE = "RECORD_LIST_TOO_LARGE", 18
+    NOT_ENOUGH_REPLICAS = "NOT_ENOUGH_REPLICAS", 19
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = "NOT_ENOUGH_REPLICAS_AFTER_APPEND", 20
+    INVALID_REQUIRED_ACKS = "INVALID_REQUIRED_ACKS", 21
+    ILLEGAL_GENERATION = "ILLEGAL_GENERATION", 22
+    INCONSISTENT_GROUP_PROTOCOL = "INCONSISTENT_GROUP_PROTOCOL", 23
+    INVALID_GROUP_ID = "INVALID_GROUP_ID", 24
+    UNKNOWN_MEMBER_ID = "UNKNOWN_MEMBER_ID", 25
+    INVALID_SESSION_TIMEOUT = "INVALID_SESSION_TIMEOUT", 26
+    REBALANCE_IN_PROGRESS = "REBALANCE_IN_PROGRESS", 27
+    INVALID_COMMIT_OFFSET_SIZE = "INVALID_COMMIT_OFFSET_SIZE", 28
+    TOPIC_AUTHORIZATION_FAILED = "TOPIC_AUTHORIZATION_FAILED", 29
+    GROUP_AUTHORIZATION_FAILED = "GROUP_AUTHORIZATION_FAILED", 30
+    CLUSTER_AUTHORIZATION_FAILED = "CLUSTER_AUTHORIZATION_FAILED", 31
+    UNSUPPORTED_VERSION = "UNSUPPORTED_VERSION", 35
+    INVALID_REQUEST = "INVALID_REQUEST", 42
+    KAFKA_STORAGE_ERROR = "KAFKA_STORAGE_ERROR", 56
+    NON_EMPTY_GROUP = "NON_EMPTY_GROUP", 68
+    GROUP_ID_NOT_FOUND = "GROUP_ID_NOT_FOUND", 69
+    UNSTABLE_OFFSET_COMMIT = "UNSTABLE_OFFSET_COMMIT", 88
+    MEMBER_ID_REQUIRED = "MEMBER_ID_REQUIRED", 79
+    GROUP_MAX_SIZE_REACHED = "GROUP_MAX_SIZE_REACHED", 81
+    FENCED_INSTANCE_ID = "FENCED_INSTANCE_ID", 82
+    UNRELEASED_INSTANCE_ID = "UNRELEASED_INSTANCE_ID", 111
+    FENCED_MEMBER_EPOCH = "FENCED_MEMBER_EPOCH", 110
+    UNSUPPORTED_ASSIGNOR = "UNSUPPORTED_ASSIGNOR", 112
+    STALE_MEMBER_EPOCH = "STALE_MEMBER_EPOCH", 113
 
     @classmethod
     def name_of(cls, code: int | None) -> str | None:
         """Kafka's name for an error code; ``UNKNOWN_ERROR_<code>`` for a code this table lacks."""
         if code is None:
             return None
-        try:
-            return cls(code).name
-        except ValueError:
-            return f"UNKNOWN_ERROR_{code}"
+        error = _ERRORS_BY_CODE.get(code)
+        return error.name if error is not None else f"{_UNKNOWN_PREFIX}{code}"
+
+
+_UNKNOWN_PREFIX = "UNKNOWN_ERROR_"
+_ERRORS_BY_CODE: dict[int, Errors] = {e.code: e for e in Errors}
 
 
 #: Errors a replay of the coordinator cannot produce itself: they say the group moved, the broker was

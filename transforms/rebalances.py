@@ -69,7 +69,8 @@ order) than the member's previous JoinGroup becomes ``protocol_change``; every r
 NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE is ``coordinator_moved``.
 ``trigger_member_id`` is the transition's member, else the deciding event's; ``trigger_client_reason``
 the deciding event's ``client_reason`` (or that of another context event of the same member), else the
-text after ``client reason:`` in the cause (``not provided`` → null).
+transition's typed ``client_reason`` (the client's reason as its cause shows it; ``not provided`` → null).
+No reason text is parsed: the cause is only written out (``trigger_cause``).
 
 Cooperative follow-up rule
 --------------------------
@@ -180,8 +181,6 @@ _ROW_TRIGGER: dict[Trigger, str | None] = {
     Trigger.OFFSETS_EXPIRED: None,
     Trigger.ADOPTED: None,
 }
-_CLIENT_REASON = re.compile(r";\s*client reason:\s*(.*)\Z", re.IGNORECASE | re.DOTALL)
-_CAUSE_MEMBER = re.compile(r"\b(?:member|leader)\s+(?!id\b|with\b|on\b)([^\s;,()]+)", re.IGNORECASE)
 _REVOKE_REASON = re.compile(r"revoke", re.IGNORECASE)
 
 _REMOVAL_TRIGGER: dict[RemovalReason, str] = {
@@ -225,21 +224,6 @@ _CTX_KINDS = frozenset(
 
 def _utc_date(ms: int) -> date:
     return datetime.fromtimestamp(ms / 1000.0, tz=UTC).date()
-
-
-def _strip_client_reason(cause: str) -> str:
-    m = _CLIENT_REASON.search(cause)
-    return cause[: m.start()] if m else cause
-
-
-def _cause_client_reason(cause: str | None) -> str | None:
-    if not cause:
-        return None
-    m = _CLIENT_REASON.search(cause)
-    if not m:
-        return None
-    r = m.group(1).strip().rstrip(".").strip()
-    return None if not r or r.lower() == "not provided" else r
 
 
 def classify_cause(cause: str | None) -> str | None:
@@ -314,6 +298,8 @@ class _Rebalance:
     generation_from: int
     started_ms: int
     cause: str | None
+    #: the client's reason the starting transition's cause shows (typed: ``ModelEvent.client_reason``)
+    cause_client_reason: str | None
     #: the row trigger the starting transition's typed trigger names (None: the context decides)
     trigger: str | None
     start_member: str | None
@@ -1127,6 +1113,7 @@ class RebalanceTracker:
             generation_from=e.generation_id,
             started_ms=e.time_ms,
             cause=cause,
+            cause_client_reason=e.client_reason if kafka_transition else None,
             trigger=trigger,
             start_member=member,
             start_member_known=member is not None and member in before,
@@ -1266,9 +1253,6 @@ class RebalanceTracker:
         if trigger == METADATA_CHANGE and r.start_member_was_leader:
             trigger = LEADER_REJOIN  # Kafka < 2.6 words a leader's rejoin "Updating metadata for member"
         member = r.start_member or (decisive.member_id if decisive is not None else None)
-        if member is None and r.cause:
-            m = _CAUSE_MEMBER.search(_strip_client_reason(r.cause))
-            member = m.group(1) if m else None
         client_reason = (
             decisive.client_reason if decisive is not None and decisive.member_id == member else None
         )
@@ -1278,7 +1262,7 @@ class RebalanceTracker:
                     client_reason = c.client_reason
                     break
         if client_reason is None:
-            client_reason = _cause_client_reason(r.cause)
+            client_reason = r.cause_client_reason
         if trigger in _REJOIN_TRIGGERS and member is not None:
             names = self._trigger_protocols(r, member)
             if names is not None and names[0] != names[1]:

@@ -305,7 +305,7 @@ def prediction_row(
         "request_generation_id": req.generation_id,
         "arrival_ms": req.arrival_ms,
         "observed_error": o.error,
-        "predicted_error": pred.error,
+        "predicted_error": str(pred.error),  # the plain name (the model's are Errors members)
         "observed_generation_id": o.generation_id,
         "predicted_generation_id": pred.generation_id,
         "observed_leader": o.leader,

@@ -12,7 +12,7 @@ import pytest
 
 from schemas.tables import MEMBER_SESSIONS, REBALANCES, TRANSITIONS
 from transforms.consumer_protocol import encode_assignment
-from transforms.coordinator.causes import trigger_of_text
+from transforms.coordinator.causes import shown_client_reason, trigger_of_text
 from transforms.coordinator.types import (
     EventKind,
     GroupRequest,
@@ -82,16 +82,28 @@ class Sim:
         )
 
     def transition(
-        self, to: GroupState, cause: str | None, member: str | None = None, timer: bool = False
+        self,
+        to: GroupState,
+        cause: str | None,
+        member: str | None = None,
+        timer: bool = False,
+        client_reason: str | None = None,
     ) -> None:
         frm = self.state
         self.state = to
         if frm == PR and to in (CR, EMPTY):
             self.gen += 1
-        # the model's transitions carry the typed trigger its reason text is written from
+        # the model's transitions carry the typed trigger its reason text is written from, and the
+        # client's reason the text shows (``client_reason``)
         trigger = trigger_of_text(cause)
         self.ev(
-            EventKind.TRANSITION, timer=timer, from_state=frm, member_id=member, cause=cause, trigger=trigger
+            EventKind.TRANSITION,
+            timer=timer,
+            from_state=frm,
+            member_id=member,
+            cause=cause,
+            trigger=trigger,
+            client_reason=client_reason,
         )
 
     def predict(self, seq: int, req: GroupRequest, error: str = "NONE", **resp: Any) -> None:
@@ -162,6 +174,7 @@ class Sim:
                 f"Adding new member {member} with group instance id {inst}; client reason: "
                 f"{reason or 'not provided'}",
                 member,
+                client_reason=shown_client_reason(reason),
             )
         return self
 
@@ -181,6 +194,7 @@ class Sim:
         if changed:
             self.ev(EventKind.MEMBER_UPDATED, member_id=member, client_reason=reason)
         if self.state in (STABLE, CR):
+            shown = None  # an explicit cause is an old version's wording: no client reason
             if cause is None:
                 who = (
                     f"Leader {member} re-joining group"
@@ -188,7 +202,8 @@ class Sim:
                     else f"Updating metadata for member {member}"
                 )
                 cause = f"{who} during {self.state.value}; client reason: {reason or 'not provided'}"
-            self.transition(PR, cause, member)
+                shown = shown_client_reason(reason)
+            self.transition(PR, cause, member, client_reason=shown)
         return self
 
     def complete(self, leader: str | None = None, protocol: str = "range", *, implicit: bool = False) -> Sim:
@@ -283,6 +298,7 @@ class Sim:
                 PR,
                 f"Removing member {member} on LeaveGroup; client reason: {reason or 'not provided'}",
                 member,
+                client_reason=shown_client_reason(reason),
             )
         self._maybe_empty()
         return self
@@ -1830,3 +1846,23 @@ def test_inferred_members_are_not_joins() -> None:
     s.transition(PR, None)
     r = only(run(s.steps).rebalances, rebalance_seq=2)
     assert (r["joined"], r["members_before"]) == ([], ["a", "z"])
+
+
+def test_the_tracker_reads_typed_values_never_the_reason_text() -> None:
+    """The causing member and the client's reason come from the events' typed fields: a cause text that
+    names a member and a reason the events do not carry is only written out (``trigger_cause``)."""
+    s = stable_group("a", "b")
+    text = "Updating metadata for member zz during Stable; client reason: only in the text"
+    s.step(1000).transition(PR, text, None)
+    s.step(1000).transition(CR, None, timer=True)
+    s.step(10).transition(STABLE, None, "a")
+    s.step(1000).transition(PR, "a cause in no Kafka wording", None, client_reason="typed reason")
+    out = run(s.steps)
+    untyped = only(out.rebalances, rebalance_seq=2)
+    assert (untyped["trigger_cause"], untyped["trigger_member_id"], untyped["trigger_client_reason"]) == (
+        text,
+        None,
+        None,
+    )
+    typed = only(out.rebalances, rebalance_seq=3)
+    assert (typed["trigger_member_id"], typed["trigger_client_reason"]) == (None, "typed reason")

@@ -59,7 +59,7 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 
 i32 = st.integers(-(2**31), 2**31 - 1)
 i64 = st.integers(-(2**63), 2**63 - 1)
-errors = st.sampled_from([int(e) for e in Errors]) | st.integers(-1, 130)
+errors = st.sampled_from([e.code for e in Errors]) | st.integers(-1, 130)
 durations = st.integers(0, 20_000_000_000).map(lambda us: us / 1000)  # µs resolution, up to 2e7 ms
 small_durations = st.integers(0, 5_000_000).map(lambda us: us / 1000)
 

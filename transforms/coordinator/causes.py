@@ -3,8 +3,8 @@
 ones; reference request-log-format.md §4).
 
 The builders of rebalance causes return a :class:`~transforms.coordinator.types.Cause`: the typed
-trigger each one stands for, and the text written for it. Consumers read the trigger; the text is only
-output for people."""
+trigger each one stands for, the member it names, the client's reason as the text shows it, and the text
+written from them. Consumers read the typed fields; the text is only output for people."""
 
 from __future__ import annotations
 
@@ -22,89 +22,94 @@ def option(value: str | None, java: bool) -> str:
     return "None" if value is None else f"Some({value})"
 
 
-def _client(f: VersionFeatures, reason: str | None) -> str:
-    if not (f.client_reasons or f.java):
-        return ""
-    return f"; client reason: {reason if reason is not None else 'not provided'}"
+def shown_client_reason(reason: str | None) -> str | None:
+    """The client's reason as a reason text shows it: trimmed, without a final full stop; None when
+    it gave none (``not provided``)."""
+    if reason is None:
+        return None
+    shown = reason.strip().rstrip(".").strip()
+    return None if not shown or shown.lower() == "not provided" else shown
+
+
+def _of_member(
+    trigger: Trigger,
+    text: str,
+    member_id: str,
+    f: VersionFeatures,
+    reason: str | None,
+    *,
+    client: bool = True,
+) -> Cause:
+    """A cause that names ``member_id``, ending with the client's reason where this version prints it
+    (``client``: the wording has that ending at all)."""
+    if not (client and (f.client_reasons or f.java)):
+        return Cause(trigger, text, member_id)
+    return Cause(
+        trigger,
+        f"{text}; client reason: {reason if reason is not None else 'not provided'}",
+        member_id,
+        shown_client_reason(reason),
+    )
 
 
 def adding_member(f: VersionFeatures, member_id: str, instance_id: str | None, reason: str | None) -> Cause:
+    t = Trigger.NEW_MEMBER
     if f.version < (2, 3, 0) and not f.java:
-        return Cause(Trigger.NEW_MEMBER, f"Adding new member {member_id}")
+        return _of_member(t, f"Adding new member {member_id}", member_id, f, reason, client=False)
     if f.version < (2, 5, 0) and not f.java:
-        return Cause(
-            Trigger.NEW_MEMBER,
-            f"Adding new member {member_id} with group instanceid {option(instance_id, False)}",
-        )
-    return Cause(
-        Trigger.NEW_MEMBER,
-        f"Adding new member {member_id} with group instance id {option(instance_id, f.java)}"
-        + _client(f, reason),
-    )
+        text = f"Adding new member {member_id} with group instanceid {option(instance_id, False)}"
+        return _of_member(t, text, member_id, f, reason, client=False)
+    text = f"Adding new member {member_id} with group instance id {option(instance_id, f.java)}"
+    return _of_member(t, text, member_id, f, reason)
 
 
 def member_joining(f: VersionFeatures, member_id: str, state: str, reason: str | None) -> Cause:
+    t = Trigger.METADATA_CHANGE
     if f.java:
-        return Cause(
-            Trigger.METADATA_CHANGE,
-            f"Member {member_id} is joining group during {state}" + _client(f, reason),
-        )
+        return _of_member(t, f"Member {member_id} is joining group during {state}", member_id, f, reason)
     if not f.state_in_causes:
-        return Cause(Trigger.METADATA_CHANGE, f"Updating metadata for member {member_id}")
-    return Cause(
-        Trigger.METADATA_CHANGE, f"Member {member_id} joining group during {state}" + _client(f, reason)
-    )
+        return _of_member(t, f"Updating metadata for member {member_id}", member_id, f, reason, client=False)
+    return _of_member(t, f"Member {member_id} joining group during {state}", member_id, f, reason)
 
 
 def updating_metadata(f: VersionFeatures, member_id: str, state: str, reason: str | None) -> Cause:
+    t = Trigger.METADATA_CHANGE
     if not f.state_in_causes and not f.java:
-        return Cause(Trigger.METADATA_CHANGE, f"Updating metadata for member {member_id}")
-    return Cause(
-        Trigger.METADATA_CHANGE,
-        f"Updating metadata for member {member_id} during {state}" + _client(f, reason),
-    )
+        return _of_member(t, f"Updating metadata for member {member_id}", member_id, f, reason, client=False)
+    return _of_member(t, f"Updating metadata for member {member_id} during {state}", member_id, f, reason)
 
 
 def leader_rejoining(f: VersionFeatures, member_id: str, state: str, reason: str | None) -> Cause:
+    t = Trigger.LEADER_REJOIN
     if not f.state_in_causes and not f.java:
-        return Cause(Trigger.LEADER_REJOIN, f"Updating metadata for member {member_id}")
+        return _of_member(t, f"Updating metadata for member {member_id}", member_id, f, reason, client=False)
     leader = "Leader" if (f.java or f.version >= (3, 0, 0)) else "leader"
-    return Cause(
-        Trigger.LEADER_REJOIN, f"{leader} {member_id} re-joining group during {state}" + _client(f, reason)
-    )
+    return _of_member(t, f"{leader} {member_id} re-joining group during {state}", member_id, f, reason)
 
 
 def static_protocol_change(f: VersionFeatures, member_id: str, instance_id: str, reason: str | None) -> Cause:
-    return Cause(
-        Trigger.PROTOCOL_CHANGE,
-        (
-            f"Group's selectedProtocol will change because static member {member_id} with instance id "
-            f"{option(instance_id, f.java)} joined with change of protocol" + _client(f, reason)
-        ),
+    text = (
+        f"Group's selectedProtocol will change because static member {member_id} with instance id "
+        f"{option(instance_id, f.java)} joined with change of protocol"
     )
+    return _of_member(Trigger.PROTOCOL_CHANGE, text, member_id, f, reason)
 
 
 def static_updating(f: VersionFeatures, member_id: str, instance_id: str, reason: str | None) -> Cause:
-    return Cause(
-        Trigger.STATIC_MEMBER_REPLACED,
-        (
-            f"Updating metadata for static member {member_id} with instance id {option(instance_id, f.java)}"
-            + (_client(f, reason))
-        ),
-    )
+    text = f"Updating metadata for static member {member_id} with instance id {option(instance_id, f.java)}"
+    return _of_member(Trigger.STATIC_MEMBER_REPLACED, text, member_id, f, reason)
 
 
 def heartbeat_expiration(f: VersionFeatures, member_id: str) -> Cause:
-    return Cause(
-        Trigger.SESSION_EXPIRY,
-        f"removing member {member_id} on heartbeat expiration" + ("." if f.java else ""),
-    )
+    text = f"removing member {member_id} on heartbeat expiration" + ("." if f.java else "")
+    return _of_member(Trigger.SESSION_EXPIRY, text, member_id, f, None, client=False)
 
 
 def leave_group(f: VersionFeatures, member_id: str, reason: str | None) -> Cause:
+    t = Trigger.MEMBER_LEFT
     if f.version < (3, 0, 0) and not f.java:
-        return Cause(Trigger.MEMBER_LEFT, f"removing member {member_id} on LeaveGroup")
-    return Cause(Trigger.MEMBER_LEFT, f"Removing member {member_id} on LeaveGroup" + _client(f, reason))
+        return _of_member(t, f"removing member {member_id} on LeaveGroup", member_id, f, reason, client=False)
+    return _of_member(t, f"Removing member {member_id} on LeaveGroup", member_id, f, reason)
 
 
 def java_leave_batch(member_ids: Iterable[str]) -> Cause:

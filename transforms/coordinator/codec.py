@@ -26,7 +26,7 @@ from enum import Enum
 from typing import Any
 
 #: version of everything saved with this module (bump when any saved document changes shape)
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 Json = Any
 
@@ -49,10 +49,12 @@ class Codec:
         }
 
     def encode(self, value: Any) -> Json:
-        if value is None or isinstance(value, bool | str):
+        if value is None or type(value) is str or isinstance(value, bool):
             return value
-        if isinstance(value, Enum):
+        if isinstance(value, Enum):  # before str: a str-valued member (GroupState, Errors) stays typed
             return {"$e": type(value).__name__, "v": value.value}
+        if isinstance(value, str):
+            return str(value)
         if isinstance(value, int | float):
             return value
         if isinstance(value, list):

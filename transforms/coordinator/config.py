@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from transforms.kafka_protocol import Errors
 from transforms.kafka_version import Version
 from transforms.kafka_version import parse_kafka_version as parse_kafka_version  # the one parser
 
@@ -134,7 +135,7 @@ class VersionFeatures:
     #: KIP-345 static membership (2.3+).
     static_membership: bool
     #: Error for a Dead group: UNKNOWN_MEMBER_ID (2.2) / COORDINATOR_NOT_AVAILABLE (2.3+, KAFKA-8386).
-    dead_group_error: str
+    dead_group_error: Errors
     #: ``acceptJoiningMember`` (2.6+, KAFKA-9844/9885); before: the 2.2-2.5 inline rule.
     accept_joining_member: bool
     #: Heartbeat in CompletingRebalance: "no_check" (2.2: RIP before member/generation checks),
@@ -184,7 +185,7 @@ class VersionFeatures:
             version=v,
             java=java,
             static_membership=v >= (2, 3, 0),
-            dead_group_error="UNKNOWN_MEMBER_ID" if v < (2, 3, 0) else "COORDINATOR_NOT_AVAILABLE",
+            dead_group_error=Errors.UNKNOWN_MEMBER_ID if v < (2, 3, 0) else Errors.COORDINATOR_NOT_AVAILABLE,
             accept_joining_member=v >= (2, 6, 0),
             heartbeat_completing=hb_cr,
             static_stable_protocol_check=v >= (2, 6, 1),

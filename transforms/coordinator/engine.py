@@ -50,6 +50,7 @@ from transforms.coordinator.timers import (
     TimerQueue,
 )
 from transforms.coordinator.types import (
+    NO_RESPONSE,
     Cause,
     EventKind,
     GroupRequest,
@@ -72,20 +73,15 @@ COMPLETING = GroupState.COMPLETING_REBALANCE
 STABLE = GroupState.STABLE
 DEAD = GroupState.DEAD
 
-NONE = "NONE"
-UNKNOWN_MEMBER_ID = "UNKNOWN_MEMBER_ID"
-ILLEGAL_GENERATION = "ILLEGAL_GENERATION"
-REBALANCE_IN_PROGRESS = "REBALANCE_IN_PROGRESS"
-FENCED_INSTANCE_ID = "FENCED_INSTANCE_ID"
-INCONSISTENT_GROUP_PROTOCOL = "INCONSISTENT_GROUP_PROTOCOL"
-NOT_COORDINATOR = "NOT_COORDINATOR"
-#: error of a Prediction whose request the coordinator never answered (superseded JoinGroup/SyncGroup)
-NO_RESPONSE = "NO_RESPONSE"
+# the errors the handlers answer most, by their names
+NONE, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION = Errors.NONE, Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION
+REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID = Errors.REBALANCE_IN_PROGRESS, Errors.FENCED_INSTANCE_ID
+INCONSISTENT_GROUP_PROTOCOL, NOT_COORDINATOR = Errors.INCONSISTENT_GROUP_PROTOCOL, Errors.NOT_COORDINATOR
 SUPERSEDED_REASON = "superseded: never answered by the coordinator"
 
 EXTERNAL_ERROR_NAMES = frozenset(e.name for e in EXTERNAL_ERRORS)
 #: observed errors meaning the group's coordinator moved or is (re)loading it (§12, §16)
-MOVE_ERRORS = frozenset({"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS"})
+MOVE_ERRORS = frozenset({Errors.NOT_COORDINATOR, Errors.COORDINATOR_LOAD_IN_PROGRESS})
 
 _ID_NAMESPACE = uuid.UUID("6d1b8f1e-2b8a-4c55-9b0e-7f3c9a1d2e44")
 
@@ -352,7 +348,7 @@ class CoordinatorEngine:
             elif api is ApiKey.LEAVE_GROUP:
                 self.classic_group_leave(call)
             else:
-                self.respond(call, PredictedResponse(error="UNSUPPORTED_VERSION", completion_ms=t))
+                self.respond(call, PredictedResponse(error=Errors.UNSUPPORTED_VERSION, completion_ms=t))
                 self._book.notes[seq] = ("api_not_modelled",)
         self._finish_op()
         if self._book.immediate:
@@ -589,7 +585,8 @@ class CoordinatorEngine:
             EventKind.STATE_ADOPTED if adopted else EventKind.TRANSITION,
             from_state=previous,
             cause=cause.text,
-            member_id=member_id,
+            member_id=member_id if member_id is not None else cause.member_id,
+            client_reason=cause.client_reason,
             trigger=cause.trigger,
             adopted=adopted,
         )
@@ -748,8 +745,9 @@ class CoordinatorEngine:
             if err is not None and err in EXTERNAL_ERROR_NAMES:
                 call.scored = False
                 call.unscored_reason = f"external error: {err}"
-                self.emit(EventKind.EXTERNAL_ERROR, member_id=req.member_id, detail=err, error=Errors[err])
-                if err == "COORDINATOR_LOAD_IN_PROGRESS":
+                error = Errors.named(err)
+                self.emit(EventKind.EXTERNAL_ERROR, member_id=req.member_id, detail=err, error=error)
+                if err == Errors.COORDINATOR_LOAD_IN_PROGRESS:
                     self._book.loading = True
                 if err in MOVE_ERRORS and not self._book.moved_episode:
                     self._book.moved_episode = True
@@ -757,10 +755,18 @@ class CoordinatorEngine:
                 self.respond(
                     call,
                     PredictedResponse(
-                        error=err,
+                        error=error,
                         completion_ms=obs.completion_ms if obs.completion_ms is not None else req.arrival_ms,
-                        partition_errors=obs.partition_errors,
-                        member_errors=obs.member_errors,
+                        partition_errors=(
+                            None
+                            if obs.partition_errors is None
+                            else tuple((t, p, Errors.named(e)) for t, p, e in obs.partition_errors)
+                        ),
+                        member_errors=(
+                            None
+                            if obs.member_errors is None
+                            else tuple((m, Errors.named(e)) for m, e in obs.member_errors)
+                        ),
                     ),
                 )
                 return True
@@ -971,7 +977,7 @@ class CoordinatorEngine:
         if (
             obs is not None
             and obs.member_id
-            and obs.error in (NONE, "MEMBER_ID_REQUIRED", "FENCED_INSTANCE_ID")
+            and obs.error in (NONE, Errors.MEMBER_ID_REQUIRED, Errors.FENCED_INSTANCE_ID)
         ):
             candidate = obs.member_id
             if not self._id_format_ok(candidate, prefix):
@@ -1005,7 +1011,7 @@ class CoordinatorEngine:
     # ============================================================================================
     # JoinGroup
     # ============================================================================================
-    def join_error(self, call: ParkedCall, error: str, member_id: str) -> PredictedResponse:
+    def join_error(self, call: ParkedCall, error: Errors, member_id: str) -> PredictedResponse:
         v = call.request.api_version
         return PredictedResponse(
             error=error,
@@ -1060,16 +1066,16 @@ class CoordinatorEngine:
         member_id = req.member_id or ""
         instance_id = req.group_instance_id
         if not req.group_id:
-            self.respond(call, self.join_error(call, "INVALID_GROUP_ID", member_id))
+            self.respond(call, self.join_error(call, Errors.INVALID_GROUP_ID, member_id))
             return
         if instance_id is not None and not f.static_membership:
-            self.respond(call, self.join_error(call, "UNSUPPORTED_VERSION", member_id))
+            self.respond(call, self.join_error(call, Errors.UNSUPPORTED_VERSION, member_id))
             return
         session = req.session_timeout_ms
         if session is not None and (
             session < self.config.group_min_session_timeout_ms or session > self.config.max_session_timeout_ms
         ):
-            self.respond(call, self.join_error(call, "INVALID_SESSION_TIMEOUT", member_id))
+            self.respond(call, self.join_error(call, Errors.INVALID_SESSION_TIMEOUT, member_id))
             return
         is_unknown = member_id == ""
         group = self._group
@@ -1105,7 +1111,7 @@ class CoordinatorEngine:
                     removal_reason=RemovalReason.MAX_SIZE,
                     cause=cause,
                 )
-            self.respond(call, self.join_error(call, "GROUP_MAX_SIZE_REACHED", ""))
+            self.respond(call, self.join_error(call, Errors.GROUP_MAX_SIZE_REACHED, ""))
         elif is_unknown:
             self._join_new_member(group, call, instance_id)
         else:
@@ -1167,7 +1173,7 @@ class CoordinatorEngine:
                     "to rejoin with this id."
                 ),
             )
-            self.respond(call, self.join_error(call, "MEMBER_ID_REQUIRED", new_id))
+            self.respond(call, self.join_error(call, Errors.MEMBER_ID_REQUIRED, new_id))
         else:
             self.add_member_and_rebalance(group, call, new_id, None)
 
@@ -1187,7 +1193,7 @@ class CoordinatorEngine:
             if instance_id is not None:
                 # Kafka throws IllegalStateException: the broker answers UNKNOWN_SERVER_ERROR, with the
                 # response's default (empty) member id
-                self.respond(call, self.join_error(call, "UNKNOWN_SERVER_ERROR", ""))
+                self.respond(call, self.join_error(call, Errors.UNKNOWN_SERVER_ERROR, ""))
                 return
             self.add_member_and_rebalance(group, call, member_id, None)
             return
@@ -1226,7 +1232,7 @@ class CoordinatorEngine:
 
     def _validate_member(
         self, group: ClassicGroup, member_id: str, instance_id: str | None, strict: bool
-    ) -> str | None:
+    ) -> Errors | None:
         """``ClassicGroup.validate_member`` with this version's rules. ``strict``: JoinGroup (an unknown
         instance id is UNKNOWN_MEMBER_ID in every version)."""
         f = self._f
@@ -1663,7 +1669,7 @@ class CoordinatorEngine:
     # SyncGroup
     # ============================================================================================
     def sync_response(
-        self, call: ParkedCall, error: str, assignment: bytes | None, with_protocol: bool
+        self, call: ParkedCall, error: Errors, assignment: bytes | None, with_protocol: bool
     ) -> PredictedResponse:
         v5 = call.request.api_version >= 5
         g = self._group
@@ -1681,10 +1687,10 @@ class CoordinatorEngine:
         f = self._f
         member_id = req.member_id or ""
         if not req.group_id:
-            self.respond(call, self.sync_response(call, "INVALID_GROUP_ID", None, False))
+            self.respond(call, self.sync_response(call, Errors.INVALID_GROUP_ID, None, False))
             return
         if req.group_instance_id is not None and not f.static_membership:
-            self.respond(call, self.sync_response(call, "UNSUPPORTED_VERSION", None, False))
+            self.respond(call, self.sync_response(call, Errors.UNSUPPORTED_VERSION, None, False))
             return
         if req.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
             self.respond(call, self.sync_response(call, INCONSISTENT_GROUP_PROTOCOL, None, False))
@@ -1693,7 +1699,7 @@ class CoordinatorEngine:
         if group is None or (f.java and group.state == EMPTY):
             self.respond(call, self.sync_response(call, UNKNOWN_MEMBER_ID, None, False))
             return
-        error: str | None
+        error: Errors | None
         if group.state == DEAD:
             error = f.dead_group_error
         elif f.version < (2, 3, 0) and not f.java:
@@ -1782,12 +1788,12 @@ class CoordinatorEngine:
             m.assignment = assignment.get(mid, b"")
         self._propagate_assignment(group, NONE)
 
-    def _reset_and_propagate_assignment_error(self, group: ClassicGroup, error: str) -> None:
+    def _reset_and_propagate_assignment_error(self, group: ClassicGroup, error: Errors) -> None:
         for m in group.members.values():
             m.assignment = b""
         self._propagate_assignment(group, error)
 
-    def _propagate_assignment(self, group: ClassicGroup, error: str) -> None:
+    def _propagate_assignment(self, group: ClassicGroup, error: Errors) -> None:
         # in Kafka's member order: it is the order the session timers are re-armed (ties expire in it)
         for m in group.ordered_members():
             call = m.awaiting_sync
@@ -1839,9 +1845,9 @@ class CoordinatorEngine:
         error = NONE
         refresh: ClassicGroupMember | None = None
         if not req.group_id:
-            error = "INVALID_GROUP_ID"
+            error = Errors.INVALID_GROUP_ID
         elif req.group_instance_id is not None and not f.static_membership:
-            error = "UNSUPPORTED_VERSION"
+            error = Errors.UNSUPPORTED_VERSION
         elif group is None:
             error = UNKNOWN_MEMBER_ID
         elif f.heartbeat_completing == "no_check" and not f.java:
@@ -1880,7 +1886,7 @@ class CoordinatorEngine:
 
     def _heartbeat_2_2(
         self, group: ClassicGroup, member_id: str, generation_id: int | None
-    ) -> tuple[str, ClassicGroupMember | None]:
+    ) -> tuple[Errors, ClassicGroupMember | None]:
         state = group.state
         if state in (DEAD, EMPTY):
             return UNKNOWN_MEMBER_ID, None
@@ -1905,10 +1911,10 @@ class CoordinatorEngine:
         if not identities and not batch:
             identities = [LeaveMember(member_id=req.member_id or "")]
         group = self._group
-        top: str = NONE
-        results: list[tuple[str, str]] = []
+        top: Errors = NONE
+        results: list[tuple[str, Errors]] = []
         if not req.group_id:
-            top = "INVALID_GROUP_ID"
+            top = Errors.INVALID_GROUP_ID
         elif group is None:
             results = [(lm.member_id, UNKNOWN_MEMBER_ID) for lm in identities]
         elif group.state == DEAD:
@@ -1947,7 +1953,7 @@ class CoordinatorEngine:
         instance_id: str | None,
         reason: str | None,
         removed: list[str],
-    ) -> str:
+    ) -> Errors:
         f = self._f
         java = f.java
         if f.validate_current_member or java:
@@ -2035,13 +2041,13 @@ class CoordinatorEngine:
         instance_id = req.group_instance_id
         gen = req.generation_id if req.generation_id is not None else -1
         group = self._group
-        error: str | None = None
+        error: Errors | None = None
         refresh: ClassicGroupMember | None = None
         if group is None:
             if gen < 0:
                 group = self._create_group()
             elif f.commit_group_id_not_found_v9 and req.api_version >= 9:
-                error = "GROUP_ID_NOT_FOUND"
+                error = Errors.GROUP_ID_NOT_FOUND
             else:
                 error = ILLEGAL_GENERATION
         if error is None and group is not None:
@@ -2068,7 +2074,7 @@ class CoordinatorEngine:
 
     def _validate_offset_commit(
         self, group: ClassicGroup, member_id: str, instance_id: str | None, gen: int
-    ) -> tuple[str | None, ClassicGroupMember | None]:
+    ) -> tuple[Errors | None, ClassicGroupMember | None]:
         f = self._f
         state = group.state
         v = f.version
@@ -2092,7 +2098,7 @@ class CoordinatorEngine:
                 return REBALANCE_IN_PROGRESS, None
             return None, member
         if state == DEAD:
-            return "COORDINATOR_NOT_AVAILABLE", None
+            return Errors.COORDINATOR_NOT_AVAILABLE, None
         if gen < 0 and state == EMPTY and not f.commit_strict_gen_minus_one:
             return None, None
         if gen >= 0 or member_id != "" or instance_id is not None:

@@ -45,9 +45,10 @@ from transforms.coordinator.types import (
     ObservedResponse,
     PredictedResponse,
     RemovalReason,
+    ResponseError,
     Trigger,
 )
-from transforms.kafka_protocol import ApiKey
+from transforms.kafka_protocol import ApiKey, Errors
 
 INFERRED_TIMEOUT_REASON = (
     "warm-up: the rebalance timeout of members seen only through their requests is unknown"
@@ -109,12 +110,12 @@ class Coordinator(Protocol):
     def remove_sync_expiration(self, group: ClassicGroup) -> None: ...
 
     # answers
-    def join_error(self, call: ParkedCall, error: str, member_id: str) -> PredictedResponse: ...
+    def join_error(self, call: ParkedCall, error: Errors, member_id: str) -> PredictedResponse: ...
     def join_success(
         self, group: ClassicGroup, call: ParkedCall, member_id: str, leader: str | None, with_members: bool
     ) -> PredictedResponse: ...
     def sync_response(
-        self, call: ParkedCall, error: str, assignment: bytes | None, with_protocol: bool
+        self, call: ParkedCall, error: Errors, assignment: bytes | None, with_protocol: bool
     ) -> PredictedResponse: ...
     def answer_join(
         self, group: ClassicGroup, member: ClassicGroupMember, response: PredictedResponse
@@ -235,7 +236,7 @@ def drop_member(model: Coordinator, group: ClassicGroup, member_id: str, why: st
         return
     if member.awaiting_join is not None:
         call = member.awaiting_join
-        model.answer_join(group, member, model.join_error(call, "UNKNOWN_MEMBER_ID", ""))
+        model.answer_join(group, member, model.join_error(call, Errors.UNKNOWN_MEMBER_ID, ""))
     if member.awaiting_sync is not None:
         call = member.awaiting_sync
         member.awaiting_sync = None
@@ -276,7 +277,7 @@ def force_state(model: Coordinator, group: ClassicGroup, target: GroupState, why
             call = m.awaiting_sync
             if call is not None:
                 m.awaiting_sync = None
-                model.respond(call, model.sync_response(call, "NONE", m.assignment, True))
+                model.respond(call, model.sync_response(call, Errors.NONE, m.assignment, True))
     if target in (PREPARING, EMPTY):
         model.remove_sync_expiration(group)
     if target == PREPARING:
@@ -586,7 +587,7 @@ def _reconcile_leave(
         pairs = [(req.leave_members[0].member_id if req.leave_members else (req.member_id or ""), observed)]
     else:
         return
-    predicted_errors = dict(predicted.member_errors or ())
+    predicted_errors: dict[str, ResponseError] = dict(predicted.member_errors or ())
     if req.api_version < 3 and pairs:
         predicted_errors = {pairs[0][0]: predicted.error}
     for mid, err in pairs:

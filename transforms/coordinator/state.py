@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from transforms.coordinator.types import Cause, GroupRequest, GroupState, Protocol
+from transforms.kafka_protocol import Errors
 
 #: ``java.util.HashMap``'s initial table size and load factor.
 JAVA_HASHMAP_CAPACITY = 16
@@ -361,18 +362,18 @@ class ClassicGroup:
 
     def validate_member(
         self, member_id: str, instance_id: str | None, *, static_membership: bool, strict: bool
-    ) -> str | None:
+    ) -> Errors | None:
         """``validateCurrentMember`` (3.0+, Java) or the 2.3-2.8 ``isStaticMemberFenced`` + ``has``: the
-        error (an ``Errors`` name) or None. ``strict``: an unknown instance id is UNKNOWN_MEMBER_ID."""
+        error (an :class:`Errors` member) or None. ``strict``: an unknown instance id is UNKNOWN_MEMBER_ID."""
         if instance_id is not None and static_membership:
             mapped = self.static_members.get(instance_id)
             if mapped is None:
                 if strict:
-                    return "UNKNOWN_MEMBER_ID"
+                    return Errors.UNKNOWN_MEMBER_ID
             elif mapped != member_id:
-                return "FENCED_INSTANCE_ID"
+                return Errors.FENCED_INSTANCE_ID
         if member_id not in self.members:
-            return "UNKNOWN_MEMBER_ID"
+            return Errors.UNKNOWN_MEMBER_ID
         return None
 
     def has_all_members_joined(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Final, Literal, TypeAlias
 
 from transforms.kafka_protocol import ApiKey, Errors
 
@@ -89,11 +90,20 @@ class GroupRequest:
     ref: tuple[str, int] | None = None
 
 
+#: the error of a Prediction whose request the coordinator never answered (not a Kafka error: a
+#: superseded JoinGroup/SyncGroup, a late answer the model had not given)
+NO_RESPONSE: Final = "NO_RESPONSE"
+#: a predicted response's error: Kafka's error, or :data:`NO_RESPONSE`
+ResponseError: TypeAlias = Errors | Literal["NO_RESPONSE"]
+
+
 @dataclass(frozen=True, slots=True)
 class PredictedResponse:
-    """What the model says the coordinator answered, and when."""
+    """What the model says the coordinator answered, and when. Errors are :class:`Errors` members (each
+    is its name as a ``str``); the observed response keeps the logged names (a log may carry a code this
+    table lacks, ``UNKNOWN_ERROR_<code>``)."""
 
-    error: str
+    error: ResponseError
     completion_ms: int | None  # model time the response is sent (None: never answered)
     generation_id: int | None = None
     leader: str | None = None
@@ -102,8 +112,8 @@ class PredictedResponse:
     protocol_name: str | None = None
     skip_assignment: bool | None = None
     members: tuple[str, ...] | None = None
-    member_errors: tuple[tuple[str, str], ...] | None = None
-    partition_errors: tuple[tuple[str, int, str], ...] | None = None
+    member_errors: tuple[tuple[str, Errors], ...] | None = None
+    partition_errors: tuple[tuple[str, int, Errors], ...] | None = None
     assignment: bytes | None = None
 
 
@@ -178,10 +188,14 @@ class Trigger(str, Enum):
 
 @dataclass(frozen=True, slots=True)
 class Cause:
-    """A typed trigger and Kafka's reason text written from it (the ``cause`` people read)."""
+    """A typed trigger and Kafka's reason text written from it (the ``cause`` people read), with what the
+    text names as typed values: the member (``member_id``) and the client's reason as the text shows it
+    (``client_reason``: None when the text has none or says ``not provided``)."""
 
     trigger: Trigger
     text: str
+    member_id: str | None = None
+    client_reason: str | None = None
 
 
 class RemovalReason(str, Enum):
@@ -210,7 +224,8 @@ class ModelEvent:
     group_instance_id: str | None = None
     cause: str | None = None  # Kafka's reason, e.g. "Adding new member ... with group instance id None"
     removal_reason: RemovalReason | None = None
-    client_reason: str | None = None  # JoinGroup v8+/LeaveGroup v5+ reason given by the client
+    #: JoinGroup v8+/LeaveGroup v5+ reason given by the client; TRANSITION: the cause's ``client_reason``
+    client_reason: str | None = None
     detail: str | None = None
     ref: tuple[str, int] | None = None  # request that caused it (None for timers)
     members: tuple[str, ...] = field(default=())  # JOIN_COMPLETED/SYNC_COMPLETED: members of the generation
@@ -218,7 +233,8 @@ class ModelEvent:
     protocol_name: str | None = None  # JOIN_COMPLETED: selected protocol
     protocol_type: str | None = None
     assignments: tuple[tuple[str, bytes | None], ...] = ()  # SYNC_COMPLETED: stored assignment per member
-    #: TRANSITION, STATE_ADOPTED: why (``cause`` is its text); the causing member is ``member_id``
+    #: TRANSITION, STATE_ADOPTED: why (``cause`` is its text); the causing member is ``member_id`` (the
+    #: member the transition was made for, else the one its cause names)
     trigger: Trigger | None = None
     #: STATE_ADOPTED: not a Kafka transition but reconciliation adopting the broker's state/generation (the
     #: generation may move while the state stays); no transition row is written for it

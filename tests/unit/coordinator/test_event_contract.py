@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import zlib
+from dataclasses import replace
 from datetime import date
 
 import pytest
 
 from tests.unit.coordinator.scenario import default_config
+from transforms.coordinator import causes
 from transforms.coordinator.codec import FORMAT_VERSION, Codec, SavedStateError, pack, unpack
+from transforms.coordinator.config import VersionFeatures
 from transforms.coordinator.model import GroupCoordinatorModel
 from transforms.coordinator.state import ClassicGroup, IllegalStateTransition
 from transforms.coordinator.types import (
@@ -20,6 +23,7 @@ from transforms.coordinator.types import (
     EventKind,
     GroupRequest,
     GroupState,
+    LeaveMember,
     ModelEvent,
     ObservedResponse,
     Protocol,
@@ -173,3 +177,72 @@ def test_model_state_round_trips_with_pending_outputs() -> None:
     assert back.drain() == model.drain()
     assert list(back.book.parked) == list(model.book.parked) == [0]  # the parked JoinGroup
     assert (back.book.seq, back.book.now, back.book.confident) == (model.book.seq, model.book.now, False)
+
+
+# ------------------------------------------------------------------------------ typed causes and errors
+def test_a_transition_carries_the_member_and_the_client_reason_its_cause_shows() -> None:
+    def first_transition(kafka_version: str, reason: str) -> ModelEvent:
+        model = GroupCoordinatorModel(G, default_config(kafka_version=kafka_version))
+        model.handle(replace(join(0), api_version=8, reason=reason))  # KIP-394: MEMBER_ID_REQUIRED
+        member_id = model.drain()[0][0].response.member_id
+        assert member_id
+        model.handle(replace(join(1, member_id), api_version=8, reason=reason))
+        first = transitions(model.drain()[1])[0]
+        assert first.member_id == member_id and first.trigger is Trigger.NEW_MEMBER
+        assert first.cause is not None and first.cause.startswith(f"Adding new member {member_id}")
+        return first
+
+    first = first_transition("3.7", " boot. ")
+    assert first.cause is not None and first.cause.endswith("; client reason:  boot. ")
+    assert first.client_reason == "boot"  # as the text shows it: trimmed, no final full stop
+    old = first_transition("3.1", "boot")  # prints no client reason
+    assert old.client_reason is None and old.cause is not None and "client reason" not in old.cause
+
+
+def test_causes_name_their_member_and_reason_as_typed_values() -> None:
+    f = VersionFeatures.of(default_config(kafka_version="3.7"))
+    c = causes.leave_group(f, "m-1", "not provided")
+    assert (c.trigger, c.member_id, c.client_reason) == (Trigger.MEMBER_LEFT, "m-1", None)
+    c = causes.leader_rejoining(f, "m-2", "Stable", "need to revoke partitions.")
+    assert (c.trigger, c.member_id, c.client_reason) == (
+        Trigger.LEADER_REJOIN,
+        "m-2",
+        "need to revoke partitions",
+    )
+    assert c.text == "Leader m-2 re-joining group during Stable; client reason: need to revoke partitions."
+    assert causes.heartbeat_expiration(f, "m-3").member_id == "m-3"
+    assert causes.pending_sync_expiration(f, ["x", "y"]).member_id is None  # names several
+
+
+def test_predicted_responses_carry_errors_members_also_after_a_restore() -> None:
+    model = GroupCoordinatorModel(G, default_config())
+    model.handle(GroupRequest(ApiKey.HEARTBEAT, 4, G, 0, member_id="nobody", generation_id=1))
+    model.handle(GroupRequest(ApiKey.LEAVE_GROUP, 3, G, 1, leave_members=(LeaveMember("nobody"),)))
+    model.handle(
+        GroupRequest(
+            ApiKey.OFFSET_COMMIT, 8, G, 2, member_id="nobody", generation_id=1, commit_partitions=(("t", 0),)
+        )
+    )
+    model.handle(replace(join(3), api_version=4))  # MEMBER_ID_REQUIRED, left undrained across a restore
+    restored = GroupCoordinatorModel.from_bytes(model.to_bytes(), default_config())
+    preds, events = restored.drain()
+    hb, leave, commit, joined = (p.response for p in preds)
+    assert hb.error is Errors.UNKNOWN_MEMBER_ID
+    assert leave.error is Errors.NONE and leave.member_errors == (("nobody", Errors.UNKNOWN_MEMBER_ID),)
+    assert leave.member_errors is not None and leave.member_errors[0][1] is Errors.UNKNOWN_MEMBER_ID
+    assert commit.partition_errors is not None
+    assert [e for _t, _p, e in commit.partition_errors] == [Errors.ILLEGAL_GENERATION]
+    assert all(type(e) is Errors for _t, _p, e in commit.partition_errors)
+    assert joined.error is Errors.MEMBER_ID_REQUIRED
+    assert all(type(e.kind) is EventKind and type(e.state) is GroupState for e in events)
+
+
+def test_errors_are_their_names_with_their_wire_codes() -> None:
+    assert Errors.NOT_COORDINATOR == "NOT_COORDINATOR" and Errors.NOT_COORDINATOR.code == 16
+    assert Errors.name_of(16) == "NOT_COORDINATOR" and Errors.name_of(9999) == "UNKNOWN_ERROR_9999"
+    assert Errors.named("NONE") is Errors.NONE
+    unknown = Errors.named("UNKNOWN_ERROR_74")
+    assert (unknown, unknown.code, str(unknown)) == ("UNKNOWN_ERROR_74", 74, "UNKNOWN_ERROR_74")
+    with pytest.raises(KeyError):
+        Errors.named("NOT_AN_ERROR")
+    assert len({e.code for e in Errors}) == len(Errors)  # one member per code
