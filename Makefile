@@ -35,10 +35,10 @@ demo: check-java install
 CLUSTER_DIR ?= /tmp/rebalance-replay-cluster
 cluster-demo: check-java install
 	@rm -rf $(CLUSTER_DIR) $(WAREHOUSE)-cluster
-	@MASTER=$$($(BIN)/python -m jobs.standalone start --dir $(CLUSTER_DIR)) && echo "cluster: $$MASTER" && \
+	@MASTER=$$($(BIN)/python -m rebalance_replay.jobs.standalone start --dir $(CLUSTER_DIR)) && echo "cluster: $$MASTER" && \
 	  PYSPARK_PYTHON=$(abspath $(BIN))/python PYTHONPATH=$(CURDIR) \
-	  $(BIN)/spark-submit --master $$MASTER jobs/submit.py run --input samples/logs --warehouse $(WAREHOUSE)-cluster; \
-	  status=$$?; $(BIN)/python -m jobs.standalone stop --dir $(CLUSTER_DIR); exit $$status
+	  $(BIN)/spark-submit --master $$MASTER rebalance_replay/jobs/submit.py run --input samples/logs --warehouse $(WAREHOUSE)-cluster; \
+	  status=$$?; $(BIN)/python -m rebalance_replay.jobs.standalone stop --dir $(CLUSTER_DIR); exit $$status
 
 test: check-java install
 	$(BIN)/python -m pytest

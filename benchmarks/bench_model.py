@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from transforms.coordinator.config import CoordinatorConfig
-from transforms.coordinator.model import GroupCoordinatorModel
-from transforms.coordinator.types import GroupRequest, ObservedResponse, Protocol
-from transforms.kafka_protocol import ApiKey
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
+from rebalance_replay.transforms.coordinator.types import GroupRequest, ObservedResponse, Protocol
+from rebalance_replay.transforms.kafka_protocol import ApiKey
 
 HEARTBEAT_INTERVAL_MS = 3000
 OK = ObservedResponse(error="NONE")

@@ -1,4 +1,4 @@
-"""Throughput of ``transforms.request_log.parse_line`` (lines/s, single core), per line kind.
+"""Throughput of ``rebalance_replay.transforms.request_log.parse_line`` (lines/s, single core), per line kind.
 
 Run: ``.venv/bin/python benchmarks/bench_parse.py [seconds-per-case]``. Not a test.
 """
@@ -14,14 +14,14 @@ from zoneinfo import ZoneInfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from transforms.consumer_protocol import encode_assignment, encode_subscription
-from transforms.log_render import (
+from rebalance_replay.transforms.consumer_protocol import encode_assignment, encode_subscription
+from rebalance_replay.transforms.request_log import LineKind, parse_line
+from simulator.log_render import (
     complete_record,
     render_line,
     render_other_api_line,
     render_other_logger_line,
 )
-from transforms.request_log import LineKind, parse_line
 
 TZ = ZoneInfo("Europe/Berlin")
 T0 = datetime(2024, 5, 1, 8, 0, 3, 456000, tzinfo=UTC)

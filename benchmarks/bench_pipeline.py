@@ -9,11 +9,12 @@ into ``benchmarks/.data/pipeline-l<lines>-g<groups>-m<members>/logs`` (reused by
 
 - ``bare``: the baseline: ``spark.read.text`` + ``from_json`` (request header, request, response, timings)
   + a parquet write of the same files — what Spark itself costs;
-- ``ingest``: ``jobs.ingest.ingest`` into a fresh warehouse (``<data>/warehouse``);
+- ``ingest``: ``rebalance_replay.jobs.ingest.ingest`` into a fresh warehouse (``<data>/warehouse``);
 - ``model``: the replay baseline: the same coordinator model (``GroupReplayer``), one Python process, the
   classic-group rows of that warehouse in memory (read before the clock starts);
-- ``fast`` / ``stateful``: ``jobs.replay.replay`` on that warehouse with ``path=fast`` / ``path=stateful``;
-- ``validate``: ``jobs.validate.validate`` on it (after the stateful replay);
+- ``fast`` / ``stateful``: ``rebalance_replay.jobs.replay.replay`` on that warehouse with ``path=fast`` /
+``path=stateful``;
+- ``validate``: ``rebalance_replay.jobs.validate.validate`` on it (after the stateful replay);
 - ``run``: the whole CLI ``run`` (ingest → replay → validate …) into a second fresh warehouse, JVM start
   included.
 
@@ -106,13 +107,13 @@ def ensure_log(data: Path, lines: int, groups: int, members: int) -> int:
 
 
 def _config(data: Path, warehouse: str, overrides: list[str]) -> Any:
-    from jobs.config import load_config
+    from rebalance_replay.jobs.config import load_config
 
     return load_config([], overrides, str(data / warehouse))
 
 
 def _spark() -> Any:
-    from jobs.spark_session import get_spark
+    from rebalance_replay.jobs.spark_session import get_spark
 
     return get_spark("bench-pipeline", conf={"spark.ui.showConsoleProgress": "false"})
 
@@ -146,8 +147,8 @@ def stage_bare(data: Path, overrides: list[str]) -> StageResult:
 
 
 def stage_ingest(data: Path, overrides: list[str]) -> StageResult:
-    from jobs.delta import open_store
-    from jobs.ingest import ingest
+    from rebalance_replay.jobs.delta import open_store
+    from rebalance_replay.jobs.ingest import ingest
 
     config = _config(data, "warehouse", overrides)
     shutil.rmtree(config.storage.warehouse, ignore_errors=True)
@@ -161,9 +162,9 @@ def stage_ingest(data: Path, overrides: list[str]) -> StageResult:
 
 
 def _classic(spark: Any, config: Any) -> Any:
-    from jobs.delta import open_store
-    from jobs.replay import _classic_rows
-    from schemas import REQUESTS
+    from rebalance_replay.jobs.delta import open_store
+    from rebalance_replay.jobs.replay import _classic_rows
+    from rebalance_replay.schemas import REQUESTS
 
     store = open_store(spark, config.storage.warehouse, config.storage.engine)
     return _classic_rows(store.read(REQUESTS))
@@ -171,7 +172,7 @@ def _classic(spark: Any, config: Any) -> Any:
 
 def stage_model(data: Path, overrides: list[str]) -> StageResult:
     from benchmarks.bench_replay import replay_in_process
-    from jobs.replay import settings_from
+    from rebalance_replay.jobs.replay import settings_from
 
     config = _config(data, "warehouse", overrides)
     spark = _spark()
@@ -182,8 +183,8 @@ def stage_model(data: Path, overrides: list[str]) -> StageResult:
 
 
 def _replay_stage(name: str, path: str, data: Path, overrides: list[str]) -> StageResult:
-    from jobs.delta import open_store
-    from jobs.replay import ReplayDirs, replay
+    from rebalance_replay.jobs.delta import open_store
+    from rebalance_replay.jobs.replay import ReplayDirs, replay
 
     config = _config(data, "warehouse", overrides)
     spark = _spark()
@@ -204,8 +205,8 @@ def stage_stateful(data: Path, overrides: list[str]) -> StageResult:
 
 
 def stage_validate(data: Path, overrides: list[str]) -> StageResult:
-    from jobs.delta import open_store
-    from jobs.validate import validate
+    from rebalance_replay.jobs.delta import open_store
+    from rebalance_replay.jobs.validate import validate
 
     config = _config(data, "warehouse", overrides)
     spark = _spark()
@@ -222,7 +223,16 @@ def stage_validate(data: Path, overrides: list[str]) -> StageResult:
 def stage_run(data: Path, overrides: list[str]) -> StageResult:
     wh = data / "warehouse-run"
     shutil.rmtree(wh, ignore_errors=True)
-    cmd = [sys.executable, "-m", "jobs.cli", "run", "--input", str(data / "logs"), "--warehouse", str(wh)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rebalance_replay.jobs.cli",
+        "run",
+        "--input",
+        str(data / "logs"),
+        "--warehouse",
+        str(wh),
+    ]
     for o in overrides:
         cmd += ["--set", o]
     t = time.perf_counter()

@@ -22,9 +22,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jobs.config import load_config  # noqa: E402
+from rebalance_replay.jobs.config import load_config  # noqa: E402
 from simulator.clients import simulate, steady_group  # noqa: E402
-from transforms.log_render import complete_record, render_line  # noqa: E402
+from simulator.log_render import complete_record, render_line  # noqa: E402
 
 T0 = int(datetime(2024, 5, 1, tzinfo=UTC).timestamp() * 1000)
 
@@ -57,7 +57,7 @@ def replay_in_process(table: Any, settings: Any, horizon: int) -> tuple[int, flo
     """The replay baseline: every group of ``table`` (classic-group ``requests`` rows, an Arrow table)
     through ``GroupReplayer`` in this one process, rows already in memory. Returns (groups, seconds of
     the replay alone)."""
-    from transforms.replay import GroupReplayer
+    from rebalance_replay.transforms.replay import GroupReplayer
 
     by_group: dict[str, list[dict[str, object]]] = {}
     for r in table.to_pylist():
@@ -85,9 +85,9 @@ def main() -> None:
         t = time.perf_counter()
         n = generate(logs, args.requests, args.groups, args.members)
         print(f"generated {n} request lines in {time.perf_counter() - t:.1f}s")
-    from jobs.delta import open_store
-    from jobs.ingest import ingest
-    from jobs.spark_session import get_spark
+    from rebalance_replay.jobs.delta import open_store
+    from rebalance_replay.jobs.ingest import ingest
+    from rebalance_replay.jobs.spark_session import get_spark
 
     config = load_config(warehouse=str(wh))
     spark = get_spark("bench-replay", conf={"spark.ui.showConsoleProgress": "false"})
@@ -101,8 +101,14 @@ def main() -> None:
         )
         (data / "ok").write_text("ok")
 
-    from jobs.replay import ReplayDirs, _classic_rows, _replay_fast, _replay_stateful_batch, settings_from
-    from schemas import REQUESTS
+    from rebalance_replay.jobs.replay import (
+        ReplayDirs,
+        _classic_rows,
+        _replay_fast,
+        _replay_stateful_batch,
+        settings_from,
+    )
+    from rebalance_replay.schemas import REQUESTS
 
     settings = settings_from(config)
     rows = _classic_rows(store.read(REQUESTS)).persist()

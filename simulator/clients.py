@@ -4,7 +4,7 @@ The coordinator is the project's own model run in ``predict`` mode, standing in 
 consumers follow the Java client's classic protocol (FindCoordinator, JoinGroup with the
 MEMBER_ID_REQUIRED round trip, SyncGroup with a range assignment from the leader, heartbeats, offset
 commits, LeaveGroup on close, rejoin on REBALANCE_IN_PROGRESS / UNKNOWN_MEMBER_ID). Every request and
-its response becomes a bronze-shaped record that ``transforms.log_render`` turns into a real-format
+its response becomes a bronze-shaped record that ``simulator.log_render`` turns into a real-format
 ``kafka-request.log`` line.
 
 Used to make the bundled sample (``simulator/sample.py``), Spark test inputs and benchmark logs. It is
@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from transforms.consumer_protocol import encode_assignment, encode_subscription
-from transforms.coordinator.config import CoordinatorConfig
-from transforms.coordinator.model import GroupCoordinatorModel
-from transforms.coordinator.types import (
+from rebalance_replay.transforms.consumer_protocol import encode_assignment, encode_subscription
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
+from rebalance_replay.transforms.coordinator.types import (
     GroupRequest,
     GroupState,
     LeaveMember,
@@ -31,7 +31,7 @@ from transforms.coordinator.types import (
     Prediction,
     Protocol,
 )
-from transforms.kafka_protocol import ApiKey, Errors
+from rebalance_replay.transforms.kafka_protocol import ApiKey, Errors
 
 #: Request versions a Java client of each era sends (the highest both sides support).
 API_VERSIONS: dict[str, dict[ApiKey, int]] = {
@@ -588,7 +588,7 @@ class Simulation:
 
 
 def request_fields(req: GroupRequest, *, committed_offset: int) -> dict[str, Any]:
-    """The request half of a bronze-shaped record (what ``transforms.log_render`` renders as the
+    """The request half of a bronze-shaped record (what ``simulator.log_render`` renders as the
     request body): the typed fields of ``req`` under their ``requests`` column names."""
     return {
         "group_id": req.group_id,
@@ -627,7 +627,7 @@ def request_fields(req: GroupRequest, *, committed_offset: int) -> dict[str, Any
 
 
 def _decode_assignment(data: bytes | None) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    from transforms.consumer_protocol import try_decode_assignment
+    from rebalance_replay.transforms.consumer_protocol import try_decode_assignment
 
     if not data:
         return ()

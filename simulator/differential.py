@@ -1,7 +1,8 @@
 """Differential testing: the same request sequence through Kafka's own coordinator and through the model.
 
 Kafka's side is ``../shared/kafka-oracle`` (Kafka 4.0's Java ``GroupCoordinatorShard`` behind a pipe,
-:mod:`simulator.oracle`); the model's side is :class:`~transforms.coordinator.model.GroupCoordinatorModel`
+:mod:`simulator.oracle`); the model's side is
+:class:`~rebalance_replay.transforms.coordinator.model.GroupCoordinatorModel`
 set to Kafka 4.0, the Java coordinator, ``predict`` mode, no warm start (or to another version, for the
 comparisons of behaviour Kafka 4.0 shares with it).
 
@@ -40,14 +41,19 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
+from rebalance_replay.transforms.coordinator.types import (
+    GroupRequest,
+    LeaveMember,
+    PredictedResponse,
+    Protocol,
+)
+from rebalance_replay.transforms.kafka_protocol import ApiKey, Errors
+from rebalance_replay.transforms.request_log import map_response_body
 from simulator.clients import request_fields
+from simulator.log_render import render_request_body
 from simulator.oracle import KafkaOracle, OracleUnavailable
-from transforms.coordinator.config import CoordinatorConfig
-from transforms.coordinator.model import GroupCoordinatorModel
-from transforms.coordinator.types import GroupRequest, LeaveMember, PredictedResponse, Protocol
-from transforms.kafka_protocol import ApiKey, Errors
-from transforms.log_render import render_request_body
-from transforms.request_log import map_response_body
 
 GROUP_ID = "g"
 START_MS = 1_700_000_000_000
@@ -925,7 +931,7 @@ def log_records(
 ) -> list[dict[str, Any]]:
     """The sequence as a Kafka 4.0 broker logs it (``kafka.request.logger``): one bronze-shaped record
     per answered request — request fields with Kafka's own member ids, Kafka's response, arrival and
-    completion times — for ``transforms.log_render``. Unanswered requests leave no line."""
+    completion times — for ``simulator.log_render``. Unanswered requests leave no line."""
     ids = {i: a.member_id for i, a in answers.items() if seq.ops[i].api is ApiKey.JOIN_GROUP and a.member_id}
     clients = list(dict.fromkeys(op.client_id for op in seq.ops))
     ports = {c: 50_000 + k for k, c in enumerate(clients)}

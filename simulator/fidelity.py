@@ -22,11 +22,11 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.replay import GroupReplayer, ReplaySettings
+from rebalance_replay.transforms.request_log import LineKind, parse_line
 from simulator.clients import ConsumerSpec, SimConfig, simulate
-from transforms.coordinator.config import CoordinatorConfig
-from transforms.log_render import complete_record, render_line
-from transforms.replay import GroupReplayer, ReplaySettings
-from transforms.request_log import LineKind, parse_line
+from simulator.log_render import complete_record, render_line
 
 T0 = int(datetime(2024, 5, 1, 10, 0, tzinfo=UTC).timestamp() * 1000)
 S = 1000

@@ -27,10 +27,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.kafka_protocol import ApiKey, Errors
 from simulator.clients import ConsumerSpec, SimConfig, simulate
-from transforms.coordinator.config import CoordinatorConfig
-from transforms.kafka_protocol import ApiKey, Errors
-from transforms.log_render import complete_record, render_line
+from simulator.log_render import complete_record, render_line
 
 KAFKA_VERSION = "3.7"
 T0 = int(datetime(2024, 6, 3, 8, 0, 0, tzinfo=UTC).timestamp() * 1000)
@@ -520,11 +520,19 @@ def log_files(
 
 
 def group_inputs_of(files: dict[str, list[str]], coordinator: CoordinatorConfig) -> dict[str, Any]:
-    """group id → :class:`transforms.audit.GroupInputs`, through the product's pure parse and replay
+    """group id → :class:`rebalance_replay.transforms.audit.GroupInputs`, through the product's pure parse and
+    replay
     (what ``rebalance-replay run`` computes with Spark)."""
+    from rebalance_replay.transforms.audit.model import (
+        BrokerBounds,
+        GroupInputs,
+        Rebalance,
+        Req,
+        Session,
+        Transition,
+    )
+    from rebalance_replay.transforms.replay import GroupReplayer, ReplaySettings
     from simulator.fidelity import parse_rows
-    from transforms.audit.model import BrokerBounds, GroupInputs, Rebalance, Req, Session, Transition
-    from transforms.replay import GroupReplayer, ReplaySettings
 
     by_group: dict[str, list[dict[str, Any]]] = {}
     for row in parse_rows(files):

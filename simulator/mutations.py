@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.clients import ConsumerSpec, SimConfig, simulate
-from transforms.log_render import complete_record, render_line
+from simulator.log_render import complete_record, render_line
 
 T0 = 1_714_557_600_000  # 2024-05-01T10:00:00Z
 

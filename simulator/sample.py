@@ -26,9 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
 from simulator.clients import ConsumerSpec, SimConfig, simulate
-from transforms.coordinator.config import CoordinatorConfig
-from transforms.log_render import (
+from simulator.log_render import (
     complete_record,
     render_line,
     render_other_api_line,

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the project is not installed into the venv: import it from the tree
     sys.path.insert(0, str(ROOT))
 
-from jobs.spark_session import JAVA_MISSING_MESSAGE, java_available  # noqa: E402
+from rebalance_replay.jobs.spark_session import JAVA_MISSING_MESSAGE, java_available  # noqa: E402
 
 SPARK_SKIP_REASON = f"{JAVA_MISSING_MESSAGE} (no Java found, Spark tests skipped)"
 
@@ -46,7 +46,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The test run's SparkSession (built through ``get_spark`` with test-friendly settings)."""
     if not java_available():
         pytest.skip(SPARK_SKIP_REASON)
-    from jobs.spark_session import get_spark
+    from rebalance_replay.jobs.spark_session import get_spark
 
     conf = dict(TEST_SPARK_CONF)
     conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("spark-warehouse"))

@@ -12,7 +12,7 @@ import pyarrow.fs as pafs
 from deltalake import DeltaTable
 
 from simulator.clients import SimConfig, simulate
-from transforms.log_render import complete_record, render_line
+from simulator.log_render import complete_record, render_line
 
 
 def read_table(path: Path | str) -> list[dict[str, Any]]:
@@ -82,7 +82,7 @@ def quiet_times(story: dict[str, list[tuple[int, int, str]]], parts: int) -> lis
 
 def sample_warehouse(wh: Path, *extra: str) -> Path:
     """The bundled sample ingested and replayed (batch) into ``wh`` with the in-process CLI."""
-    from jobs.cli import main
+    from rebalance_replay.jobs.cli import main
 
     sample = Path(__file__).resolve().parents[1] / "samples" / "logs"
     assert main(["ingest", "--input", str(sample), "--warehouse", str(wh), *extra]) == 0

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from jobs.report import write_plotly_asset
+from rebalance_replay.jobs.report import write_plotly_asset
+from rebalance_replay.transforms.report.html import group_html
+from rebalance_replay.transforms.report.model import HeartbeatBin, build_group_page, heartbeat_bin_ms
+from rebalance_replay.transforms.report.timeline import lane_ticks
 from tests.browser.offline_browser import PageLoad, offline_browser, open_offline, skip_reason
-from transforms.report.html import group_html
-from transforms.report.model import HeartbeatBin, build_group_page, heartbeat_bin_ms
-from transforms.report.timeline import lane_ticks
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")]
 

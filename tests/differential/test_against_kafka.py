@@ -12,10 +12,10 @@ from dataclasses import replace
 
 import pytest
 
+from rebalance_replay.transforms.coordinator import state
+from rebalance_replay.transforms.kafka_protocol import ApiKey
 from simulator import differential as d
 from simulator.oracle import KafkaOracle
-from transforms.coordinator import state
-from transforms.kafka_protocol import ApiKey
 
 pytestmark = pytest.mark.differential
 
@@ -133,7 +133,7 @@ def test_a_different_broker_setting_is_caught(oracle: KafkaOracle) -> None:
 def test_kafka_3_7_differs_only_by_the_scala_coordinator(oracle: KafkaOracle) -> None:
     """The model at 3.7 with the Java coordinator agrees with Kafka 4.0 everywhere (3.7 shares every
     version-matrix behaviour with 4.0), so what differs with 3.7's default Scala coordinator is the
-    Scala/Java deltas alone (listed by kind in transforms/coordinator/README.md)."""
+    Scala/Java deltas alone (listed by kind in rebalance_replay/transforms/coordinator/README.md)."""
     seeds = range(300)
     scala = d.triage(oracle, seeds, "3.7", shrink_examples=False)
     assert scala.diverging > 0  # the deltas are there to see

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from jobs.cli import main
+from rebalance_replay.jobs.cli import main
 from simulator import differential as d
+from simulator.log_render import complete_record, render_line
 from simulator.oracle import KafkaOracle
 from tests.helpers import read_table
-from transforms.log_render import complete_record, render_line
 
 pytestmark = [pytest.mark.differential, pytest.mark.spark]
 

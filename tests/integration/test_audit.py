@@ -1,4 +1,5 @@
-"""jobs.audit end to end on a small incident log (ingest → replay → audit through the in-process CLI):
+"""rebalance_replay.jobs.audit end to end on a small incident log (ingest → replay → audit through the
+in-process CLI):
 the findings table holds the incidents' findings, summary.json counts them, a rerun changes nothing
 (same Delta version, byte-identical rows), and a scheduled run split in three gives the batch findings."""
 
@@ -10,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from jobs.cli import main
-from schemas import FINDINGS
+from rebalance_replay.jobs.cli import main
+from rebalance_replay.schemas import FINDINGS
 from simulator.incidents import generate
 from tests.helpers import read_table
 

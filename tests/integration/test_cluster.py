@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.cli import main
-from jobs.standalone import StandaloneCluster
+from rebalance_replay.jobs.cli import main
+from rebalance_replay.jobs.standalone import StandaloneCluster
 from tests.helpers import canonical, read_table, sample_warehouse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +36,14 @@ def _tables(wh: Path) -> dict[str, list[str]]:
 def _cli(cluster: StandaloneCluster, *args: str) -> subprocess.Popen[str]:
     """The CLI as spark-submit would run it: its own driver process, executors on the cluster."""
     return subprocess.Popen(
-        [sys.executable, "-m", "jobs.cli", *args, "--set", f"spark.master={cluster.master_url}"],
+        [
+            sys.executable,
+            "-m",
+            "rebalance_replay.jobs.cli",
+            *args,
+            "--set",
+            f"spark.master={cluster.master_url}",
+        ],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable},
         stdout=subprocess.PIPE,

@@ -6,8 +6,13 @@ from typing import Any
 
 import pytest
 
-from jobs.columns import assignment_value, decoded_assignment, decoded_subscription, subscription_value
-from transforms.consumer_protocol import encode_assignment, encode_subscription
+from rebalance_replay.jobs.columns import (
+    assignment_value,
+    decoded_assignment,
+    decoded_subscription,
+    subscription_value,
+)
+from rebalance_replay.transforms.consumer_protocol import encode_assignment, encode_subscription
 
 pytestmark = pytest.mark.spark
 

@@ -18,7 +18,7 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql.types import StructField, StructType
 
-from jobs.delta import (
+from rebalance_replay.jobs.delta import (
     AddedFile,
     DeltaSparkStore,
     DeltaStore,
@@ -27,10 +27,10 @@ from jobs.delta import (
     delta_spark_available,
     open_store,
 )
-from jobs.delta.spark import _replace_where
-from schemas.core import Column as C
-from schemas.core import TableDef
-from schemas.tables import REQUESTS
+from rebalance_replay.jobs.delta.spark import _replace_where
+from rebalance_replay.schemas.core import Column as C
+from rebalance_replay.schemas.core import TableDef
+from rebalance_replay.schemas.tables import REQUESTS
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.cli import main
+from rebalance_replay.jobs.cli import main
 from simulator.fidelity import render_coarse, scenario_configs
 from tests.helpers import read_table
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from jobs.cli import main
+from rebalance_replay.jobs.cli import main
 from tests.helpers import read_table
 
 pytestmark = pytest.mark.spark

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.cli import main
+from rebalance_replay.jobs.cli import main
 from tests.helpers import read_table, sample_warehouse
 
 TABLES = ("requests", "quarantine", "predictions", "transitions", "rebalances", "member_sessions")

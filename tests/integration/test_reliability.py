@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.bookkeeping import CRASH_ENV
-from jobs.cli import main
+from rebalance_replay.jobs.bookkeeping import CRASH_ENV
+from rebalance_replay.jobs.cli import main
 from tests.helpers import canonical, read_table, sample_warehouse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +32,7 @@ def _tables(wh: Path, names: tuple[str, ...]) -> dict[str, list[str]]:
 def _killed(args: list[str], point: str) -> None:
     """Run the CLI in its own process, killed at ``point`` (like kill -9: no cleanup)."""
     p = subprocess.run(
-        [sys.executable, "-m", "jobs.cli", *args],
+        [sys.executable, "-m", "rebalance_replay.jobs.cli", *args],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), CRASH_ENV: point},
         capture_output=True,

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from jobs.cli import main
+from rebalance_replay.jobs.cli import main
+from rebalance_replay.transforms.report.naming import forensics_name
 from simulator.clients import ConsumerSpec, SimConfig
 from tests.helpers import canonical, quiet_times, read_table, render_group_lines, write_lines
-from transforms.report.naming import forensics_name
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -270,7 +270,7 @@ def test_deleted_line_is_absorbed_by_track_mode(
 def test_kip848_groups_are_reported_not_replayed(
     tmp_path: Path, spark: object, story: dict[str, list[tuple[int, int, str]]]
 ) -> None:
-    from transforms.log_render import complete_record, render_line
+    from simulator.log_render import complete_record, render_line
 
     cgh = complete_record(
         {

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from jobs.cli import main
+from rebalance_replay.jobs.cli import main
 from tests.browser.offline_browser import PageLoad, offline_browser, open_offline, skip_reason
 from tests.helpers import read_table
 

@@ -1,4 +1,5 @@
-"""jobs.validate on small, hand-built tables: exact agreement numbers and taxonomy, and the Great
+"""rebalance_replay.jobs.validate on small, hand-built tables: exact agreement numbers and taxonomy, and the
+Great
 Expectations checkpoints (passing, and failing with the broken expectation named)."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from pyspark.sql.types import StructField, StructType
 
-from jobs.validate import (
+from rebalance_replay.jobs.validate import (
     OUTPUTS_SUITE,
     REQUESTS_SUITE,
     MissingTableError,
@@ -20,8 +21,8 @@ from jobs.validate import (
     validate,
     validate_frames,
 )
-from schemas import PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
-from transforms.kafka_protocol import ApiKey
+from rebalance_replay.schemas import PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
+from rebalance_replay.transforms.kafka_protocol import ApiKey
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -497,8 +498,8 @@ def test_gx_broken_outputs_are_reported_by_name(spark: Any, frames: dict[str, An
 
 
 def test_validate_reads_the_warehouse(spark: Any, frames: dict[str, Any], warehouse: Path) -> None:
-    from jobs.config import load_config
-    from jobs.delta import open_store
+    from rebalance_replay.jobs.config import load_config
+    from rebalance_replay.jobs.delta import open_store
 
     config = load_config(overrides=["validation.min_agreement=0.7"], warehouse=str(warehouse))
     store = open_store(spark, str(warehouse), "delta-rs")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config import ConfigError, load_config
-from jobs.settings import build, defaults, keys, render_yaml, section, setting
+from rebalance_replay.jobs.config import ConfigError, load_config
+from rebalance_replay.jobs.settings import build, defaults, keys, render_yaml, section, setting
 
 
 def test_defaults_load() -> None:
@@ -100,7 +100,7 @@ def test_kafka_patch_version_accepted() -> None:
 
 
 def test_bucket_shrinks_until_the_busiest_group_fits() -> None:
-    from jobs.replay import bucket_ms_for
+    from rebalance_replay.jobs.replay import bucket_ms_for
 
     hour = 3_600_000
     assert bucket_ms_for(hour, 150_000, 200_000) == hour
@@ -109,25 +109,26 @@ def test_bucket_shrinks_until_the_busiest_group_fits() -> None:
     assert bucket_ms_for(hour, 10**12, 200_000) == 1000  # never under a second
 
 
-# ---------------------------------------------------------------- declared once (jobs/config.py)
+# ---------------------------------------------------------------- declared once
+# (rebalance_replay/jobs/config.py)
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_default_yaml_is_the_declaration() -> None:
     import yaml
 
-    from jobs.config import Config, default_yaml_text
+    from rebalance_replay.jobs.config import Config, default_yaml_text
 
-    text = (ROOT / "conf" / "default.yaml").read_text(encoding="utf-8")
-    assert text == default_yaml_text(), "run: python -m jobs.config"
+    text = (ROOT / "rebalance_replay" / "conf" / "default.yaml").read_text(encoding="utf-8")
+    assert text == default_yaml_text(), "run: python -m rebalance_replay.jobs.config"
     assert yaml.safe_load(text) == defaults(Config)
 
 
 def test_config_docs_are_the_declaration() -> None:
-    from jobs.config import Config, config_markdown
+    from rebalance_replay.jobs.config import Config, config_markdown
 
     docs = (ROOT / "docs" / "config.md").read_text(encoding="utf-8")
-    assert docs == config_markdown(), "run: python -m jobs.config"
+    assert docs == config_markdown(), "run: python -m rebalance_replay.jobs.config"
     for key in keys(Config):
         assert key.spec.doc, f"{key.path} has no doc"
         assert f"| `{key.path}` |" in docs
@@ -136,7 +137,7 @@ def test_config_docs_are_the_declaration() -> None:
 def test_every_key_can_be_set_to_its_default_from_the_command_line() -> None:
     import yaml
 
-    from jobs.config import Config
+    from rebalance_replay.jobs.config import Config
 
     default = load_config()
     for key in keys(Config):
@@ -152,8 +153,8 @@ def test_every_key_can_be_set_to_its_default_from_the_command_line() -> None:
 def test_literal_choices_come_from_one_declaration() -> None:
     from typing import get_args
 
-    from jobs.cli import build_parser
-    from jobs.config import ReplayPath
+    from rebalance_replay.jobs.cli import build_parser
+    from rebalance_replay.jobs.config import ReplayPath
 
     with pytest.raises(ConfigError, match=r"replay\.path must be one of auto, stateful, fast"):
         load_config(overrides=["replay.path=slow"])

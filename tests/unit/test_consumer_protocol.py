@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transforms.consumer_protocol import (
+from rebalance_replay.transforms.consumer_protocol import (
     Assignment,
     ConsumerProtocolError,
     Subscription,
@@ -23,7 +23,7 @@ from transforms.consumer_protocol import (
     try_decode_assignment,
     try_decode_subscription,
 )
-from transforms.request_log import LineKind, parse_line
+from rebalance_replay.transforms.request_log import LineKind, parse_line
 
 SUB_EXAMPLE = "AAMAAAABAAF0/////wAAAAD///////8="
 ASG_EXAMPLE = "AAMAAAABAAF0AAAAAgAAAAAAAAAB/////w=="

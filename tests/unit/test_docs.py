@@ -4,7 +4,7 @@
   in ``docs/``: ``docs/coordinator-semantics.md`` unless the citation names another one
   (``request-log-format.md §3``).
 * Every relative link in ``docs/*.md``, ``README.md`` and the other Markdown files points to a file.
-* Every project module named in ``docs/*.md`` (```transforms.coordinator.engine```) exists.
+* Every project module named in ``docs/*.md`` (```rebalance_replay.transforms.coordinator.engine```) exists.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ REF = re.compile(r"(?:(?P<doc>[\w.-]+\.md)\s+)?§\s?(?P<id>\d+[a-z]?(?:\.\d+)*)"
 HEADING = re.compile(r"^#{1,6}\s+§(?P<id>\d+[a-z]?(?:\.\d+)*)(?![\w.])", re.M)
 LINK = re.compile(r"\[[^\]]*\]\((?P<target>[^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
-#: a project module in backticks: `transforms.coordinator.engine`, `rebalance_replay.jobs.cli`
+#: a project module in backticks: `rebalance_replay.transforms.coordinator.engine`,
+#: `rebalance_replay.jobs.cli`
 MODULE = re.compile(r"`(?P<mod>(?:rebalance_replay\.)?(?:conf|schemas|transforms|jobs|simulator)(?:\.\w+)+)`")
 
 
@@ -107,7 +108,12 @@ def test_every_section_reference_in_the_code_has_a_heading() -> None:
 
 def test_the_scan_covers_every_code_folder() -> None:
     scanned = {p.relative_to(ROOT).as_posix() for p in source_files(ROOT, (".py",))}
-    expected = ("conf/__init__.py", "schemas/tables.py", "transforms/coordinator/engine.py", "jobs/cli.py")
+    expected = (
+        "rebalance_replay/conf/__init__.py",
+        "rebalance_replay/schemas/tables.py",
+        "rebalance_replay/transforms/coordinator/engine.py",
+        "rebalance_replay/jobs/cli.py",
+    )
     for module in expected:
         assert any(s == module or s.endswith("/" + module) for s in scanned), module
     assert any(s.startswith("simulator/") for s in scanned)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs import errors
-from jobs.cli import main
-from jobs.errors import EXIT_RUNTIME, EXIT_USAGE, UserError, is_user_facing, user_message
+from rebalance_replay.jobs import errors
+from rebalance_replay.jobs.cli import main
+from rebalance_replay.jobs.errors import EXIT_RUNTIME, EXIT_USAGE, UserError, is_user_facing, user_message
 
 USAGE = (errors.UsageError, errors.ConfigError, errors.InputError)
 RUNTIME = (
@@ -55,7 +55,7 @@ def test_cli_bad_set_is_one_line_naming_the_key(tmp_path: Path, capsys: pytest.C
 def test_cli_runtime_user_error_exit_code(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import jobs.cli as cli
+    import rebalance_replay.jobs.cli as cli
 
     def missing(args: object, config: object) -> int:
         raise errors.MissingTableError("validate: table 'predictions' does not exist: run replay first")

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.replay import INFERRED_SOURCE, infer_unlogged_joins
 from simulator.fidelity import (
     T0,
     agreement,
@@ -22,8 +24,6 @@ from simulator.fidelity import (
     run_corpus,
     scenario_configs,
 )
-from transforms.coordinator.config import CoordinatorConfig
-from transforms.replay import INFERRED_SOURCE, infer_unlogged_joins
 
 DEFAULT = CoordinatorConfig()  # replay.mode=track, warm_start=true: what a user gets
 PURE = CoordinatorConfig(mode="predict", warm_start=False)

@@ -14,13 +14,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from jobs.config import load_config
-from jobs.ingest import TASK_OUTPUT, parse_slices
-from jobs.log_files import describe_file, plan_slices
-from schemas.core import value_check
-from schemas.tables import REQUESTS
+from rebalance_replay.jobs.config import load_config
+from rebalance_replay.jobs.ingest import TASK_OUTPUT, parse_slices
+from rebalance_replay.jobs.log_files import describe_file, plan_slices
+from rebalance_replay.schemas.core import value_check
+from rebalance_replay.schemas.tables import REQUESTS
+from rebalance_replay.transforms.request_log import LineKind, parse_line
 from simulator.mutations import BOUNDARY_NUMBERS, base_lines, mutated_lines, write_bad_files
-from transforms.request_log import LineKind, parse_line
 
 SCHEMA = TASK_OUTPUT.arrow_schema()
 NOW = datetime(2024, 5, 2, tzinfo=UTC)

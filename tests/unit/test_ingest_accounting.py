@@ -12,8 +12,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobs.ingest import parse_slices
-from jobs.log_files import describe_file, plan_slices
+from rebalance_replay.jobs.ingest import parse_slices
+from rebalance_replay.jobs.log_files import describe_file, plan_slices
 from tests.integration.test_ingest import JSON_FETCH, JSON_HEARTBEAT, JSON_JOIN, OTHER_LOGGER, TEXT_HEARTBEAT
 
 VALID = [JSON_JOIN, JSON_HEARTBEAT, JSON_FETCH, TEXT_HEARTBEAT, OTHER_LOGGER]

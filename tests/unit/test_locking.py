@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from jobs.cli import main
+from rebalance_replay.jobs.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 HOLD = (
     "import sys, time\n"
-    "from jobs.locking import warehouse_lock\n"
+    "from rebalance_replay.jobs.locking import warehouse_lock\n"
     "with warehouse_lock(sys.argv[1], 'rebalance-replay run'):\n"
     "    print('held', flush=True)\n"
     "    time.sleep(float(sys.argv[2]))\n"
@@ -80,7 +80,7 @@ def test_bad_usage_fails_before_spark_starts(tmp_path: Path) -> None:
     ]
     for args in cases:
         p = subprocess.run(
-            [sys.executable, "-m", "jobs.cli", *args],
+            [sys.executable, "-m", "rebalance_replay.jobs.cli", *args],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             capture_output=True,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.log_files import (
+from rebalance_replay.jobs.log_files import (
     FileProgress,
     InputError,
     SliceStats,

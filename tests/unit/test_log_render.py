@@ -9,9 +9,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from transforms.consumer_protocol import encode_assignment, encode_subscription
-from transforms.kafka_protocol import ApiKey
-from transforms.log_render import (
+from rebalance_replay.transforms.consumer_protocol import encode_assignment, encode_subscription
+from rebalance_replay.transforms.kafka_protocol import ApiKey
+from rebalance_replay.transforms.request_log import LineKind, LineOutcome, parse_line
+from simulator.log_render import (
     complete_record,
     era_of,
     format_timestamp,
@@ -24,7 +25,6 @@ from transforms.log_render import (
     render_request_body,
     render_response_body,
 )
-from transforms.request_log import LineKind, LineOutcome, parse_line
 
 BERLIN = ZoneInfo("Europe/Berlin")
 T0 = datetime(2024, 5, 1, 8, 0, 3, 456000, tzinfo=UTC)

@@ -1,6 +1,7 @@
 """No input ever reaches ``eval``, ``pickle`` or a shell: the product's own code uses none of them
 (``exec`` only in the coordinator's constructor builder, over class field names, never over data;
-``subprocess`` only in ``jobs/standalone.py``, with fixed argument lists and no shell, to start Spark's
+``subprocess`` only in ``rebalance_replay/jobs/standalone.py``, with fixed argument lists and no shell, to
+start Spark's
 own master and worker JVMs)."""
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ UNSAFE = re.compile(
 
 def test_no_eval_pickle_or_shell_in_the_product() -> None:
     hits = []
-    for package in ("jobs", "transforms", "schemas", "conf"):
+    for package in (
+        "rebalance_replay/jobs",
+        "rebalance_replay/transforms",
+        "rebalance_replay/schemas",
+        "rebalance_replay/conf",
+    ):
         for f in sorted((ROOT / package).rglob("*.py")):
             for no, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
                 if UNSAFE.search(line) and not (
@@ -27,8 +33,8 @@ def test_no_eval_pickle_or_shell_in_the_product() -> None:
     assert hits == []
     exec_users = sorted(
         str(f.relative_to(ROOT))
-        for package in ("jobs", "transforms", "schemas")
+        for package in ("rebalance_replay/jobs", "rebalance_replay/transforms", "rebalance_replay/schemas")
         for f in (ROOT / package).rglob("*.py")
         if re.search(r"\bexec\(", f.read_text(encoding="utf-8"))
     )
-    assert exec_users == ["transforms/coordinator/fastobj.py"]
+    assert exec_users == ["rebalance_replay/transforms/coordinator/fastobj.py"]

@@ -1,4 +1,5 @@
-"""The replay order inside one instant (transforms.ordering): constraints first, then observations,
+"""The replay order inside one instant (rebalance_replay.transforms.ordering): constraints first, then
+observations,
 then the stable key — a pure function, deterministic whatever order the lines came in."""
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transforms.kafka_protocol import ApiKey
-from transforms.ordering import (
+from rebalance_replay.transforms.kafka_protocol import ApiKey
+from rebalance_replay.transforms.ordering import (
     constrained_order,
     linear_extensions,
     predecessors,

@@ -1,4 +1,5 @@
-"""Rebalance reconstruction (transforms.rebalances): hand-written model output for every trigger, outcome and
+"""Rebalance reconstruction (rebalance_replay.transforms.rebalances): hand-written model output for every
+trigger, outcome and
 session ending, the cooperative follow-up rule, partition movement, and chunking/serialisation invariance."""
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from schemas.tables import MEMBER_SESSIONS, REBALANCES, TRANSITIONS
-from transforms.consumer_protocol import encode_assignment
-from transforms.coordinator.causes import shown_client_reason, trigger_of_text
-from transforms.coordinator.types import (
+from rebalance_replay.schemas.tables import MEMBER_SESSIONS, REBALANCES, TRANSITIONS
+from rebalance_replay.transforms.consumer_protocol import encode_assignment
+from rebalance_replay.transforms.coordinator.causes import shown_client_reason, trigger_of_text
+from rebalance_replay.transforms.coordinator.types import (
     EventKind,
     GroupRequest,
     GroupState,
@@ -24,8 +25,8 @@ from transforms.coordinator.types import (
     RemovalReason,
     Trigger,
 )
-from transforms.kafka_protocol import ApiKey, Errors
-from transforms.rebalances import RebalanceTracker, TrackerOutput, classify_cause
+from rebalance_replay.transforms.kafka_protocol import ApiKey, Errors
+from rebalance_replay.transforms.rebalances import RebalanceTracker, TrackerOutput, classify_cause
 
 GROUP = "orders"
 T0 = 1_700_000_000_000  # 2023-11-14T22:13:20Z
@@ -1409,8 +1410,8 @@ def test_settings_survive_serialisation() -> None:
 # end to end: the real coordinator model's output
 # --------------------------------------------------------------------------------------------------
 
-engine = pytest.importorskip("transforms.coordinator.model")
-config_mod = pytest.importorskip("transforms.coordinator.config")
+engine = pytest.importorskip("rebalance_replay.transforms.coordinator.model")
+config_mod = pytest.importorskip("rebalance_replay.transforms.coordinator.config")
 
 _VERSIONS = {
     ApiKey.JOIN_GROUP: 9,
@@ -1521,7 +1522,7 @@ class Broker:
                 self.heartbeat(0 if i else 3000, client, member_id)
 
     def leave(self, dt_ms: int, client: str, member_id: str, reason: str | None = None) -> None:
-        from transforms.coordinator.types import LeaveMember
+        from rebalance_replay.transforms.coordinator.types import LeaveMember
 
         self.send(dt_ms, ApiKey.LEAVE_GROUP, client, leave_members=(LeaveMember(member_id, None, reason),))
 
@@ -1666,7 +1667,7 @@ def test_engine_cooperative_follow_up() -> None:
 
 
 def test_engine_static_member_restart_and_coordinator_move() -> None:
-    from transforms.coordinator.types import ObservedResponse
+    from rebalance_replay.transforms.coordinator.types import ObservedResponse
 
     b = Broker(group_initial_rebalance_delay_ms=0)
     a = b.join(0, "app-a", instance="pod-a")
@@ -1710,7 +1711,7 @@ def test_engine_static_member_restart_and_coordinator_move() -> None:
 
 
 def test_engine_track_mode_warm_start() -> None:
-    from transforms.coordinator.types import ObservedResponse
+    from rebalance_replay.transforms.coordinator.types import ObservedResponse
 
     b = Broker(mode="track", warm_start=True)
     x, y, z = "app-x-1", "app-y-2", "app-z-3"

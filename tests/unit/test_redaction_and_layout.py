@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from jobs.errors import WarehouseVersionError
-from jobs.warehouse import KEY_FILE, META_FILE, SCHEMA_VERSION, open_warehouse
+from rebalance_replay.jobs.errors import WarehouseVersionError
+from rebalance_replay.jobs.warehouse import KEY_FILE, META_FILE, SCHEMA_VERSION, open_warehouse
+from rebalance_replay.transforms.redaction import REDACTED_LINE, Redactor
+from rebalance_replay.transforms.request_log import LineKind, parse_line
 from simulator.mutations import base_lines
-from transforms.redaction import REDACTED_LINE, Redactor
-from transforms.request_log import LineKind, parse_line
 
 ALL = ("client_address", "client_id", "principal")
 

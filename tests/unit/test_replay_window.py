@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.replay import GroupReplayer, ReplaySettings
 from simulator.clients import SimConfig, simulate
+from simulator.log_render import complete_record
 from tests.integration.test_replay import T0, story_configs
-from transforms.coordinator.config import CoordinatorConfig
-from transforms.log_render import complete_record
-from transforms.replay import GroupReplayer, ReplaySettings
 
 
 def _rows(cfg: SimConfig) -> list[dict[str, Any]]:

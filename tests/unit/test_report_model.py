@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from transforms.report.datadocs import offline_html, remote_urls
-from transforms.report.html import AUDIT_NOT_RUN, group_html, overview_html
-from transforms.report.model import (
+from rebalance_replay.transforms.report.datadocs import offline_html, remote_urls
+from rebalance_replay.transforms.report.html import AUDIT_NOT_RUN, group_html, overview_html
+from rebalance_replay.transforms.report.model import (
     MAX_TICKS,
     TRIGGER_COLOURS,
     HeartbeatBin,
@@ -15,8 +15,8 @@ from transforms.report.model import (
     build_overview,
     heartbeat_bin_ms,
 )
-from transforms.report.naming import forensics_name, page_file, valid_name
-from transforms.report.timeline import figure
+from rebalance_replay.transforms.report.naming import forensics_name, page_file, valid_name
+from rebalance_replay.transforms.report.timeline import figure
 
 T0 = 1_714_557_600_000  # 2024-05-01T10:00:00Z
 

@@ -10,9 +10,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from schemas.tables import REQUESTS
-from transforms.consumer_protocol import decode_assignment, decode_subscription
-from transforms.request_log import RECORD_COLUMNS, LineKind, LineOutcome, parse_line
+from rebalance_replay.schemas.tables import REQUESTS
+from rebalance_replay.transforms.consumer_protocol import decode_assignment, decode_subscription
+from rebalance_replay.transforms.request_log import RECORD_COLUMNS, LineKind, LineOutcome, parse_line
 
 BERLIN = ZoneInfo("Europe/Berlin")
 SUB_T = "AAMAAAABAAF0/////wAAAAD///////8="  # v3 subscription to topic t (reference worked example)

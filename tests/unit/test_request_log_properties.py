@@ -20,12 +20,12 @@ from zoneinfo import ZoneInfo
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from schemas.core import split_top_level
-from schemas.tables import REQUESTS
-from transforms.consumer_protocol import encode_assignment, encode_subscription
-from transforms.kafka_protocol import MAX_API_VERSION, ApiKey, Errors
-from transforms.log_render import complete_record, era_of, max_text_era_version, render_line
-from transforms.request_log import LineKind, parse_line
+from rebalance_replay.schemas.core import split_top_level
+from rebalance_replay.schemas.tables import REQUESTS
+from rebalance_replay.transforms.consumer_protocol import encode_assignment, encode_subscription
+from rebalance_replay.transforms.kafka_protocol import MAX_API_VERSION, ApiKey, Errors
+from rebalance_replay.transforms.request_log import LineKind, parse_line
+from simulator.log_render import complete_record, era_of, max_text_era_version, render_line
 
 KAFKA_VERSIONS = [
     "2.0",

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from transforms.request_log import RECORD_COLUMNS, LineKind, LineOutcome, parse_line
+from rebalance_replay.transforms.request_log import RECORD_COLUMNS, LineKind, LineOutcome, parse_line
 
 BB26 = "java.nio.HeapByteBuffer[pos=0 lim=26 cap=26]"
 BB30 = "java.nio.HeapByteBuffer[pos=0 lim=30 cap=30]"

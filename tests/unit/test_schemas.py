@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from schemas import ALL_TABLES, Column, TableDef
-from schemas.core import arrow_type, spark_type
-from schemas.tables import tables_markdown
+from rebalance_replay.schemas import ALL_TABLES, Column, TableDef
+from rebalance_replay.schemas.core import arrow_type, spark_type
+from rebalance_replay.schemas.tables import tables_markdown
 
 
 def test_docs_are_current() -> None:
     docs = Path(__file__).resolve().parents[2] / "docs" / "tables.md"
-    assert docs.read_text(encoding="utf-8") == tables_markdown(), "run: python -m schemas"
+    assert docs.read_text(encoding="utf-8") == tables_markdown(), "run: python -m rebalance_replay.schemas"
 
 
 @pytest.mark.parametrize("table", ALL_TABLES, ids=lambda t: t.name)

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from jobs import spark_session
-from jobs.spark_session import (
+from rebalance_replay.jobs import spark_session
+from rebalance_replay.jobs.spark_session import (
     DEFAULT_CONF,
     JAVA_MISSING_MESSAGE,
     JavaMissingError,
@@ -38,7 +38,7 @@ def no_java(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     monkeypatch.setenv("PATH", str(empty))
     # a session another test already started in this process would be reused before any Java check
-    monkeypatch.setattr("jobs.spark_session._existing_session", lambda: None)
+    monkeypatch.setattr("rebalance_replay.jobs.spark_session._existing_session", lambda: None)
     return empty
 
 

@@ -1,4 +1,5 @@
-"""transforms.validation: one predictions row per Prediction, and the per-field comparison rules."""
+"""rebalance_replay.transforms.validation: one predictions row per Prediction, and the per-field comparison
+rules."""
 
 from __future__ import annotations
 
@@ -9,16 +10,16 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from schemas import PREDICTIONS
-from transforms.coordinator.types import (
+from rebalance_replay.schemas import PREDICTIONS
+from rebalance_replay.transforms.coordinator.types import (
     GroupRequest,
     GroupState,
     ObservedResponse,
     PredictedResponse,
     Prediction,
 )
-from transforms.kafka_protocol import ApiKey
-from transforms.validation import (
+from rebalance_replay.transforms.kafka_protocol import ApiKey
+from rebalance_replay.transforms.validation import (
     MISMATCH_KINDS,
     NO_OBSERVED_RESPONSE,
     NOTHING_TO_COMPARE,

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from rebalance_replay.transforms.audit import AuditSettings, Finding, evaluate
 from simulator.incidents import INCIDENTS, Truth, group_inputs_of, incident_coordinator, log_files
-from transforms.audit import AuditSettings, Finding, evaluate
 
 SEEDS = (7, 11, 23)
 SLACK_MS = 60_000  # a finding's window may start at the last heartbeat before the incident's start
@@ -108,14 +108,14 @@ def test_rules_subset_and_switch_off() -> None:
     gi = inputs["inc-r02-crashes"]
     assert [f.rule_id for f in evaluate(gi, AuditSettings(), only=["R07"]).findings] == []
     assert [f.rule_id for f in evaluate(gi, AuditSettings(), only=["R02"]).findings] == ["R02"]
-    from jobs.config import from_mapping
+    from rebalance_replay.jobs.config import from_mapping
 
     off = from_mapping({"audit": {"R02": {"enabled": False}}}).audit
     assert evaluate(gi, off).findings == ()
 
 
 def test_thresholds_change_severity() -> None:
-    from jobs.config import from_mapping
+    from rebalance_replay.jobs.config import from_mapping
 
     files, _ = log_files(7, rules=["R02"], healthy_groups=0)
     gi = group_inputs_of(files, incident_coordinator())["inc-r02-crashes"]
@@ -131,7 +131,7 @@ def _row_shape(f: Finding) -> dict[str, Any]:
 
 
 def test_finding_rows_have_the_findings_columns() -> None:
-    from schemas import FINDINGS
+    from rebalance_replay.schemas import FINDINGS
 
     findings, _ = audited(7)
     f = findings["inc-r02-crashes"][0]

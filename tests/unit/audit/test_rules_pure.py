@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config import from_mapping
-from jobs.errors import ConfigError
-from jobs.settings import defaults
-from transforms.audit import RULES, AuditSettings, GroupInputs, evaluate
-from transforms.audit.model import Rebalance, Req
+from rebalance_replay.jobs.config import from_mapping
+from rebalance_replay.jobs.errors import ConfigError
+from rebalance_replay.jobs.settings import defaults
+from rebalance_replay.transforms.audit import RULES, AuditSettings, GroupInputs, evaluate
+from rebalance_replay.transforms.audit.model import Rebalance, Req
 
 
 def _rb(seq: int, start: int, *, follow_up: bool, trigger: str = "new_member") -> Rebalance:
@@ -98,7 +98,9 @@ def test_every_catalogue_pattern_is_a_rule_with_a_kebab_case_name() -> None:
 def test_default_yaml_mirrors_the_typed_defaults() -> None:
     import yaml
 
-    text = (Path(__file__).resolve().parents[3] / "conf" / "default.yaml").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[3] / "rebalance_replay" / "conf" / "default.yaml").read_text(
+        encoding="utf-8"
+    )
     assert yaml.safe_load(text)["audit"] == defaults(AuditSettings)
 
 
@@ -119,7 +121,7 @@ def test_bad_audit_settings_are_one_line_errors(data: dict[str, object], message
 
 
 def test_set_override_reaches_the_rule() -> None:
-    from jobs.config import ConfigError, load_config
+    from rebalance_replay.jobs.config import ConfigError, load_config
 
     config = load_config(overrides=["audit.R01.max_rebalances_per_hour=6", "audit.R05.enabled=false"])
     assert config.audit.rule("R01").max_rebalances_per_hour == 6  # type: ignore[attr-defined]
@@ -129,7 +131,7 @@ def test_set_override_reaches_the_rule() -> None:
 
 
 def test_cli_lists_audit_with_its_options(capsys: pytest.CaptureFixture[str]) -> None:
-    from jobs.cli import _rule_ids, build_parser
+    from rebalance_replay.jobs.cli import _rule_ids, build_parser
 
     parser = build_parser()
     assert "audit" in parser.format_help()

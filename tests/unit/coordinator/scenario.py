@@ -23,9 +23,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import MISSING, dataclass, field, replace
 from typing import Any
 
-from transforms.coordinator.config import CoordinatorConfig
-from transforms.coordinator.model import GroupCoordinatorModel
-from transforms.coordinator.types import (
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
+from rebalance_replay.transforms.coordinator.types import (
     EventKind,
     GroupRequest,
     LeaveMember,
@@ -34,7 +34,7 @@ from transforms.coordinator.types import (
     Prediction,
     Protocol,
 )
-from transforms.kafka_protocol import ApiKey
+from rebalance_replay.transforms.kafka_protocol import ApiKey
 
 GROUP = "group"
 UNKNOWN = ""

@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import transforms.coordinator
+import rebalance_replay.transforms.coordinator
 
-PACKAGE = Path(transforms.coordinator.__file__).parent
+PACKAGE = Path(rebalance_replay.transforms.coordinator.__file__).parent
 MODULES = {p.stem: ast.parse(p.read_text(encoding="utf-8")) for p in sorted(PACKAGE.glob("*.py"))}
 
 
@@ -16,9 +16,9 @@ def _imports(tree: ast.Module) -> set[str]:
     out: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module.startswith("transforms.coordinator."):
+            if node.module.startswith("rebalance_replay.transforms.coordinator."):
                 out.add(node.module.rsplit(".", 1)[1])
-            elif node.module == "transforms.coordinator":
+            elif node.module == "rebalance_replay.transforms.coordinator":
                 out |= {a.name for a in node.names}
     return out
 
@@ -78,7 +78,9 @@ def test_no_private_access_across_modules() -> None:
             | {
                 a.name
                 for n in ast.walk(tree)
-                if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("transforms")
+                if isinstance(n, ast.ImportFrom)
+                and n.module
+                and n.module.startswith("rebalance_replay.transforms")
                 for a in n.names
                 if a.name.startswith("_")
             }

@@ -7,20 +7,20 @@ import zlib
 
 import pytest
 
-from tests.unit.coordinator.scenario import C, Case, E, End, H, J, S, default_config, run_case
-from transforms.coordinator.config import CoordinatorConfig, parse_kafka_version
-from transforms.coordinator.model import GroupCoordinatorModel
-from transforms.coordinator.placement import coordinator_partition, java_string_hash
-from transforms.coordinator.state import IllegalStateTransition, check_transition
-from transforms.coordinator.timers import SESSION_PRIORITY, TimerQueue
-from transforms.coordinator.types import (
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig, parse_kafka_version
+from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
+from rebalance_replay.transforms.coordinator.placement import coordinator_partition, java_string_hash
+from rebalance_replay.transforms.coordinator.state import IllegalStateTransition, check_transition
+from rebalance_replay.transforms.coordinator.timers import SESSION_PRIORITY, TimerQueue
+from rebalance_replay.transforms.coordinator.types import (
     EventKind,
     GroupRequest,
     GroupState,
     ObservedResponse,
     Protocol,
 )
-from transforms.kafka_protocol import ApiKey
+from rebalance_replay.transforms.kafka_protocol import ApiKey
+from tests.unit.coordinator.scenario import C, Case, E, End, H, J, S, default_config, run_case
 
 G = "group"
 PROTOCOLS = (Protocol("range", b"m"),)
@@ -381,13 +381,17 @@ def test_hot_path_objects_are_ordinary_dataclass_instances() -> None:
     import dataclasses
     import pickle
 
-    from transforms.coordinator.engine import _new_liveness_event, _new_stable_prediction, new_response
+    from rebalance_replay.transforms.coordinator.engine import (
+        _new_liveness_event,
+        _new_stable_prediction,
+        new_response,
+    )
 
     req = GroupRequest(ApiKey.HEARTBEAT, 4, G, 5, member_id="m", generation_id=1)
     resp = new_response("NONE", 5, None)
     pred = _new_stable_prediction(0, req, resp, 1, 1)
     event = _new_liveness_event(0, 5, EventKind.HEARTBEAT, 1, "m", None)
-    from transforms.coordinator.types import ModelEvent, PredictedResponse, Prediction
+    from rebalance_replay.transforms.coordinator.types import ModelEvent, PredictedResponse, Prediction
 
     assert type(resp) is PredictedResponse and resp == PredictedResponse(error="NONE", completion_ms=5)
     assert type(pred) is Prediction and pred == Prediction(

@@ -16,10 +16,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transforms.coordinator.config import CoordinatorConfig
-from transforms.coordinator.model import GroupCoordinatorModel
-from transforms.coordinator.state import VALID_PREVIOUS_STATES
-from transforms.coordinator.types import (
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
+from rebalance_replay.transforms.coordinator.state import VALID_PREVIOUS_STATES
+from rebalance_replay.transforms.coordinator.types import (
     EventKind,
     GroupRequest,
     GroupState,
@@ -29,7 +29,7 @@ from transforms.coordinator.types import (
     Prediction,
     Protocol,
 )
-from transforms.kafka_protocol import ApiKey
+from rebalance_replay.transforms.kafka_protocol import ApiKey
 
 GROUP = "g"
 VERSIONS = [

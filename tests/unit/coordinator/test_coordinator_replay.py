@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from transforms.coordinator.config import CoordinatorConfig
-from transforms.coordinator.model import GroupCoordinatorModel
-from transforms.coordinator.types import (
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
+from rebalance_replay.transforms.coordinator.types import (
     EventKind,
     GroupRequest,
     GroupState,
@@ -24,7 +24,7 @@ from transforms.coordinator.types import (
     Prediction,
     Protocol,
 )
-from transforms.kafka_protocol import ApiKey
+from rebalance_replay.transforms.kafka_protocol import ApiKey
 
 G = "orders"
 PROTOCOLS = (Protocol("range", b"sub"),)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
 from tests.unit.coordinator.scenario import Case, E, End, H, J, S, run_case
-from transforms.coordinator.model import GroupCoordinatorModel
 
 
 def test_single_member_round() -> None:

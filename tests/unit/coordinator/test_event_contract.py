@@ -12,13 +12,12 @@ from datetime import date
 
 import pytest
 
-from tests.unit.coordinator.scenario import default_config
-from transforms.coordinator import causes
-from transforms.coordinator.codec import FORMAT_VERSION, Codec, SavedStateError, pack, unpack
-from transforms.coordinator.config import VersionFeatures
-from transforms.coordinator.model import GroupCoordinatorModel
-from transforms.coordinator.state import ClassicGroup, IllegalStateTransition
-from transforms.coordinator.types import (
+from rebalance_replay.transforms.coordinator import causes
+from rebalance_replay.transforms.coordinator.codec import FORMAT_VERSION, Codec, SavedStateError, pack, unpack
+from rebalance_replay.transforms.coordinator.config import VersionFeatures
+from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
+from rebalance_replay.transforms.coordinator.state import ClassicGroup, IllegalStateTransition
+from rebalance_replay.transforms.coordinator.types import (
     Cause,
     EventKind,
     GroupRequest,
@@ -29,7 +28,8 @@ from transforms.coordinator.types import (
     Protocol,
     Trigger,
 )
-from transforms.kafka_protocol import ApiKey, Errors
+from rebalance_replay.transforms.kafka_protocol import ApiKey, Errors
+from tests.unit.coordinator.scenario import default_config
 
 G = "group"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from transforms.coordinator.state import (
+from rebalance_replay.transforms.coordinator.state import (
     JAVA_HASHMAP_CAPACITY,
     java_hash_order,
     java_hashmap_capacity,

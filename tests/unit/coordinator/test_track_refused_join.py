@@ -6,10 +6,10 @@ selected" crash), stop trusting its answers, and still answer every request."""
 
 from dataclasses import replace
 
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
+from rebalance_replay.transforms.coordinator.types import EventKind, ObservedResponse
 from tests.unit.coordinator.test_coordinator_properties import GROUP, check_group, drive
-from transforms.coordinator.config import CoordinatorConfig
-from transforms.coordinator.model import GroupCoordinatorModel
-from transforms.coordinator.types import EventKind, ObservedResponse
 
 ACTIONS = [
     ("join", 2, 0, 10, 2),

@@ -1,0 +1,466 @@
+"""Audit on Spark: run the rules of ``rebalance_replay.transforms.audit`` on every group and keep the
+``findings`` table.
+
+Each group's rows of ``requests``, ``rebalances``, ``member_sessions`` and ``transitions`` are brought
+together (one stacked frame: ``group_id``, ``kind``, the row as JSON) and handed to the pure rules by
+``groupBy("group_id").applyInPandas``; the findings come back as JSON and are typed with ``from_json``
+against the ``findings`` schema.
+
+Incremental: a fingerprint per group (row counts and a hash of the row keys of the four tables) and
+one of the run (audit settings, broker bounds, the rules' source) are kept in
+``<warehouse>/_audit/state.json``. A run re-evaluates only groups whose fingerprint changed (new rows),
+over *all* their rows, so three scheduled runs give the findings of one batch run; a changed run
+fingerprint re-evaluates every group; when nothing changed the table is not written at all (a rerun
+changes nothing).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rebalance_replay.jobs.bookkeeping import write_json
+from rebalance_replay.jobs.config import Config
+from rebalance_replay.jobs.errors import MissingTableError
+from rebalance_replay.schemas import FINDINGS, MEMBER_SESSIONS, REBALANCES, REQUESTS, TRANSITIONS
+from rebalance_replay.transforms.audit import (
+    RULES,
+    AuditSettings,
+    BrokerBounds,
+    GroupInputs,
+    evaluate,
+    selected_rules,
+)
+from rebalance_replay.transforms.audit.model import (
+    REBALANCE_COLUMNS,
+    REQUEST_COLUMNS,
+    SESSION_COLUMNS,
+    TRANSITION_COLUMNS,
+    Rebalance,
+    Req,
+    Session,
+    Transition,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
+
+    from rebalance_replay.jobs.delta_store import DeltaStore
+
+Log = Callable[[str], object]
+
+#: request columns shipped to the rules besides REQUEST_COLUMNS (nested; decoded by Req.from_row)
+NESTED_REQUEST_COLUMNS = ("protocols", "leave_members", "response_commit_partitions", "assignments")
+#: the row keys whose hash makes a group's fingerprint, per input table
+KEYS = {
+    "requests": ("source_file", "line_no"),
+    "rebalances": ("rebalance_seq", "started_ms", "ended_ms", "outcome", "trigger"),
+    "member_sessions": ("member_id", "generation_id", "joined_ms", "ended_ms", "end_reason"),
+    "transitions": ("seq", "time_ms", "to_state"),
+}
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+OUT_SCHEMA = "group_id string, kind string, payload string"
+
+
+def broker_bounds(config: Config) -> BrokerBounds:
+    coord = config.coordinator_config()
+    return BrokerBounds(
+        group_min_session_timeout_ms=config.broker.group_min_session_timeout_ms,
+        group_max_session_timeout_ms=coord.max_session_timeout_ms,
+        group_initial_rebalance_delay_ms=config.broker.group_initial_rebalance_delay_ms,
+        group_max_size=config.broker.group_max_size,
+    )
+
+
+def group_inputs(
+    group_id: str, kinds: Sequence[str], payloads: Sequence[str], broker: BrokerBounds
+) -> GroupInputs:
+    """One group's :class:`GroupInputs` from the stacked rows (kind, JSON of the row)."""
+    reqs, rbs, sess, trs = [], [], [], []
+    for kind, payload in zip(kinds, payloads, strict=True):
+        row = json.loads(payload)
+        if kind == "requests":
+            reqs.append(Req.from_row(row))
+        elif kind == "rebalances":
+            rbs.append(Rebalance.from_row(row))
+        elif kind == "member_sessions":
+            sess.append(Session.from_row(row))
+        elif kind == "transitions":
+            trs.append(Transition.from_row(row))
+    return GroupInputs.build(
+        group_id, requests=reqs, rebalances=rbs, sessions=sess, transitions=trs, broker=broker
+    )
+
+
+def audit_function(
+    settings: AuditSettings, only: tuple[str, ...] | None, broker: BrokerBounds
+) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """The per-group function for ``applyInPandas``: findings and unsupported rules as JSON rows."""
+
+    def fn(pdf: pd.DataFrame) -> pd.DataFrame:
+        import pandas as pd
+
+        if pdf.empty:
+            return pd.DataFrame({"group_id": [], "kind": [], "payload": []})
+        gid = str(pdf["group_id"].iloc[0])
+        inputs = group_inputs(gid, list(pdf["kind"]), list(pdf["payload"]), broker)
+        result = evaluate(inputs, settings, only)
+        rows = [(gid, "finding", f.to_json()) for f in result.findings]
+        rows += [
+            (gid, "unsupported", json.dumps({"rule_id": r, "reason": why})) for r, why in result.unsupported
+        ]
+        return pd.DataFrame(rows, columns=["group_id", "kind", "payload"])
+
+    return fn
+
+
+def stacked_inputs(frames: dict[str, DataFrame]) -> DataFrame:
+    """One frame (group_id, kind, payload) stacking every input table's rows of every group."""
+    from pyspark.sql import functions as F
+
+    columns = {
+        "requests": REQUEST_COLUMNS + NESTED_REQUEST_COLUMNS,
+        "rebalances": REBALANCE_COLUMNS,
+        "member_sessions": SESSION_COLUMNS,
+        "transitions": TRANSITION_COLUMNS,
+    }
+    out = None
+    for kind, df in frames.items():
+        part = df.where(F.col("group_id").isNotNull()).select(
+            "group_id", F.lit(kind).alias("kind"), F.to_json(F.struct(*columns[kind])).alias("payload")
+        )
+        out = part if out is None else out.unionByName(part)
+    assert out is not None
+    return out
+
+
+def group_fingerprints(frames: dict[str, DataFrame]) -> dict[str, str]:
+    """group id → a fingerprint of its rows in every input table."""
+    from pyspark.sql import functions as F
+
+    out = None
+    for kind, df in frames.items():
+        part = (
+            df.where(F.col("group_id").isNotNull())
+            .groupBy("group_id")
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.sum(F.pmod(F.xxhash64(*KEYS[kind]), F.lit(2147483647))).alias("h"),
+            )
+            .select("group_id", F.concat_ws(":", F.lit(kind), "n", F.col("h").cast("string")).alias("fp"))
+        )
+        out = part if out is None else out.unionByName(part)
+    assert out is not None
+    rows = out.groupBy("group_id").agg(F.sort_array(F.collect_list("fp")).alias("fps")).collect()
+    return {r["group_id"]: hashlib.sha256("|".join(r["fps"]).encode()).hexdigest()[:24] for r in rows}
+
+
+def settings_fingerprint(settings: AuditSettings, only: tuple[str, ...] | None, broker: BrokerBounds) -> str:
+    data = {
+        "settings": {
+            "evidence_cap": settings.evidence_cap,
+            **{k: dataclasses.asdict(v) for k, v in settings.rules.items()},
+        },
+        "only": list(only) if only else None,
+        "broker": dataclasses.asdict(broker),
+        "rules": sorted(RULES),
+        "code": rules_code_fingerprint(),
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def rules_code_fingerprint() -> str:
+    """A hash of the rules' source: a new version of a rule re-evaluates every group."""
+    import rebalance_replay.transforms.audit as pkg
+
+    h = hashlib.sha256()
+    for f in sorted(Path(pkg.__file__).parent.glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@dataclass
+class AuditResult:
+    groups: int
+    evaluated_groups: int
+    up_to_date: bool
+    findings: list[dict[str, Any]]  # every row of the findings table (after this run)
+    unsupported: dict[str, dict[str, Any]]  # rule id → {"groups": n, "reasons": [...]}
+    rules: list[str]
+    health: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    gx: Any = None
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for f in self.findings:
+            out[f["rule_id"]] = out.get(f["rule_id"], 0) + 1
+        return dict(sorted(out.items()))
+
+    def as_summary(self) -> dict[str, Any]:
+        by_sev: dict[str, int] = {}
+        for f in self.findings:
+            by_sev[f["severity"]] = by_sev.get(f["severity"], 0) + 1
+        return {
+            "findings": self.counts(),
+            "audit": {
+                "groups": self.groups,
+                "evaluated_groups": self.evaluated_groups,
+                "up_to_date": self.up_to_date,
+                "rules": self.rules,
+                "by_severity": dict(sorted(by_sev.items())),
+                "unsupported": {
+                    k: f"unsupported: {', '.join(v['reasons'])} ({v['groups']} group(s))"
+                    for k, v in sorted(self.unsupported.items())
+                },
+                "table": rule_table(self.findings),
+                "health": self.health,
+                "gx": None if self.gx is None else self.gx.as_dict(),
+            },
+        }
+
+    def format_text(self) -> str:
+        state = "up to date" if self.up_to_date else f"{self.evaluated_groups} group(s) evaluated"
+        lines = [
+            f"audit: {self.groups} group(s), {state}, {len(self.rules)} rule(s): {len(self.findings)} "
+            "finding(s)"
+        ]
+        table = rule_table(self.findings)
+        if table:
+            lines.append(
+                f"  {'rule':<48} {'severity':<9} {'groups':>6} {'occurrences':>11} "
+                f"{'rebalance time caused':>22}"
+            )
+            for t in table:
+                lines.append(
+                    f"  {t['rule_id'] + ' ' + t['rule']:<48} {t['severity']:<9} {t['groups']:>6} "
+                    f"{t['occurrences']:>11} {t['rebalance_time_caused_s']:>20.1f} s"
+                )
+        for rule_id, v in sorted(self.unsupported.items()):
+            lines.append(f"  {rule_id}: unsupported: {'; '.join(v['reasons'])} ({v['groups']} group(s))")
+        for h in self.health:
+            top = ", ".join(h["top_findings"]) or "no findings"
+            lines.append(
+                f"  group {h['group_id']}: {h['rebalances']} rebalances, {h['rebalancing_s']:.1f} s "
+                f"rebalancing; {top}"
+            )
+        if self.gx is not None:
+            lines.append(f"  Great Expectations: {'ok' if self.gx.success else 'FAILED'}: findings_contract")
+        return "\n".join(lines)
+
+
+def rule_table(findings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per rule: highest severity, groups, occurrences, rebalance time caused (s)."""
+    by: dict[str, dict[str, Any]] = {}
+    for f in findings:
+        t = by.setdefault(
+            f["rule_id"],
+            {
+                "rule_id": f["rule_id"],
+                "rule": f["rule"],
+                "severity": f["severity"],
+                "groups": set(),
+                "occurrences": 0,
+                "rebalance_time_caused_s": 0.0,
+            },
+        )
+        if SEVERITY_ORDER[f["severity"]] < SEVERITY_ORDER[t["severity"]]:
+            t["severity"] = f["severity"]
+        t["groups"].add(f["group_id"])
+        t["occurrences"] += int(f["occurrences"])
+        t["rebalance_time_caused_s"] += (f["metrics"] or {}).get("rebalance_time_caused_ms", 0.0) / 1000
+    out = []
+    for rule_id in sorted(by):
+        t = by[rule_id]
+        out.append(
+            {
+                **t,
+                "groups": len(t["groups"]),
+                "rebalance_time_caused_s": round(t["rebalance_time_caused_s"], 3),
+            }
+        )
+    return out
+
+
+def _state_path(warehouse: str) -> Path:
+    return Path(warehouse) / "_audit" / "state.json"
+
+
+def audit(
+    spark: SparkSession,
+    store: DeltaStore,
+    config: Config,
+    *,
+    rules: Sequence[str] | None = None,
+    log: Log = print,
+) -> AuditResult:
+    """Evaluate the rules on every group with new rows and update ``findings`` (see module docstring).
+
+    Raises:
+        MissingTableError: no ``requests`` table (run ingest first).
+    """
+    from pyspark.sql import functions as F
+
+    started = time.monotonic()
+    if not store.exists(REQUESTS):
+        raise MissingTableError(
+            f"audit: no requests table in {config.storage.warehouse}; run `rebalance-replay ingest` first"
+        )
+    unknown = [r for r in (rules or ()) if r not in RULES]
+    if unknown:
+        raise ValueError(f"audit: unknown rule id(s) {', '.join(unknown)} (rules are R01…R23)")
+    settings = config.audit
+    only = tuple(sorted(rules)) if rules else None
+    broker = broker_bounds(config)
+    chosen = [r.rule_id for r in selected_rules(settings, only)]
+    frames: dict[str, DataFrame] = {"requests": store.read(REQUESTS)}
+    for name, table in (
+        ("rebalances", REBALANCES),
+        ("member_sessions", MEMBER_SESSIONS),
+        ("transitions", TRANSITIONS),
+    ):
+        if store.exists(table):
+            frames[name] = store.read(table)
+    fps = group_fingerprints(frames)
+    settings_fp = settings_fingerprint(settings, only, broker)
+    state_file = _state_path(config.storage.warehouse)
+    state: dict[str, Any] = json.loads(state_file.read_text()) if state_file.exists() else {}
+    same_settings = state.get("settings") == settings_fp and store.exists(FINDINGS)
+    old = state.get("groups", {}) if same_settings else {}
+    changed = sorted(g for g, fp in fps.items() if old.get(g, {}).get("fp") != fp)
+    removed = sorted(set(old) - set(fps))
+    up_to_date = not changed and not removed
+    groups_state: dict[str, Any] = {g: v for g, v in old.items() if g in fps and g not in changed}
+    if not up_to_date:
+        log(f"audit: evaluating {len(changed)} group(s) with new rows ({len(fps) - len(changed)} unchanged)")
+        stacked = None
+        if changed:  # the changed groups' rows (a semi join: there may be many groups)
+            wanted = spark.createDataFrame([(g,) for g in changed], "group_id string")
+            stacked = stacked_inputs(frames).join(F.broadcast(wanted), "group_id", "left_semi")
+        new_findings: list[dict[str, Any]] = []
+        unsupported_rows: dict[str, list[list[str]]] = {g: [] for g in changed}
+        if stacked is not None:
+            out = (
+                stacked.groupBy("group_id")
+                .applyInPandas(audit_function(settings, only, broker), OUT_SCHEMA)
+                .collect()
+            )
+            for row in out:
+                payload = json.loads(row["payload"])
+                if row["kind"] == "finding":
+                    new_findings.append(payload)
+                else:
+                    unsupported_rows[row["group_id"]].append([payload["rule_id"], payload["reason"]])
+        for g in changed:
+            groups_state[g] = {"fp": fps[g], "unsupported": sorted(unsupported_rows[g])}
+        kept = (
+            [
+                r.asDict(recursive=True)
+                for r in store.read(FINDINGS).where(~F.col("group_id").isin(changed + removed)).collect()
+            ]
+            if store.exists(FINDINGS)
+            else []
+        )
+        rows = [_json_ready(r) for r in kept] + new_findings
+        rows.sort(
+            key=lambda r: (
+                r["group_id"],
+                r["rule_id"],
+                r["window_start_ms"],
+                r["window_end_ms"],
+                r["member_ids"],
+            )
+        )
+        df = findings_frame(spark, rows)
+        store.overwrite(df, FINDINGS)
+        write_json(state_file, {"settings": settings_fp, "groups": dict(sorted(groups_state.items()))})
+    findings = [_json_ready(r.asDict(recursive=True)) for r in store.read(FINDINGS).collect()]
+    findings.sort(
+        key=lambda r: (r["group_id"], r["rule_id"], r["window_start_ms"], r["window_end_ms"], r["member_ids"])
+    )
+    unsupported: dict[str, dict[str, Any]] = {}
+    for _g, v in sorted(groups_state.items()):
+        for rule_id, reason in v.get("unsupported", []):
+            u = unsupported.setdefault(rule_id, {"groups": 0, "reasons": []})
+            u["groups"] += 1
+            if reason not in u["reasons"]:
+                u["reasons"].append(reason)
+    result = AuditResult(
+        groups=len(fps),
+        evaluated_groups=len(changed),
+        up_to_date=up_to_date,
+        findings=findings,
+        unsupported=unsupported,
+        rules=chosen,
+        health=group_health(frames.get("rebalances"), findings),
+    )
+    if config.report.great_expectations and not up_to_date:
+        from rebalance_replay.jobs.validate import FINDINGS_SUITE, findings_contract_frame, run_gx
+
+        result.gx = run_gx(
+            config.storage.warehouse,
+            {FINDINGS_SUITE: findings_contract_frame(store.read(FINDINGS))},
+            min_agreement=config.validation.min_agreement,
+            log=log,
+        )
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _json_ready(row: dict[str, Any]) -> dict[str, Any]:
+    out = dict(row)
+    if out.get("log_date") is not None:
+        out["log_date"] = str(out["log_date"])
+    out["metrics"] = dict(sorted((out.get("metrics") or {}).items()))
+    return out
+
+
+def findings_frame(spark: SparkSession, rows: Sequence[dict[str, Any]]) -> DataFrame:
+    """The findings rows as a DataFrame typed by the ``findings`` schema (JSON → ``from_json``)."""
+    from pyspark.sql import functions as F
+
+    schema = FINDINGS.spark_schema()
+    payload = spark.createDataFrame([(json.dumps(r, sort_keys=True),) for r in rows], "payload string")
+    return payload.select(F.from_json("payload", schema).alias("f")).select("f.*")
+
+
+def group_health(rebalances: DataFrame | None, findings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per group: rebalances, time spent rebalancing, the top findings (worst severity first)."""
+    from pyspark.sql import functions as F
+
+    stats: dict[str, tuple[int, float]] = {}
+    if rebalances is not None:
+        for r in (
+            rebalances.groupBy("group_id")
+            .agg(F.count(F.lit(1)).alias("n"), F.sum(F.coalesce("total_duration_ms", F.lit(0))).alias("ms"))
+            .collect()
+        ):
+            stats[r["group_id"]] = (int(r["n"]), float(r["ms"] or 0) / 1000)
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for f in findings:
+        by_group.setdefault(f["group_id"], []).append(f)
+    out = []
+    for g in sorted(set(stats) | set(by_group)):
+        fs = sorted(by_group.get(g, []), key=lambda f: (SEVERITY_ORDER[f["severity"]], f["rule_id"]))
+        n, s = stats.get(g, (0, 0.0))
+        out.append(
+            {
+                "group_id": g,
+                "rebalances": n,
+                "rebalancing_s": round(s, 3),
+                "top_findings": [f"{f['rule_id']} {f['rule']} ({f['severity']})" for f in fs[:3]],
+            }
+        )
+    return out
+
+
+def iter_findings_text(findings: Sequence[dict[str, Any]]) -> Iterator[str]:
+    for f in findings:
+        yield f"{f['severity']:<8} {f['rule_id']} {f['group_id']}: {f['summary']}"

@@ -1,0 +1,454 @@
+"""``rebalance-replay`` — the command line.
+
+    rebalance-replay ingest   --input PATH... --warehouse DIR   land request logs into Delta
+    rebalance-replay replay   --warehouse DIR                   replay every group through the model
+    rebalance-replay validate --warehouse DIR                   predicted vs observed, GX checkpoints
+    rebalance-replay audit    --warehouse DIR [--rules R02,R03] misconfigurations and anomalies (R01…R23)
+    rebalance-replay report   --warehouse DIR                   HTML forensics report
+    rebalance-replay run      --input PATH... --warehouse DIR   all of the above in order
+
+Common options: ``--conf FILE`` (repeatable), ``--set key=value`` (repeatable), ``--debug``.
+Exit codes: 0 the pipeline ran (even with mismatches), 1 a runtime error, 2 bad usage or input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, get_args
+
+from rebalance_replay.jobs.bookkeeping import write_json
+from rebalance_replay.jobs.config import Config, ReplayPath, load_config
+from rebalance_replay.jobs.errors import EXIT_USAGE, UsageError, UserError, user_message
+
+PROG = "rebalance-replay"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _common(p: argparse.ArgumentParser, *, needs_input: bool) -> None:
+    if needs_input:
+        p.add_argument(
+            "--input",
+            "-i",
+            nargs="+",
+            required=True,
+            metavar="PATH",
+            help="request-log files or directories (recursive), from any number of brokers",
+        )
+    p.add_argument(
+        "--warehouse", "-w", metavar="DIR", help="warehouse directory (default: storage.warehouse)"
+    )
+    p.add_argument("--conf", action="append", default=[], metavar="FILE", help="YAML config overrides")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        dest="overrides",
+        metavar="KEY=VALUE",
+        help="override one setting, e.g. --set broker.group.initial.rebalance.delay.ms=0",
+    )
+    p.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG, description="Spark-native batch analytics over Kafka group-coordinator request logs."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    descriptions = {
+        "ingest": "land broker request logs (text ≤2.7 and JSON 2.8+, rotated, gzipped) into Delta tables",
+        "replay": "replay each group's requests through the coordinator model",
+        "validate": "compare predicted and observed responses; Great Expectations checkpoints",
+        "audit": "flag misconfigurations and anomalies",
+        "report": "write the HTML forensics report",
+        "run": "ingest, replay, validate, audit and report, in order",
+    }
+    for name, help_text in descriptions.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        _common(p, needs_input=name in ("ingest", "run"))
+        if name in ("replay", "run"):
+            p.add_argument(
+                "--incremental",
+                action="store_true",
+                help="scheduled audit: replay only what landed since the last run, keeping the "
+                "coordinator state in the warehouse's checkpoint (default: one-shot batch)",
+            )
+            p.add_argument(
+                "--path",
+                choices=get_args(ReplayPath),
+                default=None,
+                help="replay path (default: replay.path)",
+            )
+        if name in ("replay", "run", "report"):
+            for flag, side in (("--from", "start"), ("--to", "end")):
+                p.add_argument(
+                    flag,
+                    dest=f"window_{side}",
+                    type=_instant,
+                    default=None,
+                    metavar="TIME",
+                    help=(
+                        f"only what happened from/to this time ({side}; ISO 8601 or epoch ms)"
+                        if name == "report"
+                        else f"batch replay of a time window: {side} of arrival times (ISO 8601, UTC "
+                        "unless an offset is given, or epoch ms)"
+                        + (", exclusive" if side == "end" else "")
+                        + "; a forensics run, written to WAREHOUSE/forensics/NAME, never over the "
+                        "scheduled tables"
+                    ),
+                )
+        if name in ("replay", "report"):
+            p.add_argument(
+                "--group",
+                "-g",
+                action="append",
+                default=[],
+                dest="groups",
+                metavar="GROUP",
+                help="only this group (repeatable); with replay, a forensics run",
+            )
+            p.add_argument(
+                "--name",
+                dest="forensics_name",
+                default=None,
+                metavar="NAME",
+                help="forensics run name (replay: default derived from the window and groups; report: "
+                "render WAREHOUSE/forensics/NAME instead of the scheduled tables)",
+            )
+        if name in ("report", "run"):
+            p.add_argument(
+                "--out",
+                default=None,
+                metavar="DIR",
+                help="report folder (default: WAREHOUSE/reports, or the forensics run's reports/)",
+            )
+        if name in ("audit", "run"):
+            p.add_argument(
+                "--rules",
+                type=_rule_ids,
+                default=None,
+                metavar="R02,R03",
+                help="run only these audit rules (default: every rule enabled in audit.*)",
+            )
+    return parser
+
+
+def _rule_ids(text: str) -> tuple[str, ...]:
+    """``--rules R02,R03``: known rule ids, upper-cased; R2 is R02."""
+    import re
+
+    from rebalance_replay.transforms.audit import RULES
+
+    ids = []
+    for part in (p.strip().upper() for p in text.split(",")):
+        if not part:
+            continue
+        m = re.fullmatch(r"R(\d{1,2})", part)
+        rule_id = f"R{int(m.group(1)):02d}" if m else part
+        if rule_id not in RULES:
+            raise argparse.ArgumentTypeError(f"unknown rule {part!r} (rules are R01…R23)")
+        ids.append(rule_id)
+    if not ids:
+        raise argparse.ArgumentTypeError("--rules needs at least one rule id, e.g. R02,R03")
+    return tuple(sorted(set(ids)))
+
+
+def _instant(text: str) -> int:
+    """``--from``/``--to``: epoch ms, or an ISO 8601 time (UTC unless it carries an offset)."""
+    from datetime import UTC, datetime
+
+    if text.strip().isdigit():
+        return int(text)
+    try:
+        t = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a time (use e.g. 2024-05-01T10:00:00, 2024-05-01T12:00+02:00 or epoch ms)"
+        ) from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return int(t.timestamp() * 1000)
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def write_summary(warehouse: str, updates: dict[str, Any]) -> Path:
+    """Merge ``updates`` into ``<warehouse>/summary.json`` (other stages' keys are kept)."""
+    path = Path(warehouse) / "summary.json"
+    current: dict[str, Any] = {}
+    if path.exists():
+        try:
+            current = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            current = {}
+    current.update(updates)
+    current.setdefault("findings", {})
+    write_json(path, current, indent=2)
+    return path
+
+
+def _session(config: Config) -> Any:
+    from rebalance_replay.jobs.spark_session import get_spark
+
+    conf = {
+        "spark.master": config.spark.master,
+        "spark.driver.memory": config.spark.driver_memory,
+        "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions),
+        **config.spark.extra,
+    }
+    # a progress bar for people at a terminal; none in CI logs or files
+    conf.setdefault("spark.ui.showConsoleProgress", "true" if sys.stderr.isatty() else "false")
+    return get_spark(conf=conf)
+
+
+def _store(spark: Any, config: Config) -> Any:
+    from rebalance_replay.jobs.delta import DeltaRsStore, open_store
+
+    store = open_store(spark, config.storage.warehouse, config.storage.engine)
+    engine = "delta-rs (embedded, local paths)" if isinstance(store, DeltaRsStore) else "delta-spark"
+    master = spark.sparkContext.master
+    line = f"storage: {engine} engine (storage.engine={config.storage.engine}), Spark master {master}"
+    if line not in _LOGGED:  # once per process
+        _LOGGED.add(line)
+        _say(line)
+    return store
+
+
+_LOGGED: set[str] = set()
+
+
+def cmd_ingest(args: argparse.Namespace, config: Config) -> int:
+    from rebalance_replay.jobs.ingest import format_counts_table, ingest, ingest_summary, resolve_inputs
+
+    files = resolve_inputs(config, args.input)  # bad paths fail here, before Spark starts
+    spark = _session(config)
+    result = ingest(spark, _store(spark, config), config, files, log=_say)
+    path = write_summary(config.storage.warehouse, ingest_summary(result))
+    print(
+        f"ingest: batch {result.batch_id or '-'} in {result.seconds:.1f}s "
+        f"({result.files_seen} file(s), {result.slices} read, {result.duplicate_files} duplicate copies)"
+    )
+    print(format_counts_table(result))
+    print(f"summary: {path}")
+    return 0
+
+
+def _window(args: argparse.Namespace) -> tuple[int | None, int | None]:
+    window = (getattr(args, "window_start", None), getattr(args, "window_end", None))
+    if None not in window and window[0] >= window[1]:  # type: ignore[operator]
+        raise UsageError("--from must be before --to")
+    return window
+
+
+def cmd_replay(args: argparse.Namespace, config: Config) -> int:
+    from rebalance_replay.jobs.replay import replay
+    from rebalance_replay.transforms.report.naming import forensics_name, valid_name
+
+    window = _window(args)
+    groups = tuple(getattr(args, "groups", None) or ())
+    forensics = window != (None, None) or bool(groups)
+    if getattr(args, "incremental", False) and forensics:
+        raise UsageError(
+            "--from/--to/--group select a forensics window for a batch replay; they do not go with "
+            "--incremental"
+        )
+    name = getattr(args, "forensics_name", None)
+    if name is not None and not forensics:
+        raise UsageError("--name names a forensics run: give --from/--to and/or --group with it")
+    if name is not None and not valid_name(name):
+        raise UsageError(f"--name {name!r}: use letters, digits, '.', '_' and '-' only")
+
+    spark = _session(config)
+    store = _store(spark, config)
+    output = None
+    summary_dir = config.storage.warehouse
+    if forensics:
+        from rebalance_replay.jobs.delta import open_store
+
+        name = name or forensics_name(window, groups)
+        summary_dir = str(Path(config.storage.warehouse) / "forensics" / name)
+        output = open_store(spark, summary_dir, config.storage.engine)
+        args.forensics_name = name  # `run --from/--to`: its report renders this forensics run
+        _say(f"replay: forensics run {name!r} → {summary_dir} (the scheduled tables are not touched)")
+    result = replay(
+        spark,
+        store,
+        config,
+        incremental=getattr(args, "incremental", False),
+        path=getattr(args, "path", None),
+        window=window,
+        groups=groups,
+        output=output,
+        log=_say,
+    )
+    extra: dict[str, Any] = {}
+    if forensics:
+        extra = {
+            "forensics": {"name": name, "from_ms": window[0], "to_ms": window[1], "groups": list(groups)}
+        }
+    write_summary(summary_dir, {**result.as_summary(), **extra})
+    counts = ", ".join(
+        f"{result.counts.get(k, 0)} {k}"
+        for k in ("predictions", "transitions", "rebalances", "member_sessions")
+    )
+    state = "up to date" if result.up_to_date else f"{result.new_rows} request(s) replayed"
+    print(f"replay: {result.mode} ({result.path} path), {result.groups} group(s), {state}: {counts}")
+    if result.kip848_groups:
+        print(
+            f"replay: {len(result.kip848_groups)} KIP-848 group(s) use ConsumerGroupHeartbeat and are not "
+            f"classic groups (not replayed): {', '.join(result.kip848_groups[:10])}"
+        )
+    if result.late_rows:
+        print(
+            f"replay: {result.late_rows} request(s) landed after their time had been replayed "
+            "(raise replay.late_tolerance_ms)"
+        )
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace, config: Config) -> int:
+    from rebalance_replay.jobs.validate import validate
+
+    spark = _session(config)
+    result = validate(spark, _store(spark, config), config, log=_say)
+    write_summary(config.storage.warehouse, result.as_summary())
+    print(result.format_text())
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace, config: Config) -> int:
+    from rebalance_replay.jobs.audit import audit
+
+    spark = _session(config)
+    result = audit(spark, _store(spark, config), config, rules=getattr(args, "rules", None), log=_say)
+    write_summary(config.storage.warehouse, result.as_summary())
+    print(result.format_text())
+    return 0
+
+
+def cmd_report(args: argparse.Namespace, config: Config) -> int:
+    from rebalance_replay.jobs.report import report
+
+    name = getattr(args, "forensics_name", None)
+    root = Path(config.storage.warehouse)
+    source = root if name is None else root / "forensics" / name
+    if name is not None and not source.is_dir():
+        raise UsageError(f"no forensics run {name!r} in {root} (see {root / 'forensics'})")
+    out = getattr(args, "out", None) or str(source / "reports")
+    spark = _session(config)
+    from rebalance_replay.jobs.delta import open_store
+
+    store = _store(spark, config) if name is None else open_store(spark, str(source), config.storage.engine)
+    result = report(
+        spark,
+        store,
+        config,
+        out_dir=out,
+        groups=tuple(getattr(args, "groups", None) or ()),
+        window=_window(args) if args.command == "report" else (None, None),
+        summary_dir=str(source),
+        warehouse=config.storage.warehouse,
+        log=_say,
+    )
+    write_summary(str(source), {"report": result.as_dict()})
+    print(f"report: {result.pages} page(s), {result.groups} group(s) → {result.index}")
+    return 0
+
+
+def cmd_not_implemented(args: argparse.Namespace, config: Config) -> int:
+    _say(f"{PROG}: {args.command}: not implemented yet")
+    return 2
+
+
+def cmd_run(args: argparse.Namespace, config: Config) -> int:
+    status = cmd_ingest(args, config)
+    for stage in ("replay", "validate", "audit", "report"):
+        handler = COMMANDS[stage]
+        if handler is cmd_not_implemented:
+            _say(f"{PROG}: run: {stage} is not available yet; skipped")
+            continue
+        status = max(status, handler(args, config))
+    path = Path(config.storage.warehouse) / "summary.json"
+    summary = json.loads(path.read_text()) if path.exists() else {}
+    print(headline(summary))
+    print(f"summary: {path}")
+    if summary.get("report", {}).get("index"):
+        print(f"report: {summary['report']['index']}")
+    return status
+
+
+def headline(summary: dict[str, Any]) -> str:
+    """The figures a person looks for first, from ``summary.json``."""
+    agreement = summary.get("agreement")
+    parts = [
+        f"{summary.get('requests', 0)} requests",
+        f"{summary.get('quarantined', 0)} quarantined",
+        f"{summary.get('predictions', 0)} predictions",
+        "agreement " + ("n/a" if agreement is None else f"{agreement:.2%}"),
+        f"{summary.get('rebalances', 0)} rebalances",
+    ]
+    if summary.get("findings"):
+        by_sev = (summary.get("audit") or {}).get("by_severity") or {}
+        sev = ", ".join(f"{by_sev[k]} {k}" for k in ("critical", "warning", "info") if by_sev.get(k))
+        parts.append(f"{sum(summary['findings'].values())} findings" + (f" ({sev})" if sev else ""))
+    lines = ["run: " + ", ".join(parts)]
+    if summary.get("data_docs"):
+        lines.append(f"run: Data Docs: {summary['data_docs']}")
+    return "\n".join(lines)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Config], int]] = {
+    "ingest": cmd_ingest,
+    "replay": cmd_replay,
+    "validate": cmd_validate,
+    "audit": cmd_audit,
+    "report": cmd_report,
+    "run": cmd_run,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    parser = build_parser()
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        args = parser.parse_args(argv)
+        config = load_config(args.conf, args.overrides, args.warehouse)
+        from rebalance_replay.jobs.locking import warehouse_lock
+        from rebalance_replay.jobs.warehouse import open_warehouse
+
+        with warehouse_lock(
+            config.storage.warehouse, " ".join([PROG, args.command]), config.storage.lock_wait_s
+        ):
+            open_warehouse(config.storage.warehouse, config.output.redact, _say)
+            return COMMANDS[args.command](args, config)
+    except UserError as e:  # usage, config, input, warehouse, storage, Java: the message says it all
+        if debug and e.exit_code != EXIT_USAGE:  # nothing ran on bad usage/config/input: no trace
+            traceback.print_exc()
+        hint = f" (see '{PROG} --help')" if isinstance(e, UsageError) else ""
+        _say(f"{PROG}: error: {e.message}{hint}")
+        return e.exit_code
+    except KeyboardInterrupt:
+        _say(f"{PROG}: interrupted")
+        return 130
+    except Exception as e:  # a one-line message, never a stack trace, unless --debug
+        if debug:
+            traceback.print_exc()
+        hint = "" if debug else " (rerun with --debug for details)"
+        _say(f"{PROG}: error: {user_message(e)}{hint}")
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""The storage interface jobs write and read through: what a Delta engine must do, and nothing more."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+
+from rebalance_replay.jobs.delta.partitions import PartitionSpec, normalize_specs
+from rebalance_replay.schemas.core import TableDef
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from pyspark.sql import Column as SparkColumn
+    from pyspark.sql import DataFrame, SparkSession
+
+#: A Delta engine (see the package docstring).
+Engine = Literal["delta-spark", "delta-rs"]
+#: ``storage.engine``: an engine, or ``auto`` (delta-spark when its classes are on the JVM classpath).
+EngineChoice = Literal["auto", Engine]
+ENGINES: Final[tuple[Engine, ...]] = get_args(Engine)
+#: ``append`` adds rows; ``overwrite`` replaces the table or the given partitions.
+WriteMode = Literal["append", "overwrite"]
+ENGINE_CHOICES: Final[tuple[EngineChoice, ...]] = get_args(EngineChoice)
+
+
+@dataclass(frozen=True)
+class Write:
+    """One checked :meth:`DeltaStore.append` or :meth:`DeltaStore.overwrite`, as an engine commits it."""
+
+    mode: WriteMode
+    specs: list[PartitionSpec] | None  # overwrite: the partitions replaced (None: the whole table)
+    app_id: str | None
+    txn_version: int | None
+
+
+@dataclass
+class NewRows:
+    """Rows a table gained since the last time they were consumed; call ``consumed()`` once they have
+    been processed, so the next call starts after them."""
+
+    rows: DataFrame
+    consumed: Callable[[], None]
+
+
+class DeltaStore(ABC):
+    """Delta tables under one warehouse folder, each ``TableDef`` in ``<warehouse>/<table.name>``."""
+
+    engine: Engine
+
+    def __init__(self, spark: SparkSession, warehouse: str) -> None:
+        self.spark = spark
+        self.warehouse = warehouse.rstrip("/") or "/"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(engine={self.engine!r}, warehouse={self.warehouse!r})"
+
+    def path(self, table: TableDef) -> str:
+        """Where the table lives."""
+        return f"{self.warehouse.rstrip('/')}/{table.name}"
+
+    @abstractmethod
+    def exists(self, table: TableDef) -> bool:
+        """True when the table has been created (has a Delta log)."""
+
+    @abstractmethod
+    def version(self, table: TableDef) -> int | None:
+        """The latest committed version, None when the table does not exist."""
+
+    @abstractmethod
+    def read(self, table: TableDef) -> DataFrame:
+        """The current snapshot with the table's columns in order and types; empty (with exactly the
+        table's schema) if the table does not exist. (Read from files, Spark marks every column
+        nullable; a TableDef column the table does not have yet reads as null.)"""
+
+    def append(
+        self, df: DataFrame, table: TableDef, *, app_id: str | None = None, txn_version: int | None = None
+    ) -> bool:
+        """Append ``df`` (columns selected in table order and cast; extra columns dropped) in one commit.
+
+        Creates the table when absent, even when ``df`` is empty. With ``app_id``/``txn_version`` the
+        commit records Delta's application transaction id; if that app already committed a version
+        ``>= txn_version`` nothing is written and False is returned (idempotent retry).
+        """
+        return self._checked_write(df, table, "append", None, app_id, txn_version)
+
+    def overwrite(
+        self,
+        df: DataFrame,
+        table: TableDef,
+        *,
+        partitions: Sequence[Mapping[str, Any]] | None = None,
+        app_id: str | None = None,
+        txn_version: int | None = None,
+    ) -> bool:
+        """Replace the whole table (``partitions=None``) or only the given partitions, e.g.
+        ``[{"log_date": date(2024, 5, 1)}]``, with ``df`` in one commit. Every row of ``df`` must belong
+        to one of ``partitions`` (ValueError otherwise). Idempotency as in :meth:`append`."""
+        return self._checked_write(df, table, "overwrite", partitions, app_id, txn_version)
+
+    def _checked_write(
+        self,
+        df: DataFrame,
+        table: TableDef,
+        mode: WriteMode,
+        partitions: Sequence[Mapping[str, Any]] | None,
+        app_id: str | None,
+        txn_version: int | None,
+    ) -> bool:
+        self._check_txn(app_id, txn_version)
+        self._check_table(table)
+        specs = None if partitions is None else normalize_specs(table, partitions)
+        return self._write(self._conform(df, table), table, Write(mode, specs, app_id, txn_version))
+
+    def _check_table(self, table: TableDef) -> None:
+        """What the engine refuses in a table definition before it writes (nothing by default)."""
+        return None
+
+    @abstractmethod
+    def _write(self, df: DataFrame, table: TableDef, write: Write) -> bool:
+        """The engine's one commit behind :meth:`append` and :meth:`overwrite`: ``df`` is conformed to
+        the table and the arguments are checked. False when ``write``'s transaction was committed."""
+
+    @abstractmethod
+    def new_rows(self, table: TableDef, progress_dir: str) -> NewRows:
+        """The rows appended to ``table`` since the last :meth:`NewRows.consumed` under ``progress_dir``
+        (all rows the first time): the incremental feed of scheduled jobs."""
+
+    # ---- shared helpers -------------------------------------------------------------------------
+
+    def empty(self, table: TableDef) -> DataFrame:
+        """An empty DataFrame with the table's schema."""
+        return self.spark.createDataFrame([], table.spark_schema())
+
+    def _conform(self, df: DataFrame, table: TableDef) -> DataFrame:
+        """``df`` as the table's columns, in order, cast to the table's types; NOT NULL columns fail the
+        write (inside the same Spark job, no extra pass) when a null shows up."""
+        from pyspark.sql import functions as F
+
+        have = set(df.columns)
+        missing = [c for c in table.column_names if c not in have]
+        if missing:
+            raise ValueError(
+                f"cannot write table {table.name!r}: DataFrame lacks column(s) {', '.join(missing)}"
+            )
+        schema = table.spark_schema()
+        cols: list[SparkColumn] = []
+        for col in table.columns:
+            expr = F.col(f"`{col.name}`").cast(schema[col.name].dataType)
+            if not col.nullable:
+                expr = F.when(
+                    expr.isNull(),
+                    F.raise_error(F.lit(f"NOT NULL column {table.name}.{col.name} is null")),
+                ).otherwise(expr)
+            cols.append(expr.alias(col.name))
+        return df.select(*cols)
+
+    @staticmethod
+    def _check_txn(app_id: str | None, txn_version: int | None) -> None:
+        if (app_id is None) != (txn_version is None):
+            raise ValueError("app_id and txn_version go together: give both or neither")
+        if app_id is not None and not app_id:
+            raise ValueError("app_id must not be empty")
+        if txn_version is not None and (
+            isinstance(txn_version, bool) or not isinstance(txn_version, int) or txn_version < 0
+        ):
+            raise ValueError(f"txn_version must be an int >= 0, got {txn_version!r}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Partition values

@@ -1,0 +1,435 @@
+"""Ingest: broker request-log files → bronze Delta tables ``requests`` and ``quarantine``.
+
+Flow: the driver discovers files and plans the slices not yet read (``ingest_files`` remembers how far
+each file identity was read); Spark tasks read and parse the slices in parallel (``mapInArrow``), each
+line becoming a request row, a quarantine row, or a count (other APIs, other loggers); the driver
+commits both tables and then the progress rows, all under one application transaction id, so a retried
+or repeated ingest never adds a row twice. Accounting identity, checked and reported:
+``lines_read = requests + quarantined + other_api_lines + other_lines``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from rebalance_replay.jobs.bookkeeping import crash_point, write_json
+from rebalance_replay.jobs.config import Config
+from rebalance_replay.jobs.log_files import (
+    FileProgress,
+    FileSlice,
+    InputError,
+    LogFile,
+    SliceStats,
+    describe_file,
+    discover_files,
+    plan_slices,
+    read_slice,
+)
+from rebalance_replay.jobs.warehouse import open_warehouse, redaction_key
+from rebalance_replay.schemas import INGEST_FILES, QUARANTINE, REQUESTS
+from rebalance_replay.schemas.core import Column, TableDef
+from rebalance_replay.transforms.redaction import Redactor
+from rebalance_replay.transforms.request_log import LineKind, parse_line
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+    from rebalance_replay.jobs.delta import DeltaStore
+
+APP_ID = "rebalance-replay/ingest"
+BATCH_ROWS = 5000
+
+# One Arrow schema for everything a task emits: a row kind, the request columns, the quarantine columns
+# and the per-slice statistics. The driver splits it into the tables.
+_QUARANTINE_EXTRA = (
+    Column("quarantine_reason", "string"),
+    Column("raw_line", "string"),
+    Column("ingested_at", "timestamp"),
+)
+_STATS_COLUMNS = (
+    Column("file_key", "string"),
+    Column("slice_json", "string"),
+    Column("lines_read", "bigint"),
+    Column("end_line", "bigint"),
+    Column("end_offset", "bigint"),
+    Column("n_requests", "bigint"),
+    Column("n_quarantined", "bigint"),
+    Column("n_other_api", "bigint"),
+    Column("n_other", "bigint"),
+    Column("other_api_counts", "string"),
+    Column("error", "string"),
+    Column("missing", "boolean"),
+)
+TASK_OUTPUT = TableDef(
+    name="_ingest_task_output",
+    columns=(
+        Column("row_kind", "string", False),
+        *(Column(c.name, c.type, True, c.doc) for c in REQUESTS.columns),
+        *_QUARANTINE_EXTRA,
+        *_STATS_COLUMNS,
+    ),
+)
+
+
+@dataclass
+class IngestCounts:
+    lines_read: int = 0
+    requests: int = 0
+    quarantined: int = 0
+    other_api_lines: int = 0
+    other_lines: int = 0
+    other_api_by_name: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: IngestCounts) -> None:
+        self.lines_read += other.lines_read
+        self.requests += other.requests
+        self.quarantined += other.quarantined
+        self.other_api_lines += other.other_api_lines
+        self.other_lines += other.other_lines
+        for k, v in other.other_api_by_name.items():
+            self.other_api_by_name[k] = self.other_api_by_name.get(k, 0) + v
+
+    @property
+    def balanced(self) -> bool:
+        return self.lines_read == self.requests + self.quarantined + self.other_api_lines + self.other_lines
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "lines_read": self.lines_read,
+            "requests": self.requests,
+            "quarantined": self.quarantined,
+            "other_api_lines": self.other_api_lines,
+            "other_lines": self.other_lines,
+            "other_api_by_name": dict(sorted(self.other_api_by_name.items())),
+            "accounting_ok": self.balanced,
+        }
+
+
+@dataclass
+class IngestResult:
+    batch_id: int | None
+    files_seen: int
+    slices: int
+    duplicate_files: int
+    run: IngestCounts
+    total: IngestCounts
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "batch_id": self.batch_id,
+            "files_seen": self.files_seen,
+            "slices_read": self.slices,
+            "duplicate_files": self.duplicate_files,
+            "this_run": self.run.as_dict(),
+            "seconds": round(self.seconds, 2),
+        }
+
+
+# ----------------------------------------------------------------------------------------------------
+# Executor side
+# ----------------------------------------------------------------------------------------------------
+
+
+def parse_slices(
+    slices: Sequence[FileSlice], tz_name: str, ingested_at: datetime, redactor: Redactor | None = None
+) -> Iterator[dict[str, Any]]:
+    """Read and parse slices, yielding task-output rows (requests, quarantine, one stats row a slice);
+    with a ``redactor``, identifying values are replaced before they leave the task."""
+    from zoneinfo import ZoneInfo
+
+    tz = ZoneInfo(tz_name)
+    redact = redactor if redactor else None
+    ingest_date = ingested_at.date()
+    for s in slices:
+        stats = SliceStats()
+        n_req = n_q = n_oa = n_o = 0
+        other_api: dict[str, int] = {}
+        for line_no, line in read_slice(s, stats):
+            out = parse_line(line, tz)
+            if out.kind is LineKind.REQUEST:
+                n_req += 1
+                assert out.record is not None
+                row = dict(out.record)
+                row.update(row_kind="request", source_file=s.path, line_no=line_no, broker_id=s.broker_id)
+                yield row if redact is None else redact.request_row(row)
+            elif out.kind is LineKind.QUARANTINE:
+                n_q += 1
+                q = {
+                    "row_kind": "quarantine",
+                    "source_file": s.path,
+                    "line_no": line_no,
+                    "broker_id": s.broker_id,
+                    "quarantine_reason": out.reason or "unreadable",
+                    "raw_line": line,
+                    "ingested_at": ingested_at,
+                    "log_date": out.log_date or ingest_date,
+                }
+                yield q if redact is None else redact.quarantine_row(q)
+            elif out.kind is LineKind.OTHER_API:
+                n_oa += 1
+                name = out.api_name or "UNKNOWN"
+                other_api[name] = other_api.get(name, 0) + 1
+            else:
+                n_o += 1
+        if stats.error is not None:
+            # the rest of the file cannot be read (a gzip stream that breaks off): it is kept as one
+            # quarantined line after the last one read, so the accounting still covers the whole file
+            n_q += 1
+            stats.lines_read += 1
+            yield {
+                "row_kind": "quarantine",
+                "source_file": s.path,
+                "line_no": stats.end_line + 1,
+                "broker_id": s.broker_id,
+                "quarantine_reason": stats.error,
+                "raw_line": "",
+                "ingested_at": ingested_at,
+                "log_date": ingest_date,
+            }
+        yield {
+            "row_kind": "stats",
+            "file_key": s.file_key,
+            "slice_json": json.dumps(s.to_dict()),
+            "lines_read": stats.lines_read,
+            "end_line": stats.end_line,
+            "end_offset": stats.end_offset,
+            "n_requests": n_req,
+            "n_quarantined": n_q,
+            "n_other_api": n_oa,
+            "n_other": n_o,
+            "other_api_counts": json.dumps(other_api),
+            "error": stats.error,
+            "missing": stats.missing,
+        }
+
+
+def _arrow_task(
+    tz_name: str, ingested_at: datetime, redact: tuple[str, ...] = (), key_hex: str | None = None
+) -> Any:
+    schema = TASK_OUTPUT.arrow_schema()
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        slices = [FileSlice.from_dict(json.loads(s)) for b in batches for s in b.column("slice").to_pylist()]
+        redactor = Redactor(bytes.fromhex(key_hex), redact) if redact and key_hex else None
+        buf: list[dict[str, Any]] = []
+        for row in parse_slices(slices, tz_name, ingested_at, redactor):
+            buf.append(row)
+            if len(buf) >= BATCH_ROWS:
+                yield pa.RecordBatch.from_pylist(buf, schema=schema)
+                buf = []
+        if buf:
+            yield pa.RecordBatch.from_pylist(buf, schema=schema)
+
+    return run
+
+
+# ----------------------------------------------------------------------------------------------------
+# Driver side
+# ----------------------------------------------------------------------------------------------------
+
+
+def _progress(spark: SparkSession, store: DeltaStore) -> tuple[dict[str, FileProgress], int, IngestCounts]:
+    """How far each file identity was read, the last committed batch id, and the running totals."""
+    if not store.exists(INGEST_FILES):
+        return {}, 0, IngestCounts()
+    df = store.read(INGEST_FILES)
+    rows = df.collect()
+    progress: dict[str, FileProgress] = {}
+    total = IngestCounts()
+    last_batch = 0
+    for r in sorted(rows, key=lambda r: (r["batch_id"], r["end_line"])):
+        last_batch = max(last_batch, r["batch_id"])
+        prev = progress.get(r["file_key"])
+        if prev is None or r["end_line"] >= prev.end_line:
+            progress[r["file_key"]] = FileProgress(
+                r["end_line"], r["end_offset"], r["source_file"], r["file_size"], r["file_mtime_ms"]
+            )
+        total.add(
+            IngestCounts(
+                r["lines_read"], r["requests"], r["quarantined"], r["other_api_lines"], r["other_lines"]
+            )
+        )
+    return progress, last_batch, total
+
+
+def _plan_path(warehouse: str, batch_id: int) -> Path:
+    return Path(warehouse) / "_ingest" / f"batch-{batch_id:08d}.json"
+
+
+def _key_hex(config: Config) -> str | None:
+    if not config.output.redact:
+        return None
+    key = redaction_key(config.storage.warehouse)
+    if key is None:  # jobs called without the CLI: create the warehouse record (and key) now
+        key = open_warehouse(config.storage.warehouse, config.output.redact, lambda msg: None)
+    return None if key is None else key.hex()
+
+
+def resolve_inputs(config: Config, inputs: Sequence[str]) -> list[LogFile]:
+    """The log files named by ``inputs`` (files or directories), identified — no Spark needed, so bad
+    paths and unreadable files are reported before any JVM starts. Empty files are skipped."""
+    files = []
+    for path in discover_files(inputs, config.input.file_patterns):
+        described = describe_file(path, config.input.broker_id_pattern)
+        if described is not None:
+            files.append(described)
+    return files
+
+
+def ingest(
+    spark: SparkSession,
+    store: DeltaStore,
+    config: Config,
+    inputs: Sequence[str] | Sequence[LogFile],
+    *,
+    log: Any = None,
+) -> IngestResult:
+    """Land the given files/directories (or files already resolved by :func:`resolve_inputs`) into the
+    bronze tables. Idempotent; see module docstring."""
+    from pyspark.sql import functions as F
+
+    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    started = time.monotonic()
+    warehouse = config.storage.warehouse
+    files = [f for f in inputs if isinstance(f, LogFile)]
+    if len(files) != len(inputs):
+        files = resolve_inputs(config, [str(f) for f in inputs])
+    progress, last_batch, total = _progress(spark, store)
+    batch_id = last_batch + 1
+    plan_file = _plan_path(warehouse, batch_id)
+    if plan_file.exists():  # an earlier attempt of this batch died before recording its progress: redo it
+        slices = [FileSlice.from_dict(d) for d in json.loads(plan_file.read_text())["slices"]]
+        duplicates = 0
+        say(f"ingest: resuming batch {batch_id} ({len(slices)} slices) from an interrupted run")
+    else:
+        slices, duplicates = plan_slices(files, progress)
+    run = IngestCounts()
+    if not slices:
+        say(f"ingest: {len(files)} file(s), nothing new to read")
+        return IngestResult(None, len(files), 0, duplicates, run, total, time.monotonic() - started)
+    write_json(plan_file, {"batch_id": batch_id, "slices": [s.to_dict() for s in slices]}, indent=1)
+    mb = sum(s.file_size - s.start_offset if not s.compressed else s.file_size for s in slices) / 1e6
+    say(f"ingest: batch {batch_id}: reading {len(slices)} slice(s) of {len(files)} file(s), ~{mb:.1f} MB")
+
+    ingested_at = datetime.now(UTC).replace(microsecond=0)
+    plan_df = spark.createDataFrame([(json.dumps(s.to_dict()),) for s in slices], "slice string")
+    plan_df = plan_df.repartition(max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4)))
+    out = plan_df.mapInArrow(
+        _arrow_task(config.input.timezone, ingested_at, config.output.redact, _key_hex(config)),
+        TASK_OUTPUT.spark_schema(),
+    ).persist()
+    try:
+        stats_rows = out.filter(F.col("row_kind") == "stats").collect()
+        for r in stats_rows:
+            counts = IngestCounts(
+                r["lines_read"],
+                r["n_requests"],
+                r["n_quarantined"],
+                r["n_other_api"],
+                r["n_other"],
+                json.loads(r["other_api_counts"]),
+            )
+            if r["missing"]:
+                path = FileSlice.from_dict(json.loads(r["slice_json"])).path
+                if os.path.exists(path):
+                    raise InputError(
+                        f"input: {path}: the Spark executors cannot open it although the driver can: "
+                        "give a path every executor can read (shared storage such as /dbfs or NFS)"
+                    )
+            run.add(counts)
+            if r["error"]:
+                say(f"ingest: quarantined the unreadable rest of a file: {r['error']}")
+        say(
+            f"ingest: parsed {run.lines_read} lines: {run.requests} requests, {run.quarantined} quarantined, "
+            f"{run.other_api_lines} other-API, {run.other_lines} other"
+        )
+        requests_df = _select(out.filter(F.col("row_kind") == "request"), REQUESTS)
+        quarantine_df = _select(
+            out.filter(F.col("row_kind") == "quarantine")
+            .drop("reason")
+            .withColumnRenamed("quarantine_reason", "reason"),
+            QUARANTINE,
+        )
+        store.append(requests_df, REQUESTS, app_id=APP_ID, txn_version=batch_id)
+        store.append(quarantine_df, QUARANTINE, app_id=APP_ID, txn_version=batch_id)
+        crash_point("ingest:before_progress")  # bronze committed, progress not yet recorded
+        progress_rows = []
+        for r in stats_rows:
+            s = FileSlice.from_dict(json.loads(r["slice_json"]))
+            if r["lines_read"] == 0:
+                continue
+            progress_rows.append(
+                (
+                    batch_id,
+                    s.file_key,
+                    s.path,
+                    s.broker_id,
+                    s.compressed,
+                    s.file_size,
+                    s.file_mtime_ms,
+                    s.start_line,
+                    r["end_line"],
+                    s.start_offset,
+                    r["end_offset"],
+                    r["lines_read"],
+                    r["n_requests"],
+                    r["n_quarantined"],
+                    r["n_other_api"],
+                    r["n_other"],
+                    ingested_at,
+                )
+            )
+        progress_df = spark.createDataFrame(progress_rows, INGEST_FILES.spark_schema())
+        store.append(progress_df, INGEST_FILES, app_id=APP_ID, txn_version=batch_id)
+    finally:
+        out.unpersist()
+    plan_file.unlink(missing_ok=True)
+    total.add(run)
+    return IngestResult(batch_id, len(files), len(slices), duplicates, run, total, time.monotonic() - started)
+
+
+def _select(df: DataFrame, table: TableDef) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    schema = table.spark_schema()
+    return df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
+
+
+def ingest_summary(result: IngestResult) -> dict[str, Any]:
+    """The ingest keys of ``summary.json``: warehouse totals, plus this run's counts."""
+    return {**result.total.as_dict(), "ingest": result.as_dict()}
+
+
+def format_counts_table(result: IngestResult) -> str:
+    rows = [("", "this run", "warehouse")]
+    for key in ("lines_read", "requests", "quarantined", "other_api_lines", "other_lines"):
+        rows.append((key, str(getattr(result.run, key)), str(getattr(result.total, key))))
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    lines = [f"  {a:<{w0}}  {b:>{w1}}  {c:>9}" for a, b, c in rows]
+    ok = "ok" if result.run.balanced and result.total.balanced else "MISMATCH"
+    lines.append(f"  accounting (lines = requests + quarantined + other_api + other): {ok}")
+    return "\n".join(lines)
+
+
+__all__ = [
+    "APP_ID",
+    "IngestCounts",
+    "IngestResult",
+    "InputError",
+    "format_counts_table",
+    "ingest",
+    "ingest_summary",
+    "parse_slices",
+]

@@ -1,0 +1,265 @@
+"""Finding and reading broker request-log files: discovery, broker ids, file identity and resumable slices.
+
+No Spark here: the ingest job plans :class:`FileSlice` s on the driver and reads them in Spark tasks with
+:func:`read_slice`. A file's identity is its broker plus a hash of its first line, so the live
+``kafka-request.log``, its hourly rotation ``kafka-request.log.2024-05-01-13`` and a gzipped copy of that
+are recognised as one file that is read once, resuming where the last ingest stopped.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import gzip
+import hashlib
+import os
+import re
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from rebalance_replay.jobs.errors import (
+    InputError as InputError,  # declared with the other user-facing errors
+)
+
+GZIP_MAGIC = b"\x1f\x8b"
+_COMPLETE_TAIL = re.compile(rb"\(kafka\.request\.logger(?::\d+)?\)(?: \[[^\]]*\])?\s*$")
+READ_BLOCK = 1 << 20
+
+
+@dataclass(frozen=True)
+class LogFile:
+    path: str
+    broker_id: str
+    compressed: bool
+    size: int
+    mtime_ms: int
+    file_key: str  # broker id + sha1 of the first line
+    live: bool  # the name is exactly kafka-request.log (still being written)
+
+
+@dataclass(frozen=True)
+class FileSlice:
+    """The part of a file one ingest batch reads: from ``start_offset`` (uncompressed bytes, the start of
+    line ``start_line``) to ``end_offset`` (None: to the end of the file)."""
+
+    path: str
+    broker_id: str
+    file_key: str
+    compressed: bool
+    live: bool
+    file_size: int
+    file_mtime_ms: int
+    start_line: int
+    start_offset: int
+    end_offset: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> FileSlice:
+        return cls(**d)
+
+
+def is_gzip(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == GZIP_MAGIC
+
+
+def open_log(path: str, compressed: bool) -> Any:
+    return gzip.open(path, "rb") if compressed else open(path, "rb")
+
+
+def discover_files(inputs: Sequence[str], patterns: Sequence[str]) -> list[str]:
+    """Files named on the command line, and files matching ``patterns`` below directories (recursive).
+
+    Raises :class:`InputError` for a path that does not exist or a directory with no log file.
+    """
+    found: list[str] = []
+    for raw in inputs:
+        p = Path(raw)
+        if not p.exists():
+            raise InputError(f"input: {raw}: no such file or directory")
+        if p.is_file():
+            found.append(os.path.abspath(p))
+            continue
+        matches = sorted(
+            os.path.abspath(f)
+            for f in p.rglob("*")
+            if f.is_file() and any(fnmatch.fnmatch(f.name, pat) for pat in patterns)
+        )
+        if not matches:
+            raise InputError(f"input: {raw}: directory holds no file matching {', '.join(patterns)}")
+        found.extend(matches)
+    seen: set[str] = set()
+    unique = []
+    for f in found:
+        key = os.path.realpath(f)
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique
+
+
+def broker_id_for(path: str, pattern: str) -> str:
+    posix = Path(os.path.abspath(path)).as_posix()
+    m = re.search(pattern, posix)
+    if not m or not m.group("broker_id"):
+        raise InputError(f"input: {path}: cannot derive a broker id with input.broker_id_pattern {pattern!r}")
+    return m.group("broker_id")
+
+
+def describe_file(path: str, broker_pattern: str) -> LogFile | None:
+    """Identity of a log file, or None for an empty file. Raises :class:`InputError` if unreadable."""
+    broker_id = broker_id_for(path, broker_pattern)
+    try:
+        st = os.stat(path)
+        compressed = is_gzip(path)
+        with open_log(path, compressed) as f:
+            first = f.readline()
+    except (OSError, EOFError, zlib.error) as e:
+        kind = "unreadable gzip" if path.endswith(".gz") or "gzip" in str(e).lower() else "unreadable file"
+        raise InputError(f"input: {path}: {kind} ({e})") from None
+    if not first:
+        return None
+    digest = hashlib.sha1(first.rstrip(b"\r\n")).hexdigest()[:20]
+    return LogFile(
+        path=path,
+        broker_id=broker_id,
+        compressed=compressed,
+        size=st.st_size,
+        mtime_ms=int(st.st_mtime * 1000),
+        file_key=f"{broker_id}:{digest}",
+        live=Path(path).name == "kafka-request.log",
+    )
+
+
+@dataclass
+class SliceStats:
+    lines_read: int = 0
+    end_line: int = 0  # last complete line read
+    end_offset: int = 0
+    error: str | None = None  # e.g. a gzip stream that breaks off mid-file
+    missing: bool = False  # the file was not there when the slice was read
+
+
+def read_slice(s: FileSlice, stats: SliceStats) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_no, line)`` for every complete line of the slice, filling ``stats`` as it goes.
+
+    A last line without a newline is taken only when it cannot still be growing: the file is gzipped or
+    rotated, or the line already ends with the logger suffix. Otherwise it is left for the next ingest.
+    """
+    stats.end_line = s.start_line - 1
+    stats.end_offset = s.start_offset
+    line_no = s.start_line - 1
+    offset = s.start_offset
+    limit = s.end_offset
+    try:
+        f = open_log(s.path, s.compressed)
+    except FileNotFoundError:
+        stats.missing = True  # rotated away since it was planned (read next run), or not visible here
+        return
+    except (OSError, EOFError, zlib.error) as e:
+        stats.error = f"input: {s.path}: unreadable {'gzip' if s.compressed else 'file'} ({e})"
+        return
+    try:
+        with f:
+            if offset:
+                if s.compressed:
+                    _skip(f, offset)
+                else:
+                    f.seek(offset)
+            # read1: on a gzip stream that breaks off, the data before the break comes back first
+            read = f.read1 if s.compressed else f.read
+            pending = b""
+            while True:
+                want = READ_BLOCK if limit is None else min(READ_BLOCK, limit - offset - len(pending))
+                block = read(want) if want > 0 else b""
+                if not block:
+                    break
+                data = pending + block
+                lines = data.split(b"\n")
+                pending = lines.pop()
+                for raw in lines:
+                    line_no += 1
+                    offset += len(raw) + 1
+                    stats.lines_read += 1
+                    stats.end_line, stats.end_offset = line_no, offset
+                    yield line_no, _decode(raw)
+            if pending and (s.compressed or not s.live or _COMPLETE_TAIL.search(pending)):
+                line_no += 1
+                offset += len(pending)
+                stats.lines_read += 1
+                stats.end_line, stats.end_offset = line_no, offset
+                yield line_no, _decode(pending)
+    except (OSError, EOFError, zlib.error) as e:
+        stats.error = (
+            f"input: {s.path}: unreadable {'gzip' if s.compressed else 'file'} after line "
+            f"{stats.end_line} ({e})"
+        )
+
+
+def _skip(f: Any, n: int) -> None:
+    while n > 0:
+        chunk = f.read(min(n, READ_BLOCK))
+        if not chunk:
+            raise EOFError(f"file is shorter than the {n} bytes already ingested")
+        n -= len(chunk)
+
+
+def _decode(raw: bytes) -> str:
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    return raw.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class FileProgress:
+    """What earlier batches read of one file identity."""
+
+    end_line: int
+    end_offset: int
+    last_path: str
+    last_size: int
+    last_mtime_ms: int
+
+
+def plan_slices(files: Sequence[LogFile], progress: dict[str, FileProgress]) -> tuple[list[FileSlice], int]:
+    """The slices still to read, and the number of duplicate files skipped (another path of the same
+    identity, e.g. both ``kafka-request.log.2024-05-01-13`` and its ``.gz``, in one run)."""
+    by_key: dict[str, list[LogFile]] = {}
+    for f in files:
+        by_key.setdefault(f.file_key, []).append(f)
+    slices: list[FileSlice] = []
+    duplicates = 0
+    for key in sorted(by_key):
+        # the most complete copy: uncompressed first (its size is exact), then the larger
+        candidates = sorted(by_key[key], key=lambda f: (f.compressed, -f.size, f.path))
+        chosen = candidates[0]
+        duplicates += len(candidates) - 1
+        done = progress.get(key)
+        if done is not None:
+            unchanged = (
+                done.last_path == chosen.path
+                and done.last_size == chosen.size
+                and done.last_mtime_ms == chosen.mtime_ms
+            )
+            if unchanged or (not chosen.compressed and chosen.size <= done.end_offset):
+                continue
+        slices.append(
+            FileSlice(
+                path=chosen.path,
+                broker_id=chosen.broker_id,
+                file_key=key,
+                compressed=chosen.compressed,
+                live=chosen.live,
+                file_size=chosen.size,
+                file_mtime_ms=chosen.mtime_ms,
+                start_line=(done.end_line + 1) if done else 1,
+                start_offset=done.end_offset if done else 0,
+                end_offset=None if chosen.compressed else chosen.size,
+            )
+        )
+    return slices, duplicates

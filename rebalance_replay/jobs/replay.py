@@ -1,0 +1,743 @@
+"""Replay on Spark: every group's requests through the coordinator model, with Spark's per-key state.
+
+Two paths, one pure core (:class:`rebalance_replay.transforms.replay.GroupReplayer`), identical output rows:
+
+* **stateful** (primary) — ``groupBy("group_id").applyInPandasWithState`` in a Structured Streaming query
+  with ``Trigger.AvailableNow``. Each run first turns the rows landed since the last run into a *feed*:
+  one parquet file per arrival-time bucket (``replay.bucket_ms``), oldest first, consumed one bucket per
+  micro-batch, so a group's requests reach the model in arrival order and in bounded chunks. With the
+  kept checkpoint (``--incremental``) this is the scheduled audit: the coordinator state, its timers and
+  the rows not yet replayable live in the state store between runs. With a fresh checkpoint it is the
+  one-shot batch replay.
+* **fast** — ``repartition(group_id)`` + ``sortWithinPartitions`` + ``mapInArrow``, key boundaries handled
+  in the function: no per-key overhead, for large backfills (batch only).
+
+The *horizon* of a run: batch replays everything (what arrived before newest completion + 1 ms);
+incremental runs replay what arrived before ``newest completion + 1 ms − replay.late_tolerance_ms`` and
+keep the rest for the next run (with a zero tolerance the two horizons are the same).
+Output depends only on the rows and the horizon, never on how the rows were chunked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from rebalance_replay.jobs.bookkeeping import crash_point, write_json
+from rebalance_replay.jobs.config import Config
+from rebalance_replay.jobs.errors import MissingTableError
+from rebalance_replay.schemas import MEMBER_SESSIONS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
+from rebalance_replay.schemas.core import Column, TableDef
+from rebalance_replay.transforms.kafka_protocol import STATE_CHANGING_APIS, ApiKey
+from rebalance_replay.transforms.ordering import SORT_COLUMNS
+from rebalance_replay.transforms.replay import (
+    OUTPUT_KINDS,
+    REPLAY_COLUMNS,
+    GroupReplayer,
+    ReplayOutput,
+    ReplaySettings,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+    from rebalance_replay.jobs.delta import DeltaStore
+
+OUTPUT_TABLES: dict[str, TableDef] = {
+    "predictions": PREDICTIONS,
+    "transitions": TRANSITIONS,
+    "rebalances": REBALANCES,
+    "member_sessions": MEMBER_SESSIONS,
+}
+APP_ID = "rebalance-replay/replay"
+
+
+def _union_output() -> TableDef:
+    """One schema for everything a replay task emits: the row kind, every output table's columns, and a
+    per-group status (pending work, KIP-848)."""
+    cols: dict[str, Column] = {"kind": Column("kind", "string", False)}
+    for t in OUTPUT_TABLES.values():
+        for c in t.columns:
+            prev = cols.get(c.name)
+            if prev is not None and prev.type != c.type:
+                raise TypeError(f"column {c.name} is {prev.type} in one output table and {c.type} in another")
+            cols.setdefault(c.name, Column(c.name, c.type, True, c.doc))
+    for c in (
+        Column("pending", "boolean"),
+        Column("kip848", "boolean"),
+        Column("replayed", "bigint"),
+        Column("late", "bigint"),
+    ):
+        cols[c.name] = c
+    return TableDef(name="_replay_output", columns=tuple(cols.values()))
+
+
+UNION = _union_output()
+UNION_NAMES = UNION.column_names
+
+#: What the stateful function and the fast path read: the replay columns, plus the feed's bucket end and
+#: whether this is the last call of a batch replay.
+FEED = TableDef(
+    name="_replay_feed",
+    columns=(
+        *(Column(c, REQUESTS.column(c).type, True) for c in REPLAY_COLUMNS),
+        Column("bucket_end_ms", "bigint"),
+        Column("final", "boolean"),
+    ),
+)
+
+
+def settings_from(config: Config) -> ReplaySettings:
+    return ReplaySettings(
+        coordinator=config.coordinator_config(),
+        completion_tolerance_ms=config.validation.completion_tolerance_ms,
+        cooperative_protocols=frozenset(config.replay.cooperative_protocols),
+        follow_up_window_ms=config.replay.follow_up_window_ms,
+        order_search_exhaustive_max=config.replay.order_search_exhaustive_max,
+        order_search_max=config.replay.order_search_max,
+    )
+
+
+def _out_rows(replayer: GroupReplayer, out: ReplayOutput) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for kind in OUTPUT_KINDS:
+        for r in out.rows[kind]:
+            rows.append({**r, "kind": kind})
+    rows.append(
+        {
+            "kind": "status",
+            "group_id": replayer.group_id,
+            "pending": replayer.has_pending_work,
+            "kip848": replayer.kip848,
+            "replayed": out.replayed,
+            "late": out.late,
+        }
+    )
+    return rows
+
+
+def _step(replayer: GroupReplayer, rows: list[dict[str, Any]]) -> ReplayOutput:
+    """Feed one call's rows and replay up to their bucket end; a final tick also closes open rows."""
+    replayer.feed(rows)
+    until = min(r["bucket_end_ms"] for r in rows)
+    out = replayer.process(until)
+    if any(r.get("final") for r in rows):
+        fin = replayer.finish()
+        for kind in OUTPUT_KINDS:
+            out.extend(kind, fin.rows[kind])
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# Executor side
+# ----------------------------------------------------------------------------------------------------
+
+
+def stateful_function(settings: ReplaySettings) -> Callable[..., Iterator[Any]]:
+    """The ``applyInPandasWithState`` function: state = the group's replayer bytes."""
+    feed_schema = FEED.arrow_schema()
+
+    def fn(key: tuple[str], pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
+        import pandas as pd
+
+        group_id = key[0]
+        replayer = (
+            GroupReplayer.from_bytes(bytes(state.get[0]), settings)
+            if state.exists
+            else GroupReplayer(group_id, settings)
+        )
+        rows: list[dict[str, Any]] = []
+        for pdf in pdfs:
+            rows.extend(
+                pa.Table.from_pandas(
+                    pdf[FEED.column_names], schema=feed_schema, preserve_index=False
+                ).to_pylist()
+            )
+        out = _step(replayer, rows)
+        state.update((replayer.to_bytes(),))
+        result = _out_rows(replayer, out)
+        yield pd.DataFrame({c: pd.Series([r.get(c) for r in result], dtype=object) for c in UNION_NAMES})
+
+    return fn
+
+
+def fast_function(settings: ReplaySettings) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function over partitions sorted by (group, replay order): groups are cut at key
+    boundaries; a long group goes through its replayer in bounded chunks."""
+    schema = UNION.arrow_schema()
+    chunk = 20_000
+
+    def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        replayer: GroupReplayer | None = None
+        rows: list[dict[str, Any]] = []  # the current group's rows not yet fed
+        out_buf: list[dict[str, Any]] = []
+        last: dict[str, Any] = {}
+
+        def replay_chunk() -> None:
+            # replay only what arrived before the chunk's last row: rows tied with it may follow
+            assert replayer is not None
+            replayer.feed(rows)
+            out = replayer.process(rows[-1]["arrival_ms"])
+            out_buf.extend(r for r in _out_rows(replayer, out) if r["kind"] != "status")
+            rows.clear()
+
+        def finish_group() -> None:
+            assert replayer is not None
+            tick = {
+                "group_id": replayer.group_id,
+                "api_key": None,
+                "bucket_end_ms": last["bucket_end_ms"],
+                "final": last.get("final"),
+            }
+            out = _step(replayer, [*rows, tick])
+            out_buf.extend(_out_rows(replayer, out))
+            rows.clear()
+
+        def emit() -> pa.RecordBatch:
+            batch = pa.RecordBatch.from_pylist(
+                [{c: r.get(c) for c in UNION_NAMES} for r in out_buf], schema=schema
+            )
+            out_buf.clear()
+            return batch
+
+        for batch in batches:
+            for row in batch.to_pylist():
+                if replayer is None or row["group_id"] != replayer.group_id:
+                    if replayer is not None:
+                        finish_group()
+                    replayer = GroupReplayer(row["group_id"], settings)
+                rows.append(row)
+                last = row
+                if len(rows) >= chunk:
+                    replay_chunk()
+            if len(out_buf) >= chunk:
+                yield emit()
+        if replayer is not None:
+            finish_group()
+        if out_buf:
+            yield emit()
+
+    return fn
+
+
+# ----------------------------------------------------------------------------------------------------
+# Driver side
+# ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ReplayResult:
+    mode: str
+    path: str
+    horizon_ms: int | None
+    new_rows: int
+    counts: dict[str, int] = field(default_factory=dict)
+    groups: int = 0
+    kip848_groups: list[str] = field(default_factory=list)
+    late_rows: int = 0
+    up_to_date: bool = False
+    seconds: float = 0.0
+
+    def as_summary(self) -> dict[str, Any]:
+        return {
+            "replay": {
+                "mode": self.mode,
+                "path": self.path,
+                "horizon_ms": self.horizon_ms,
+                "new_rows": self.new_rows,
+                "groups": self.groups,
+                "late_rows": self.late_rows,
+                "kip848_groups": self.kip848_groups,
+                "seconds": round(self.seconds, 2),
+                "up_to_date": self.up_to_date,
+            },
+            "predictions": self.counts.get("predictions", 0),
+            "transitions": self.counts.get("transitions", 0),
+            "rebalances": self.counts.get("rebalances", 0),
+            "member_sessions": self.counts.get("member_sessions", 0),
+            "kip848_groups": len(self.kip848_groups),
+        }
+
+
+class ReplayDirs:
+    """Where a warehouse keeps its replay bookkeeping (``<warehouse>/_replay``)."""
+
+    def __init__(self, warehouse: str) -> None:
+        self.root = Path(warehouse) / "_replay"
+        self.manifest = self.root / "manifest.json"
+        self.incremental = self.root / "incremental"
+
+    def load_manifest(self) -> dict[str, Any]:
+        if self.manifest.exists():
+            data: dict[str, Any] = json.loads(self.manifest.read_text())
+            return data
+        return {}
+
+    def save_manifest(self, data: dict[str, Any]) -> None:
+        write_json(self.manifest, data, indent=1)
+
+
+def _config_fingerprint(config: Config) -> str:
+    relevant = {k: config.raw.get(k) for k in ("kafka", "broker", "replay", "validation")}
+    return hashlib.sha1(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _classic_rows(df: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    keep = [int(a) for a in STATE_CHANGING_APIS] + [int(ApiKey.CONSUMER_GROUP_HEARTBEAT)]
+    return df.filter(F.col("group_id").isNotNull() & F.col("api_key").isin(keep)).select(*REPLAY_COLUMNS)
+
+
+def bucket_ms_for(bucket_ms: int, busiest: int, max_rows_per_call: int) -> int:
+    """The bucket size for a run: ``bucket_ms`` halved until the busiest group's busiest bucket (``busiest``
+    rows at ``bucket_ms``) fits ``max_rows_per_call`` (assuming a steady rate), never under one second."""
+    while busiest > max_rows_per_call and bucket_ms > 1000:
+        bucket_ms = max(1000, bucket_ms // 2)
+        busiest = (busiest + 1) // 2
+    return bucket_ms
+
+
+def _bounded_bucket_ms(rows: DataFrame, bucket_ms: int, max_rows_per_call: int) -> int:
+    """Shrink the bucket so one stateful call (one group, one bucket) holds at most ``max_rows_per_call``
+    rows: a 1,000-member group over a day is replayed in small time slices, never in one frame."""
+    from pyspark.sql import functions as F
+
+    busiest = (
+        rows.groupBy("group_id", F.floor(F.col("arrival_ms") / F.lit(bucket_ms)).alias("b"))
+        .count()
+        .agg(F.max("count"))
+        .collect()[0][0]
+    )
+    return bucket_ms_for(bucket_ms, int(busiest or 0), max_rows_per_call)
+
+
+def _write_feed(
+    spark: SparkSession,
+    rows: DataFrame,
+    ticks: list[tuple[str, bool]],
+    feed_dir: Path,
+    run_id: int,
+    horizon_ms: int,
+    bucket_ms: int,
+    max_rows_per_call: int,
+) -> int:
+    """Write the run's feed: one parquet file per arrival bucket (mtime ascending), then a file of ticks.
+    Returns the number of files written."""
+    from pyspark.sql import functions as F
+
+    stage = feed_dir.parent / f"_stage-{uuid.uuid4().hex}"
+    bucket_ms = _bounded_bucket_ms(rows, bucket_ms, max_rows_per_call)
+    bucket = F.floor(F.col("arrival_ms") / F.lit(bucket_ms)).cast("long")
+    end = F.least((bucket + 1) * F.lit(bucket_ms), F.lit(horizon_ms))
+    shaped = (
+        rows.withColumn("bucket_end_ms", end).withColumn("final", F.lit(False)).withColumn("_bucket", bucket)
+    )
+    shaped.repartition("_bucket").write.partitionBy("_bucket").parquet(str(stage))
+    feed_dir.mkdir(parents=True, exist_ok=True)
+    base_mtime = 1_000_000_000 + run_id * 100_000  # consumed oldest first: runs, then buckets, in order
+    written = 0
+    try:
+        buckets = sorted((int(p.name.split("=", 1)[1]), p) for p in stage.glob("_bucket=*"))
+        for i, (b, folder) in enumerate(buckets):
+            for j, f in enumerate(sorted(folder.glob("*.parquet"))):
+                target = feed_dir / f"run{run_id:06d}-b{b:012d}-{j:03d}.parquet"
+                shutil.move(str(f), target)
+                os.utime(target, (base_mtime + i, base_mtime + i))
+                written += 1
+        if ticks:
+            import pyarrow.parquet as pq
+
+            tick_rows = [{"group_id": g, "bucket_end_ms": horizon_ms, "final": final} for g, final in ticks]
+            target = feed_dir / f"run{run_id:06d}-ticks.parquet"
+            pq.write_table(pa.Table.from_pylist(tick_rows, schema=FEED.arrow_schema()), target)
+            os.utime(target, (base_mtime + 99_999, base_mtime + 99_999))
+            written += 1
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return written
+
+
+def replay(
+    spark: SparkSession,
+    store: DeltaStore,
+    config: Config,
+    *,
+    incremental: bool = False,
+    path: str | None = None,
+    window: tuple[int | None, int | None] = (None, None),
+    groups: Sequence[str] = (),
+    output: DeltaStore | None = None,
+    log: Callable[[str], None] | None = None,
+) -> ReplayResult:
+    """Replay the warehouse's ``requests`` into the output tables. See the module docstring.
+
+    ``window`` (batch only): replay only requests that arrived in ``[start, end)`` (epoch ms, either side
+    open) and ``groups`` (batch only): only these groups — forensics on an incident; the model
+    warm-starts if the window opens mid-life. ``output``: the store the output tables (and the replay
+    bookkeeping, ``<output>/_replay``) go to instead of ``store`` — a forensics run's own folder, so the
+    scheduled tables are never touched (``requests`` is always read from ``store``).
+    """
+    if incremental and (window != (None, None) or groups or output is not None):
+        raise ValueError(
+            "replay: --from/--to/--group select a forensics window for a batch replay, not for --incremental"
+        )
+    from pyspark.sql import functions as F
+
+    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    started = time.monotonic()
+    out_store = store if output is None else output
+    dirs = ReplayDirs(out_store.warehouse)
+    manifest = dirs.load_manifest()
+    mode = "incremental" if incremental else "batch"
+    requests_version = store.version(REQUESTS)
+    fingerprint = (
+        _config_fingerprint(config)
+        + (f"/{window[0]}-{window[1]}" if window != (None, None) else "")
+        + (f"/groups={','.join(sorted(groups))}" if groups else "")
+    )
+    chosen = path or config.replay.path
+    if requests_version is None:
+        raise MissingTableError(
+            f"replay: no requests table in {config.storage.warehouse}; run `rebalance-replay ingest` first"
+        )
+
+    if (
+        not incremental
+        and manifest.get("mode") == "batch"
+        and manifest.get("requests_version") == requests_version
+        and manifest.get("config") == fingerprint
+        and manifest.get("complete")
+    ):
+        say(f"replay: up to date (requests version {requests_version}, same configuration)")
+        res = ReplayResult(
+            mode,
+            manifest.get("path", chosen),
+            manifest.get("horizon_ms"),
+            0,
+            counts=manifest.get("counts", {}),
+            groups=manifest.get("groups", 0),
+            kip848_groups=manifest.get("kip848_groups", []),
+            up_to_date=True,
+        )
+        res.seconds = time.monotonic() - started
+        return res
+
+    settings = settings_from(config)
+    if incremental:
+        result = _replay_incremental(spark, store, config, settings, dirs, manifest, say)
+    else:
+        all_rows = _classic_rows(store.read(REQUESTS))
+        if window[0] is not None:
+            all_rows = all_rows.filter(F.col("arrival_ms") >= F.lit(window[0]))
+        if window[1] is not None:
+            all_rows = all_rows.filter(F.col("arrival_ms") < F.lit(window[1]))
+        if groups:
+            all_rows = all_rows.filter(F.col("group_id").isin(list(groups)))
+        # one pass for everything the run needs to know: groups, rows, newest completion
+        per_group = (
+            all_rows.groupBy("group_id")
+            .agg(F.count(F.lit(1)).alias("n"), F.max("completion_ms").alias("max_c"))
+            .collect()
+        )
+        if not per_group:
+            say("replay: no classic-group requests to replay")
+            return ReplayResult(mode, chosen, None, 0, up_to_date=True)
+        groups = sorted(r["group_id"] for r in per_group)
+        n_rows = sum(int(r["n"]) for r in per_group)
+        horizon = max(int(r["max_c"]) for r in per_group) + 1
+        if chosen == "auto":
+            chosen = "fast" if len(groups) >= config.replay.fast_path_min_groups else "stateful"
+        say(f"replay: batch over {len(groups)} group(s), {chosen} path")
+        if chosen == "fast":
+            result = _replay_fast(spark, out_store, settings, all_rows, n_rows, horizon)
+        else:
+            result = _replay_stateful_batch(
+                spark, out_store, config, settings, dirs, all_rows, groups, n_rows, horizon, say
+            )
+        crash_point("replay:before_manifest")  # outputs committed, manifest not yet written
+        shutil.rmtree(dirs.incremental, ignore_errors=True)  # a batch replay resets the scheduled audit
+        dirs.save_manifest(
+            {
+                "mode": "batch",
+                "path": chosen,
+                "requests_version": requests_version,
+                "config": fingerprint,
+                "complete": True,
+                "horizon_ms": horizon,
+                "counts": result.counts,
+                "groups": result.groups,
+                "kip848_groups": result.kip848_groups,
+            }
+        )
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _split_and_write(
+    store: DeltaStore,
+    out: DataFrame,
+    *,
+    overwrite: bool,
+    app_id: str | None = None,
+    txn_version: int | None = None,
+) -> tuple[dict[str, int], list[Any]]:
+    """Write each output table's rows; return row counts and the status rows."""
+    from pyspark.sql import functions as F
+
+    by_kind = {r["kind"]: r["count"] for r in out.groupBy("kind").count().collect()}
+    counts = {kind: int(by_kind.get(kind, 0)) for kind in OUTPUT_TABLES}
+    for kind, table in OUTPUT_TABLES.items():
+        rows = out.filter(F.col("kind") == kind).select(
+            *[F.col(f.name).cast(f.dataType).alias(f.name) for f in table.spark_schema().fields]
+        )
+        if overwrite:
+            store.overwrite(rows, table, app_id=app_id, txn_version=txn_version)
+        else:
+            store.append(rows, table, app_id=app_id, txn_version=txn_version)
+    status = (
+        out.filter(F.col("kind") == "status")
+        .select("group_id", "pending", "kip848", "replayed", "late")
+        .collect()
+    )
+    return counts, status
+
+
+def _finish_result(
+    mode: str, path: str, horizon: int | None, new_rows: int, counts: dict[str, int], status: list[Any]
+) -> ReplayResult:
+    latest: dict[str, Any] = {}
+    late = 0
+    for s in status:
+        latest[s["group_id"]] = s
+        late += s["late"] or 0
+    kip848 = sorted(g for g, s in latest.items() if s["kip848"])
+    return ReplayResult(
+        mode, path, horizon, new_rows, counts, groups=len(latest), kip848_groups=kip848, late_rows=late
+    )
+
+
+def _replay_fast(
+    spark: SparkSession,
+    store: DeltaStore,
+    settings: ReplaySettings,
+    rows: DataFrame,
+    n_rows: int,
+    horizon: int,
+) -> ReplayResult:
+    from pyspark.sql import functions as F
+
+    feed = rows.withColumn("bucket_end_ms", F.lit(horizon).cast("long")).withColumn("final", F.lit(True))
+    n = max(1, spark.sparkContext.defaultParallelism * 2)
+    ordered = feed.repartition(n, "group_id").sortWithinPartitions("group_id", *SORT_COLUMNS)
+    out = ordered.mapInArrow(fast_function(settings), UNION.spark_schema()).persist()
+    try:
+        counts, status = _split_and_write(store, out, overwrite=True)
+    finally:
+        out.unpersist()
+    return _finish_result("batch", "fast", horizon, n_rows, counts, status)
+
+
+def _stateful_query(
+    spark: SparkSession,
+    feed_dir: Path,
+    checkpoint: Path,
+    settings: ReplaySettings,
+    on_batch: Callable[[DataFrame, int], None],
+) -> None:
+    stream = (
+        spark.readStream.schema(FEED.spark_schema()).option("maxFilesPerTrigger", 1).parquet(str(feed_dir))
+    )
+    replayed = stream.groupBy("group_id").applyInPandasWithState(
+        stateful_function(settings), UNION.spark_schema(), "replayer binary", "append", "NoTimeout"
+    )
+    query = (
+        replayed.writeStream.trigger(availableNow=True)
+        .option("checkpointLocation", str(checkpoint))
+        .foreachBatch(on_batch)
+        .start()
+    )
+    query.awaitTermination()
+
+
+def _replay_stateful_batch(
+    spark: SparkSession,
+    store: DeltaStore,
+    config: Config,
+    settings: ReplaySettings,
+    dirs: ReplayDirs,
+    rows: DataFrame,
+    groups: list[str],
+    n_rows: int,
+    horizon: int,
+    say: Callable[[str], None],
+) -> ReplayResult:
+    work = dirs.root / f"batch-{uuid.uuid4().hex[:12]}"
+    feed_dir, checkpoint, staging = work / "feed", work / "checkpoint", work / "staging"
+    try:
+        files = _write_feed(
+            spark,
+            rows,
+            [(g, True) for g in groups],
+            feed_dir,
+            0,
+            horizon,
+            config.replay.bucket_ms,
+            config.replay.max_rows_per_call,
+        )
+        say(f"replay: {files} feed file(s) → applyInPandasWithState (fresh checkpoint)")
+
+        def on_batch(df: DataFrame, batch_id: int) -> None:
+            df.write.mode("append").parquet(str(staging / f"batch={batch_id}"))
+            say(f"replay: micro-batch {batch_id + 1}/{files} done")
+
+        _stateful_query(spark, feed_dir, checkpoint, settings, on_batch)
+        if staging.exists():
+            out = spark.read.schema(UNION.spark_schema()).parquet(*[str(p) for p in staging.glob("batch=*")])
+        else:
+            out = spark.createDataFrame([], UNION.spark_schema())
+        out = out.persist()  # read once from the staging files, then split into the four tables
+        try:
+            counts, status = _split_and_write(store, out, overwrite=True)
+        finally:
+            out.unpersist()
+        return _finish_result("batch", "stateful", horizon, n_rows, counts, status)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _replay_incremental(
+    spark: SparkSession,
+    store: DeltaStore,
+    config: Config,
+    settings: ReplaySettings,
+    dirs: ReplayDirs,
+    manifest: dict[str, Any],
+    say: Callable[[str], None],
+) -> ReplayResult:
+    """The scheduled audit: replay what landed since the last run, keeping state in the checkpoint."""
+    from pyspark.sql import functions as F
+
+    inc = dirs.incremental
+    state_file = inc / "state.json"
+    fresh = not state_file.exists() or manifest.get("mode") != "incremental"
+    if not fresh and not (inc / "checkpoint" / "metadata").exists():
+        say(
+            f"replay: the incremental checkpoint {inc / 'checkpoint'} is missing; rebuilding the scheduled "
+            "audit from the tables"
+        )
+        fresh = True
+    if fresh:
+        shutil.rmtree(inc, ignore_errors=True)
+        inc.mkdir(parents=True)
+        state: dict[str, Any] = {
+            "run": 0,
+            "checkpoint_id": uuid.uuid4().hex,
+            "max_completion_ms": None,
+            "pending_groups": [],
+            "kip848_groups": [],
+        }
+    else:
+        state = json.loads(state_file.read_text())
+    run_id = state["run"] + 1
+    # the rows landed since the last run (the store knows how: Delta's streaming source, or the files the
+    # Delta log added since the version the last run stopped at)
+    landed = store.new_rows(REQUESTS, str(inc / "source"))
+    new_rows = _classic_rows(landed.rows).persist()
+    try:
+        agg = new_rows.agg(F.max("completion_ms").alias("m"), F.count(F.lit(1)).alias("n")).collect()[0]
+        n_new = int(agg["n"])
+        max_c = max((x for x in (state["max_completion_ms"], agg["m"]) if x is not None), default=None)
+        if max_c is None:
+            say("replay: nothing landed yet")
+            return ReplayResult("incremental", "stateful", None, 0, up_to_date=True)
+        horizon = int(max_c) + 1 - config.replay.late_tolerance_ms
+        ticks = [(g, False) for g in state["pending_groups"]]
+        say(
+            f"replay: incremental run {run_id}: {n_new} new row(s), horizon "
+            f"{horizon} ({config.replay.late_tolerance_ms} ms behind the newest completion)"
+        )
+        feed_dir = inc / "feed"
+        files = _write_feed(
+            spark,
+            new_rows,
+            ticks,
+            feed_dir,
+            run_id,
+            horizon,
+            config.replay.bucket_ms,
+            config.replay.max_rows_per_call,
+        )
+        totals: dict[str, int] = {k: 0 for k in OUTPUT_KINDS}
+        statuses: list[Any] = []
+        done: list[int] = []  # micro-batches of this run (the checkpoint numbers them across runs)
+        if fresh:  # a fresh scheduled audit starts from empty output tables
+            empty = spark.createDataFrame([], UNION.spark_schema())
+            _split_and_write(store, empty, overwrite=True)
+
+        def on_batch(df: DataFrame, batch_id: int) -> None:
+            out = df.persist()
+            try:
+                counts, status = _split_and_write(
+                    store,
+                    out,
+                    overwrite=False,
+                    app_id=f"{APP_ID}/{state['checkpoint_id']}",
+                    txn_version=batch_id,
+                )
+            finally:
+                out.unpersist()
+            for k, v in counts.items():
+                totals[k] += v
+            statuses.extend(status)
+            done.append(batch_id)
+            say(f"replay: micro-batch {len(done)}/{files} committed ({counts['predictions']} predictions)")
+
+        try:
+            _stateful_query(spark, feed_dir, inc / "checkpoint", settings, on_batch)
+        except Exception as e:
+            if fresh or done:
+                raise
+            from rebalance_replay.jobs.errors import user_message
+
+            say(
+                f"replay: the incremental checkpoint {inc / 'checkpoint'} cannot be read "
+                f"({user_message(e)[:160]}); rebuilding the scheduled audit from the tables"
+            )
+            shutil.rmtree(inc, ignore_errors=True)
+            return _replay_incremental(spark, store, config, settings, dirs, {}, say)
+        result = _finish_result("incremental", "stateful", horizon, n_new, totals, statuses)
+        pending = set(state["pending_groups"])
+        for s in statuses:
+            (pending.add if s["pending"] else pending.discard)(s["group_id"])
+        state.update(
+            run=run_id,
+            max_completion_ms=int(max_c),
+            pending_groups=sorted(pending),
+            kip848_groups=sorted(set(state["kip848_groups"]) | set(result.kip848_groups)),
+        )
+        result.kip848_groups = state["kip848_groups"]
+        write_json(state_file, state)
+        landed.consumed()
+        dirs.save_manifest(
+            {
+                "mode": "incremental",
+                "runs": run_id,
+                "horizon_ms": horizon,
+                "config": _config_fingerprint(config),
+            }
+        )
+        return result
+    finally:
+        new_rows.unpersist()

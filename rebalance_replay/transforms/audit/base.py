@@ -1,0 +1,205 @@
+"""Shared pieces of the rules: building a :class:`Finding` with its cost and member details, heartbeat
+gaps, a member's requests."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from rebalance_replay.transforms.audit.config import SEVERITIES
+from rebalance_replay.transforms.audit.model import (
+    Evidence,
+    Finding,
+    GroupInputs,
+    Rebalance,
+    Req,
+    finite,
+    sorted_unique,
+)
+
+HEARTBEAT = "HEARTBEAT"
+JOIN_GROUP = "JOIN_GROUP"
+SYNC_GROUP = "SYNC_GROUP"
+LEAVE_GROUP = "LEAVE_GROUP"
+OFFSET_COMMIT = "OFFSET_COMMIT"
+
+
+def escalate(base: str, *steps: tuple[bool, str]) -> str:
+    """``base`` raised to the highest severity among the steps whose condition holds."""
+    level = SEVERITIES.index(base)
+    for cond, sev in steps:
+        if cond:
+            level = max(level, SEVERITIES.index(sev))
+    return SEVERITIES[level]
+
+
+def cost(inputs: GroupInputs, seqs: Iterable[int]) -> dict[str, float]:
+    """Rebalance time caused (sum of the rebalances' durations) and members × seconds without an
+    assignment (each rebalance's duration × the members it stopped; eager protocols revoke everything)."""
+    total_ms = 0
+    member_s = 0.0
+    for seq in sorted(set(seqs)):
+        rb = inputs.rebalance(seq)
+        if rb is None or rb.total_duration_ms is None:
+            continue
+        total_ms += rb.total_duration_ms
+        members = len(set(rb.members_before) | set(rb.members_after))
+        member_s += members * rb.total_duration_ms / 1000
+    return {"rebalance_time_caused_ms": float(total_ms), "member_seconds_without_assignment": member_s}
+
+
+def member_requests(inputs: GroupInputs, member_id: str) -> list[Req]:
+    return [r for r in inputs.requests if member_id in (r.member_id, r.response_member_id)]
+
+
+@dataclass(frozen=True)
+class MemberInfo:
+    instance_ids: tuple[str, ...]
+    client_ids: tuple[str, ...]
+    hosts: tuple[str, ...]
+
+
+def member_info(inputs: GroupInputs, members: Iterable[str]) -> MemberInfo:
+    ms = set(members)
+    reqs = [r for r in inputs.requests if r.member_id in ms or r.response_member_id in ms]
+    sess = [s for s in inputs.sessions if s.member_id in ms]
+    return MemberInfo(
+        sorted_unique([r.group_instance_id for r in reqs] + [s.group_instance_id for s in sess]),
+        sorted_unique([r.client_id for r in reqs] + [s.client_id for s in sess]),
+        sorted_unique(
+            [r.host for r in reqs] + [s.client_address.rsplit(":", 1)[0] for s in sess if s.client_address]
+        ),
+    )
+
+
+def who(inputs: GroupInputs, member: str) -> str:
+    """``consumer-3 (10.0.4.7)`` for a member id, or the id itself."""
+    info = member_info(inputs, [member])
+    name = info.client_ids[0] if info.client_ids else member
+    if info.instance_ids:
+        name += f" [{info.instance_ids[0]}]"
+    return f"{name} ({info.hosts[0]})" if info.hosts else name
+
+
+def make_finding(
+    inputs: GroupInputs,
+    cap: int,
+    *,
+    rule_id: str,
+    severity: str,
+    confidence: float,
+    members: Iterable[str],
+    evidence: Sequence[Req],
+    occurrences: int,
+    summary: str,
+    fix: str,
+    metrics: Mapping[str, float] | None = None,
+    rebalance_seqs: Iterable[int] = (),
+    window: tuple[int, int] | None = None,
+    confidence_note: str | None = None,
+) -> Finding:
+    rows = sorted(set(evidence), key=lambda r: (r.arrival_ms, r.source_file, r.line_no))
+    if window is None:
+        if not rows:
+            raise ValueError(f"{rule_id}: a finding needs evidence or a window")
+        window = (rows[0].arrival_ms, rows[-1].arrival_ms)
+    seqs = tuple(sorted(set(rebalance_seqs)))
+    m = dict(metrics or {})
+    m.update(cost(inputs, seqs))
+    m["evidence_rows"] = float(len(rows))
+    m["evidence_omitted"] = float(max(0, len(rows) - cap))
+    member_ids = tuple(sorted(set(members)))
+    info = member_info(inputs, member_ids)
+    anonymous = [r for r in rows if not r.member_id and not r.response_member_id]  # refused first joins
+    if anonymous:
+        info = MemberInfo(
+            sorted_unique([*info.instance_ids, *(r.group_instance_id for r in anonymous)]),
+            sorted_unique([*info.client_ids, *(r.client_id for r in anonymous)]),
+            sorted_unique([*info.hosts, *(r.host for r in anonymous)]),
+        )
+    if confidence < 1 and confidence_note:
+        summary = f"{summary} (confidence {confidence:.2f}: {confidence_note})"
+    from rebalance_replay.transforms.audit.registry import RULES
+
+    return Finding(
+        rule_id=rule_id,
+        rule=RULES[rule_id].name,
+        severity=severity,
+        confidence=round(confidence, 3),
+        group_id=inputs.group_id,
+        member_ids=member_ids,
+        group_instance_ids=info.instance_ids,
+        client_ids=info.client_ids,
+        client_hosts=info.hosts,
+        window_start_ms=window[0],
+        window_end_ms=window[1],
+        occurrences=occurrences,
+        summary=summary,
+        evidence=tuple(Evidence.of(r) for r in rows[:cap]),
+        metrics=tuple(sorted((k, finite(v)) for k, v in m.items())),
+        fix=fix,
+        rebalance_seqs=seqs,
+    )
+
+
+def needs_version(api: str, version: int, what: str) -> Callable[[GroupInputs], str | None]:
+    """A support check: the group's ``api`` requests must reach ``version`` (e.g. JoinGroup v8+ reasons)."""
+
+    def support(inputs: GroupInputs) -> str | None:
+        seen = [r.api_version for r in inputs.requests if r.api_name == api]
+        if not seen or max(seen) >= version:
+            return None
+        return f"{what} need {api} v{version}+ (the log has up to v{max(seen)})"
+
+    return support
+
+
+def rebalance_window(rbs: Sequence[Rebalance]) -> tuple[int, int]:
+    """From the first rebalance's start to the last one's end."""
+    return rbs[0].started_ms, max(rb.ended_ms or rb.started_ms for rb in rbs)
+
+
+def heartbeat_gaps(inputs: GroupInputs) -> dict[str, list[tuple[int, Req, Req]]]:
+    """Per member: (gap ms, previous heartbeat, heartbeat) between consecutive successful heartbeats of
+    one generation (a rebalance in between restarts the cadence)."""
+    last: dict[str, Req] = {}
+    out: dict[str, list[tuple[int, Req, Req]]] = {}
+    for r in inputs.requests:
+        if r.api_name != HEARTBEAT or not r.member_id:
+            continue
+        prev = last.get(r.member_id)
+        if prev is not None and prev.generation_id == r.generation_id and r.error_name in (None, "NONE"):
+            out.setdefault(r.member_id, []).append((r.arrival_ms - prev.arrival_ms, prev, r))
+        last[r.member_id] = r
+    return out
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank quantile (deterministic, no interpolation)."""
+    s = sorted(values)
+    k = max(0, min(len(s) - 1, math.ceil(q * len(s)) - 1))
+    return float(s[k])
+
+
+def session_timeout_of(inputs: GroupInputs, member: str) -> int | None:
+    for s in reversed(inputs.sessions):
+        if s.member_id == member and s.session_timeout_ms:
+            return s.session_timeout_ms
+    for r in reversed(inputs.requests):
+        if (
+            r.api_name == JOIN_GROUP
+            and member in (r.member_id, r.response_member_id)
+            and r.session_timeout_ms
+        ):
+            return r.session_timeout_ms
+    return None
+
+
+def rebalances_caused_by(inputs: GroupInputs, members: Iterable[str], triggers: Iterable[str]) -> list[int]:
+    ms, ts = set(members), set(triggers)
+    return [
+        rb.rebalance_seq
+        for rb in inputs.rebalances
+        if rb.trigger in ts and (rb.trigger_member_id in ms or ms & set(rb.evicted) or ms & set(rb.left))
+    ]

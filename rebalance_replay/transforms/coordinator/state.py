@@ -1,0 +1,517 @@
+"""The coordinator's in-memory group metadata: ``ClassicGroup`` and ``ClassicGroupMember`` (Scala
+``GroupMetadata`` / ``MemberMetadata``), with the state machine's table of legal previous states.
+
+Member order is Kafka's: ``ClassicGroup.members`` is a ``java.util.HashMap``, and the leader after the
+leader leaves, the leader elected when the old one did not rejoin, the order in which join responses
+and session timers are handed out and the order of the leader's member list all follow its iteration
+order. :func:`java_hash_order` reproduces it from the member ids (``String.hashCode``, the table's
+bucket spreading, the table size the map grew to — it never shrinks — and insertion order within a
+bucket, which ``members`` keeps as a dict: a static member re-keyed by a replacement moves to the end,
+as ``remove`` + ``put`` do). Kafka 2.x/3.x's Scala ``GroupMetadata`` uses a ``mutable.HashMap`` with a
+different layout; for those versions the order is a stand-in, and in track mode the observed JoinGroup
+response corrects the leader when Kafka picked another one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from rebalance_replay.transforms.coordinator.types import Cause, GroupRequest, GroupState, Protocol
+from rebalance_replay.transforms.kafka_protocol import Errors
+
+#: ``java.util.HashMap``'s initial table size and load factor.
+JAVA_HASHMAP_CAPACITY = 16
+_JAVA_LOAD_FACTOR_NUM, _JAVA_LOAD_FACTOR_DEN = 3, 4
+
+
+def java_string_hash(text: str) -> int:
+    """``String.hashCode()`` as an unsigned 32-bit value (over UTF-16 code units)."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hash_order(keys: Iterable[str], capacity: int = JAVA_HASHMAP_CAPACITY) -> list[str]:
+    """The iteration order of a ``java.util.HashMap<String, ?>`` with a table of ``capacity`` buckets
+    whose keys were inserted in the order given: by bucket (``(h ^ h >>> 16) & (capacity - 1)``), then
+    insertion order within a bucket (resizing keeps it). Buckets long enough to become trees (8+
+    colliding keys) are not modelled."""
+    mask = capacity - 1
+
+    def bucket(key: str) -> int:
+        h = java_string_hash(key)
+        return (h ^ (h >> 16)) & mask
+
+    return sorted(keys, key=bucket)
+
+
+def java_hashmap_capacity(capacity: int, size: int) -> int:
+    """The table size after a ``put`` brought the map to ``size`` entries (doubling past 3/4 full)."""
+    while size * _JAVA_LOAD_FACTOR_DEN > capacity * _JAVA_LOAD_FACTOR_NUM:
+        capacity *= 2
+    return capacity
+
+
+#: ``GroupState.validPreviousStates`` (GroupMetadata.scala / ClassicGroupState.java).
+VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
+    GroupState.PREPARING_REBALANCE: frozenset(
+        {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY}
+    ),
+    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
+    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.DEAD: frozenset(GroupState),
+}
+
+
+class IllegalStateTransition(RuntimeError):
+    """A transition the state machine forbids: a bug in the model, never a property of the input."""
+
+
+def check_transition(current: GroupState, target: GroupState) -> None:
+    """``assertValidTransition``."""
+    if current not in VALID_PREVIOUS_STATES[target]:
+        raise IllegalStateTransition(f"illegal group state transition {current.value} -> {target.value}")
+
+
+#: called by :meth:`ClassicGroup.transition_to` after every state change: (group, previous state,
+#: cause, causing member, adopted)
+TransitionListener = Callable[["ClassicGroup", GroupState, Cause, "str | None", bool], None]
+
+
+class ParkedCall:
+    """A JoinGroup or SyncGroup request the coordinator has not answered yet (its callback/future)."""
+
+    __slots__ = (
+        "emitted",
+        "generation_before",
+        "request",
+        "scored",
+        "seq",
+        "state_before",
+        "unscored_reason",
+    )
+
+    def __init__(
+        self,
+        seq: int,
+        request: GroupRequest,
+        state_before: GroupState,
+        generation_before: int,
+        scored: bool,
+        unscored_reason: str | None,
+    ) -> None:
+        self.seq = seq
+        self.request = request
+        self.state_before = state_before
+        self.generation_before = generation_before
+        self.scored = scored
+        self.unscored_reason = unscored_reason
+        #: track mode: its Prediction was already emitted (the broker answered it before the model)
+        self.emitted = False
+
+
+@dataclass(slots=True)
+class ReplayBook:
+    """The model's replay bookkeeping — everything besides the group, its timers and undrained outputs
+    that a resumed replay needs: the clock, sequence counters, event context, warm-start confidence,
+    coordinator-move episode, parked calls (track mode) and notes. Saved and restored whole by
+    :mod:`~rebalance_replay.transforms.coordinator.serde`."""
+
+    #: model time of the last request or timer (None: nothing handled yet)
+    now: int | None = None
+    #: seq of the next request
+    seq: int = 0
+    #: generated member ids so far
+    id_seq: int = 0
+    #: event context: time, seq and request ref of the events being emitted
+    clock: int = 0
+    ev_seq: int = 0
+    ev_ref: tuple[str, int] | None = None
+    #: warm start (see CoordinatorEngine)
+    confident: bool = True
+    warm_reason: str = "warm-up: group state not yet known"
+    last_discovery_ms: int | None = None
+    observed_full_join: bool = False
+    #: inferred members (timeouts unknown) -> when last seen alive
+    inferred_seen: dict[str, int] = field(default_factory=dict)
+    #: coordinator moves: an episode of NOT_COORDINATOR & co. is being handled; the group is loading
+    moved_episode: bool = False
+    loading: bool = False
+    #: what the coordinator last wrote for the group (``serde.snapshot_group``)
+    persisted: dict[str, object] | None = None
+    #: track mode: parked calls by request seq; model notes (mismatch kinds) by request seq
+    parked: dict[int, ParkedCall] = field(default_factory=dict)
+    notes: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    #: keys of timers armed with zero delay during the current request (run before it ends)
+    immediate: list[str] = field(default_factory=list)
+
+
+class ClassicGroupMember:
+    """``MemberMetadata`` / ``ClassicGroupMember``."""
+
+    __slots__ = (
+        "assignment",
+        "awaiting_join",
+        "awaiting_sync",
+        "client_host",
+        "client_id",
+        "group_instance_id",
+        "inferred",
+        "is_new",
+        "member_id",
+        "protocol_type",
+        "protocols",
+        "rebalance_timeout_ms",
+        "session_timeout_ms",
+    )
+
+    def __init__(
+        self,
+        member_id: str,
+        group_instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: tuple[Protocol, ...],
+        inferred: bool = False,
+    ) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.session_timeout_ms = session_timeout_ms
+        self.protocol_type = protocol_type
+        self.protocols = protocols
+        self.assignment: bytes | None = b""
+        self.awaiting_join: ParkedCall | None = None
+        self.awaiting_sync: ParkedCall | None = None
+        self.is_new = False
+        #: warm start / reconciliation: known only from other members' or its own non-join requests,
+        #: so protocols and timeouts are unknown (it supports any protocol, never expires on its own)
+        self.inferred = inferred
+
+    @property
+    def is_static(self) -> bool:
+        return self.group_instance_id is not None
+
+    def matches(self, protocols: tuple[Protocol, ...]) -> bool:
+        """Same names, same order, byte-identical metadata (text era: same lengths). An inferred
+        member's metadata is unknown: the model assumes it did not change."""
+        return self.inferred or self.protocols == protocols
+
+    def vote(self, candidates: set[str], fallback: str | None) -> str | None:
+        if self.inferred:
+            return fallback if fallback in candidates else None
+        for p in self.protocols:
+            if p.name in candidates:
+                return p.name
+        return None
+
+    def has_satisfied_heartbeat(self) -> bool:
+        """``hasSatisfiedHeartbeat`` evaluated when a session deadline passes (the expectation was
+        never satisfied, since any refresh re-arms the timer): only members parked in JoinGroup or
+        SyncGroup survive, and new members never do."""
+        if self.is_new:
+            return False
+        return self.awaiting_join is not None or self.awaiting_sync is not None
+
+
+class ClassicGroup:
+    """``GroupMetadata`` / ``ClassicGroup``: state, generation, members, static and pending maps, and the
+    group's own rules: :meth:`transition_to` (the only way its state changes; every change is reported to
+    ``on_transition``), :meth:`validate_member`, :meth:`maybe_elect_new_joined_leader`,
+    :meth:`init_next_generation`."""
+
+    __slots__ = (
+        "empty_since_ms",
+        "generation_id",
+        "group_id",
+        "has_offsets",
+        "last_commit_ms",
+        "leader_id",
+        "members",
+        "new_member_added",
+        "num_awaiting_join",
+        "num_inferred",
+        "on_transition",
+        "order_known",
+        "pending_members",
+        "pending_sync_members",
+        "previous_state",
+        "protocol_name",
+        "protocol_type",
+        "state",
+        "static_members",
+        "supported_protocols",
+        "table_capacity",
+    )
+
+    def __init__(
+        self,
+        group_id: str,
+        on_transition: TransitionListener | None = None,
+        state: GroupState = GroupState.EMPTY,
+        generation_id: int = 0,
+    ) -> None:
+        """A new group is Empty; a group loaded from the log (``loadGroup``) or from saved replay state
+        starts in the ``state`` it was stored in."""
+        self.group_id = group_id
+        self.on_transition = on_transition
+        self.state = state
+        self.previous_state = state
+        self.generation_id = generation_id
+        self.protocol_type: str | None = None
+        self.protocol_name: str | None = None
+        self.leader_id: str | None = None
+        self.members: dict[str, ClassicGroupMember] = {}
+        #: bucket count of Kafka's ``members`` HashMap (grows with the largest size it ever had)
+        self.table_capacity = JAVA_HASHMAP_CAPACITY
+        self.static_members: dict[str, str] = {}
+        self.pending_members: dict[str, None] = {}  # ordered set
+        self.pending_sync_members: dict[str, None] = {}
+        self.num_awaiting_join = 0
+        self.num_inferred = 0
+        #: False once a member is inferred (warm start): the member map's order is then a guess until a
+        #: leader's JoinGroup answer shows the whole list
+        self.order_known = True
+        self.supported_protocols: dict[str, int] = {}
+        self.new_member_added = False
+        #: §11 offsets bookkeeping: None = unknown (warm start), treated as "has offsets"
+        self.has_offsets: bool | None = False
+        self.last_commit_ms = 0
+        self.empty_since_ms = 0
+
+    # --- state machine (GroupMetadata.transitionTo / assertValidTransition) --------------------
+    def transition_to(
+        self,
+        target: GroupState,
+        cause: Cause,
+        member_id: str | None = None,
+        *,
+        adopted: bool = False,
+        generation_id: int | None = None,
+    ) -> None:
+        """Move to ``target`` (checked against the state machine) and report it to ``on_transition``.
+
+        ``adopted``: not a Kafka transition but reconciliation taking the state (and/or, with
+        ``generation_id``, the generation) the broker proved; not checked, and the state may stay."""
+        previous = self.state
+        if not adopted:
+            check_transition(previous, target)
+        if target is not previous:
+            self.previous_state = previous
+            self.state = target
+        if generation_id is not None:
+            self.generation_id = generation_id
+        listener = self.on_transition
+        if listener is not None:
+            listener(self, previous, cause, member_id, adopted)
+
+    def init_next_generation(self, cause: Cause, observed_generation: int | None = None) -> None:
+        """``initNextGeneration``: next generation (or the broker's, track mode), protocol selected,
+        pending-sync set cleared, CompletingRebalance (members) or Empty (none)."""
+        self.generation_id = max(self.generation_id + 1, observed_generation or 0)
+        self.pending_sync_members.clear()
+        if self.members:
+            self.protocol_name = self.select_protocol()
+            self.transition_to(GroupState.COMPLETING_REBALANCE, cause)
+        else:
+            self.protocol_name = None
+            self.transition_to(GroupState.EMPTY, cause)
+
+    def maybe_elect_new_joined_leader(self) -> str | None:
+        """``maybeElectNewJoinedLeader``: keep a leader that rejoined, else elect the first member (in
+        Kafka's order) that did. Returns the leader, or None when no member rejoined (then the leader is
+        unchanged). The caller reports a change (``leader_id`` differs from before)."""
+        leader_id = self.leader_id
+        if leader_id is None:
+            return None
+        leader = self.members.get(leader_id)
+        if leader is not None and leader.awaiting_join is not None:
+            return leader_id
+        for m in self.ordered_members():
+            if m.awaiting_join is not None:
+                self.leader_id = m.member_id
+                return m.member_id
+        return None
+
+    # --- queries -------------------------------------------------------------------------------
+    def member_ids(self) -> list[str]:
+        """The member ids in Kafka's iteration order (module docstring)."""
+        return java_hash_order(self.members, self.table_capacity)
+
+    def ordered_members(self) -> list[ClassicGroupMember]:
+        members = self.members
+        return [members[m] for m in self.member_ids()]
+
+    def has(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def is_leader(self, member_id: str) -> bool:
+        return self.leader_id == member_id
+
+    def is_pending(self, member_id: str) -> bool:
+        return member_id in self.pending_members
+
+    def validate_member(
+        self, member_id: str, instance_id: str | None, *, static_membership: bool, strict: bool
+    ) -> Errors | None:
+        """``validateCurrentMember`` (3.0+, Java) or the 2.3-2.8 ``isStaticMemberFenced`` + ``has``: the
+        error (an :class:`Errors` member) or None. ``strict``: an unknown instance id is UNKNOWN_MEMBER_ID."""
+        if instance_id is not None and static_membership:
+            mapped = self.static_members.get(instance_id)
+            if mapped is None:
+                if strict:
+                    return Errors.UNKNOWN_MEMBER_ID
+            elif mapped != member_id:
+                return Errors.FENCED_INSTANCE_ID
+        if member_id not in self.members:
+            return Errors.UNKNOWN_MEMBER_ID
+        return None
+
+    def has_all_members_joined(self) -> bool:
+        return len(self.members) == self.num_awaiting_join and not self.pending_members
+
+    def rebalance_timeout_ms(self) -> int:
+        timeout = 0
+        for m in self.members.values():
+            if m.rebalance_timeout_ms > timeout:
+                timeout = m.rebalance_timeout_ms
+        return timeout
+
+    def candidate_protocols(self) -> set[str]:
+        need = len(self.members) - self.num_inferred
+        return {name for name, count in self.supported_protocols.items() if count == need}
+
+    def supports_protocols(self, protocol_type: str | None, protocols: tuple[Protocol, ...]) -> bool:
+        """§4.7: Empty → non-empty type and list; otherwise same type and one name supported by all."""
+        if self.state == GroupState.EMPTY:
+            return bool(protocol_type) and bool(protocols)
+        if self.protocol_type is None:  # known only from inferred members (warm start)
+            return bool(protocol_type) and bool(protocols)
+        if self.protocol_type != protocol_type:
+            return False
+        need = len(self.members) - self.num_inferred
+        sp = self.supported_protocols
+        return any(sp.get(p.name, 0) == need for p in protocols)
+
+    def select_protocol(self) -> str:
+        """§4.8: each member (in Kafka's member order) votes for its first candidate; most votes wins;
+        ties → the first maximum in the order of Kafka's vote map (a ``HashMap`` of protocol names)."""
+        candidates = self.candidate_protocols()
+        votes: dict[str, int] = {}
+        for m in self.ordered_members():
+            choice = m.vote(candidates, self.protocol_name)
+            if choice is not None:
+                votes[choice] = votes.get(choice, 0) + 1
+        if not votes:
+            if self.protocol_name is not None:
+                return self.protocol_name
+            # Kafka admits no member that shares no protocol with the group (§4.7), so this is reached only
+            # while track mode / warm start still holds a join the broker refused (its answer not due
+            # yet): each member's first choice votes, and the engine stops trusting its answers
+            for m in self.ordered_members():
+                if m.protocols:
+                    votes[m.protocols[0].name] = votes.get(m.protocols[0].name, 0) + 1
+            if not votes:
+                raise RuntimeError(f"no protocol can be selected for group {self.group_id}")
+        best = max(votes.values())
+        # Kafka counts votes in a HashMap and takes the first maximum in its iteration order
+        return next(name for name in java_hash_order(votes) if votes[name] == best)
+
+    # --- mutations (GroupMetadata.add / remove / updateMember) ---------------------------------
+    def _inc_protocols(self, member: ClassicGroupMember) -> None:
+        if member.inferred:
+            self.num_inferred += 1
+            return
+        sp = self.supported_protocols
+        for p in member.protocols:
+            sp[p.name] = sp.get(p.name, 0) + 1
+
+    def _dec_protocols(self, member: ClassicGroupMember) -> None:
+        if member.inferred:
+            self.num_inferred -= 1
+            return
+        sp = self.supported_protocols
+        for p in member.protocols:
+            n = sp.get(p.name, 0) - 1
+            if n:
+                sp[p.name] = n
+            else:
+                sp.pop(p.name, None)
+
+    def add(self, member: ClassicGroupMember, parked: ParkedCall | None) -> None:
+        if member.group_instance_id is not None:
+            if member.group_instance_id in self.static_members:
+                raise RuntimeError(
+                    f"static member {member.group_instance_id} cannot be added to group "
+                    f"{self.group_id} since it is already a member"
+                )
+            self.static_members[member.group_instance_id] = member.member_id
+        if not self.members or (self.protocol_type is None and not member.inferred):
+            self.protocol_type = member.protocol_type or None
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+        self.members[member.member_id] = member
+        self.table_capacity = java_hashmap_capacity(self.table_capacity, len(self.members))
+        self._inc_protocols(member)
+        member.awaiting_join = parked
+        if parked is not None:
+            self.num_awaiting_join += 1
+        self.pending_members.pop(member.member_id, None)
+
+    def remove(self, member_id: str, drop_pending: bool = True) -> ClassicGroupMember | None:
+        member = self.members.pop(member_id, None)
+        if member is not None:
+            self._dec_protocols(member)
+            if member.awaiting_join is not None:
+                self.num_awaiting_join -= 1
+            if member.group_instance_id is not None:
+                self.static_members.pop(member.group_instance_id, None)
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.member_ids()), None)
+        if drop_pending:
+            self.pending_members.pop(member_id, None)
+        self.pending_sync_members.pop(member_id, None)
+        return member
+
+    def update_member(
+        self,
+        member: ClassicGroupMember,
+        protocols: tuple[Protocol, ...],
+        rebalance_timeout_ms: int | None,
+        session_timeout_ms: int | None,
+        parked: ParkedCall | None,
+    ) -> None:
+        self._dec_protocols(member)
+        member.protocols = protocols
+        member.inferred = False
+        self._inc_protocols(member)
+        if rebalance_timeout_ms is not None:
+            member.rebalance_timeout_ms = rebalance_timeout_ms
+        if session_timeout_ms is not None:
+            member.session_timeout_ms = session_timeout_ms
+        if parked is not None and member.awaiting_join is None:
+            self.num_awaiting_join += 1
+        elif parked is None and member.awaiting_join is not None:
+            self.num_awaiting_join -= 1
+        member.awaiting_join = parked
+
+    def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> ClassicGroupMember:
+        """Re-key a static member: removed under the old id and put under the new one (so it moves to
+        the end of the member order). Like Kafka, the pending-sync set is *not* re-keyed: an old id
+        still pending there keeps the pending-sync timer from completing."""
+        member = self.members.pop(old_id)
+        member.member_id = new_id
+        self.members[new_id] = member
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        self.static_members[instance_id] = new_id
+        return member

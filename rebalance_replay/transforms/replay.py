@@ -1,0 +1,658 @@
+"""Replaying one group: bronze request rows in, output-table rows out. Pure; shared by every Spark path.
+
+A :class:`GroupReplayer` owns a group's coordinator model, its rebalance tracker and a buffer of rows that
+have landed but may not be replayed yet. ``process(until_ms)`` replays, in arrival order, every buffered
+request that arrived before ``until_ms`` (the *horizon*), lets the coordinator's timers run up to it, and
+returns the rows of ``predictions``, ``transitions``, ``rebalances`` and ``member_sessions`` that became
+final. Everything a later call needs (model, tracker, buffer) round-trips through ``to_bytes``.
+
+Because the output depends only on the rows and the horizon — not on how the rows were split into calls —
+the streaming path (``applyInPandasWithState``, state in the state store between scheduled runs) and the
+sorted-partition fast path (``mapInArrow``) produce the same rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from rebalance_replay.transforms.coordinator.codec import Codec, pack, unpack
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.coordinator.fastobj import constructor
+from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
+from rebalance_replay.transforms.coordinator.state import ClassicGroup
+from rebalance_replay.transforms.coordinator.types import (
+    GroupRequest,
+    GroupState,
+    LeaveMember,
+    ObservedResponse,
+    Prediction,
+    Protocol,
+)
+from rebalance_replay.transforms.kafka_protocol import STATE_CHANGING_APIS, ApiKey
+from rebalance_replay.transforms.ordering import is_routine, predecessors, search_order, sort_key, tie_sets
+from rebalance_replay.transforms.rebalances import RebalanceTracker
+from rebalance_replay.transforms.validation import compare, prediction_row
+
+#: saved replayer state: the one header and compression of everything a group's replay saves
+_MAGIC = b"RRGR"  # rebalance-replay group replayer
+#: buffered rows are plain values (the codec's JSON forms: bytes, lists, dicts)
+_ROWS = Codec()
+
+LATE_REASON = "late: landed after its arrival time had been replayed (raise replay.late_tolerance_ms)"
+
+#: Row kinds a replayer emits: one per output table.
+OUTPUT_KINDS = ("predictions", "transitions", "rebalances", "member_sessions")
+
+#: Clock resolutions a broker's log may show (ms), coarsest first, and how many logged completion times
+#: it takes before a coarse one is believed.
+CLOCK_DIVISORS = (1000, 100, 10, 1)
+CLOCK_MIN_SAMPLES = 16
+
+#: The largest session timeout a broker accepts by default (group.max.session.timeout.ms, 3.x)
+MAX_SESSION_TIMEOUT_MS = 1_800_000
+
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    coordinator: CoordinatorConfig
+    completion_tolerance_ms: int = 5
+    cooperative_protocols: frozenset[str] = frozenset({"cooperative-sticky"})
+    follow_up_window_ms: int = 10_000
+    #: same-instant requests: every allowed order is tried up to this many requests, a greedy search
+    #: beyond, none above ``order_search_max`` (see rebalance_replay.transforms.ordering)
+    order_search_exhaustive_max: int = 6
+    order_search_max: int = 64
+
+
+@dataclass
+class ReplayOutput:
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {k: [] for k in OUTPUT_KINDS})
+    replayed: int = 0
+    late: int = 0
+
+    def extend(self, kind: str, rows: Iterable[dict[str, Any]]) -> None:
+        self.rows[kind].extend(rows)
+
+    def count(self) -> int:
+        return sum(len(v) for v in self.rows.values())
+
+
+def _host(address: str | None) -> str | None:
+    if not address:
+        return None
+    host, sep, _port = address.rpartition(":")
+    return host if sep else address
+
+
+def _errors_pairs(items: Sequence[Mapping[str, Any]] | None, key: str) -> tuple[tuple[str, str], ...] | None:
+    if items is None:
+        return None
+    return tuple((str(i.get(key) or ""), str(i.get("error_name") or "NONE")) for i in items)
+
+
+_APIS = {int(a): a for a in ApiKey}
+
+#: hot-path constructors (see rebalance_replay.transforms.coordinator.fastobj) for Heartbeat / OffsetCommit
+#: rows
+_new_liveness_observed: Callable[..., ObservedResponse] = constructor(
+    ObservedResponse, ("error", "partition_errors", "completion_ms")
+)
+_new_liveness_request: Callable[..., GroupRequest] = constructor(
+    GroupRequest,
+    (
+        "api",
+        "api_version",
+        "group_id",
+        "arrival_ms",
+        "member_id",
+        "group_instance_id",
+        "client_id",
+        "client_host",
+        "generation_id",
+        "commit_partitions",
+        "observed",
+        "ref",
+    ),
+)
+
+
+def request_from_row(row: Mapping[str, Any]) -> GroupRequest:
+    """A bronze ``requests`` row (as a mapping) → the model's :class:`GroupRequest`.
+
+    Hot path (one call per replayed request): Heartbeat and OffsetCommit, most of any log, skip the
+    JoinGroup/SyncGroup/LeaveGroup fields.
+    """
+    get = row.get
+    api = _APIS[int(row["api_key"])]
+    partitions = get("response_commit_partitions")
+    ref = (row["source_file"], int(row["line_no"]))
+    if api is ApiKey.HEARTBEAT or api is ApiKey.OFFSET_COMMIT:
+        observed = _new_liveness_observed(
+            get("error_name"),
+            None
+            if partitions is None
+            else tuple(
+                (p["topic"] or "", p["partition"] or 0, p["error_name"] or "NONE") for p in partitions
+            ),
+            get("completion_ms"),
+        )
+        commits = get("commit_partitions")
+        return _new_liveness_request(
+            api,
+            int(row["api_version"]),
+            row["group_id"],
+            int(row["arrival_ms"]),
+            get("member_id"),
+            get("group_instance_id"),
+            get("client_id"),
+            _host(get("client_address")),
+            get("generation_id"),
+            () if not commits else tuple((c["topic"] or "", c["partition"] or 0) for c in commits),
+            observed,
+            ref,
+        )
+    members = get("response_members")
+    observed = ObservedResponse(
+        error=get("error_name"),
+        generation_id=get("response_generation_id"),
+        leader=get("response_leader"),
+        member_id=get("response_member_id"),
+        protocol_type=get("response_protocol_type"),
+        protocol_name=get("response_protocol_name"),
+        skip_assignment=get("response_skip_assignment"),
+        members=None if members is None else tuple(m.get("member_id") or "" for m in members),
+        member_instance_ids=None if members is None else tuple(m.get("group_instance_id") for m in members),
+        member_errors=_errors_pairs(get("response_leave_members"), "member_id"),
+        assignment=get("response_assignment"),
+        completion_ms=get("completion_ms"),
+    )
+    return GroupRequest(
+        api=api,
+        api_version=int(row["api_version"]),
+        group_id=row["group_id"],
+        arrival_ms=int(row["arrival_ms"]),
+        member_id=get("member_id"),
+        group_instance_id=get("group_instance_id"),
+        client_id=get("client_id"),
+        client_host=_host(get("client_address")),
+        generation_id=get("generation_id"),
+        session_timeout_ms=get("session_timeout_ms"),
+        rebalance_timeout_ms=get("rebalance_timeout_ms"),
+        protocol_type=get("protocol_type"),
+        protocol_name=get("protocol_name"),
+        protocols=tuple(
+            Protocol(p["name"], p.get("metadata"), p.get("metadata_length")) for p in (get("protocols") or ())
+        ),
+        reason=get("reason"),
+        assignments=tuple(
+            (a.get("member_id") or "", a.get("assignment")) for a in (get("assignments") or ())
+        ),
+        leave_members=tuple(
+            LeaveMember(m.get("member_id") or "", m.get("group_instance_id"), m.get("reason"))
+            for m in (get("leave_members") or ())
+        ),
+        observed=observed,
+        ref=ref,
+    )
+
+
+#: Bronze columns a replayer needs (the Spark side selects only these).
+REPLAY_COLUMNS = (
+    "source_file",
+    "line_no",
+    "broker_id",
+    "api_key",
+    "api_version",
+    "group_id",
+    "correlation_id",
+    "client_id",
+    "connection",
+    "client_address",
+    "arrival_ms",
+    "completion_ms",
+    "member_id",
+    "group_instance_id",
+    "generation_id",
+    "session_timeout_ms",
+    "rebalance_timeout_ms",
+    "protocol_type",
+    "protocol_name",
+    "protocols",
+    "reason",
+    "assignments",
+    "leave_members",
+    "commit_partitions",
+    "error_name",
+    "response_generation_id",
+    "response_leader",
+    "response_member_id",
+    "response_protocol_type",
+    "response_protocol_name",
+    "response_skip_assignment",
+    "response_members",
+    "response_assignment",
+    "response_leave_members",
+    "response_commit_partitions",
+)
+
+
+#: ``source_file`` of a JoinGroup the replay infers although the log has no line for it
+INFERRED_SOURCE = "(inferred: unanswered JoinGroup)"
+
+#: The Java client's JoinGroup request timeout is max(request.timeout.ms, rebalance timeout + 5 s)
+#: (``AbstractCoordinator``); the default request.timeout.ms.
+CLIENT_REQUEST_TIMEOUT_MS = 30_000
+JOIN_GROUP_TIMEOUT_LAPSE_MS = 5_000
+
+
+def infer_unlogged_joins(
+    rows: Sequence[Mapping[str, Any]], last_answer: Mapping[str, int]
+) -> list[dict[str, Any]]:
+    """JoinGroups the broker held but never answered, so the log has no line for them.
+
+    A client whose JoinGroup waits longer than its request timeout drops the connection and sends the
+    JoinGroup again; the broker never answers the first. The log shows a member ``M`` answered at ``P``
+    (a heartbeat told to rebalance, a ``MEMBER_ID_REQUIRED`` handing out its id, …), then silence, then a
+    JoinGroup from ``M`` arriving at ``R ≥ P + timeout`` that the broker accepted as ``M``'s — so ``M``
+    was kept alive meanwhile, which only a parked JoinGroup does. The inferred JoinGroup arrives at
+    ``R − timeout`` (when the client sent the first one), provided that is after ``P`` and within ``M``'s
+    session timeout of it. ``rows``: one group's rows in replay order; ``last_answer``: member id → the
+    completion time of its last request replayed before ``rows``.
+    """
+    seen = dict(last_answer)
+    inferred: list[dict[str, Any]] = []
+    for row in rows:
+        member = row.get("member_id")
+        api = int(row["api_key"])
+        if member and api == ApiKey.JOIN_GROUP and row.get("error_name") == "NONE":
+            previous = seen.get(member)
+            rebalance_timeout = row.get("rebalance_timeout_ms") or row.get("session_timeout_ms") or 0
+            timeout = max(CLIENT_REQUEST_TIMEOUT_MS, int(rebalance_timeout) + JOIN_GROUP_TIMEOUT_LAPSE_MS)
+            first_sent = int(row["arrival_ms"]) - timeout
+            session = int(row.get("session_timeout_ms") or 0)
+            if previous is not None and previous <= first_sent < previous + session:
+                inferred.append(
+                    {
+                        **row,
+                        "source_file": INFERRED_SOURCE,
+                        "line_no": -int(row["line_no"]),
+                        "arrival_ms": first_sent,
+                        "completion_ms": None,
+                        "correlation_id": (row.get("correlation_id") or 0) - 1,
+                        "error_name": None,
+                        "response_generation_id": None,
+                        "response_leader": None,
+                        "response_member_id": None,
+                        "response_protocol_name": None,
+                        "response_protocol_type": None,
+                        "response_skip_assignment": None,
+                        "response_members": None,
+                    }
+                )
+        done = row.get("completion_ms")
+        if done is not None:
+            for m in (member, row.get("response_member_id")):
+                if m:
+                    seen[m] = int(done)
+    return inferred
+
+
+#: Answers a coordinator gives a request from no member of the group, whether the group exists or not.
+_STRANGER_ERRORS = frozenset({"UNKNOWN_MEMBER_ID", "GROUP_ID_NOT_FOUND"})
+
+
+def _rejected_as_stranger(row: Mapping[str, Any], joined: set[str]) -> bool:
+    """A SyncGroup/Heartbeat/LeaveGroup/OffsetCommit turned away as not from a member, or an offset
+    commit outside any generation: it says nothing about whether the group was live (unlike an accepted
+    one, or REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION, which name a member)."""
+    api = int(row["api_key"])
+    error = row.get("error_name")
+    generation = row.get("generation_id")
+    if api == ApiKey.OFFSET_COMMIT and generation is not None and generation < 0:
+        return True  # a "simple" commit (no generation): any client may make one, member or not
+    if api == ApiKey.OFFSET_COMMIT:
+        errors = [p.get("error_name") for p in row.get("response_commit_partitions") or ()] or [error]
+        if all(e == "ILLEGAL_GENERATION" for e in errors) and row.get("member_id") not in joined:
+            return True  # a commit to a group that does not exist (before v9) from no member of ours
+    elif api == ApiKey.LEAVE_GROUP and error == "NONE":
+        errors = [m.get("error_name") for m in row.get("response_leave_members") or ()] or ["NONE"]
+    elif api == ApiKey.SYNC_GROUP and error == "INCONSISTENT_GROUP_PROTOCOL":
+        return True  # checked before the member: any group with another protocol answers it
+    else:
+        errors = [error]
+    return all(e in _STRANGER_ERRORS for e in errors)
+
+
+def _leave_of(row: Mapping[str, Any], joined: set[str]) -> bool:
+    """A LeaveGroup of members whose ids the log itself handed out (joiners leaving again)."""
+    if int(row["api_key"]) != ApiKey.LEAVE_GROUP:
+        return False
+    leaving = [m.get("member_id") for m in row.get("leave_members") or ()] or [row.get("member_id")]
+    return all(m in joined for m in leaving)
+
+
+def _current_id(group: ClassicGroup, member_id: str) -> str:
+    """The id a member has now: a static member's later id (``instanceId-UUID``, Kafka's format) names
+    the same member as the id its instance has in the group now (it is re-keyed when replaced)."""
+    if member_id in group.members or len(member_id) < 38 or member_id[-37] != "-":
+        return member_id
+    try:
+        uuid.UUID(member_id[-36:])
+    except ValueError:
+        return member_id
+    return group.static_members.get(member_id[:-37], member_id)
+
+
+def born_in_log(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the log proves the group was born inside it, or None. ``rows``: the group's first rows, in
+    replay order.
+
+    Proof: the leader's answer to the first join phase — a JoinGroup answered with generation 1 (Kafka's
+    first generation of a group that did not exist, or was Empty at generation 0) and the complete member
+    list — and every listed member's JoinGroup is in the log before that answer, with nothing else before
+    it but requests turned away as not from a member (an accepted Heartbeat, SyncGroup, OffsetCommit or
+    LeaveGroup, or one told to rebalance, would come from a live group). A static member
+    replaced in a live group at generation 1 is answered generation 1 too, but its member list names
+    members whose JoinGroups the log does not have.
+    """
+    joined: set[str] = set()
+    for row in rows:
+        if int(row["api_key"]) != ApiKey.JOIN_GROUP:
+            if _rejected_as_stranger(row, joined) or _leave_of(row, joined):
+                continue
+            return None
+        for m in (row.get("member_id"), row.get("response_member_id")):
+            if m:
+                joined.add(m)
+        members = row.get("response_members")
+        if row.get("error_name") != "NONE" or not members:
+            continue
+        done = row.get("completion_ms")
+        if row.get("response_generation_id") != 1 or done is None:
+            return None
+        listed = {m.get("member_id") or "" for m in members}
+        before = [r for r in rows if r["arrival_ms"] < done]
+        handed = {
+            m
+            for r in before
+            if int(r["api_key"]) == ApiKey.JOIN_GROUP
+            for m in (r.get("member_id"), r.get("response_member_id"))
+            if m
+        }
+        if (
+            all(
+                int(r["api_key"]) == ApiKey.JOIN_GROUP
+                or _rejected_as_stranger(r, handed)
+                or _leave_of(r, handed)
+                for r in before
+            )
+            and listed <= handed
+        ):
+            return f"the log shows the group's birth: its first join phase answered generation 1 at {done}"
+        return None
+    return None
+
+
+class GroupReplayer:
+    """Replays one group; see the module docstring."""
+
+    def __init__(self, group_id: str, settings: ReplaySettings) -> None:
+        self.group_id = group_id
+        self.settings = settings
+        self.model = GroupCoordinatorModel(group_id, settings.coordinator)
+        self.tracker = RebalanceTracker(
+            group_id,
+            cooperative_protocols=settings.cooperative_protocols,
+            follow_up_window_ms=settings.follow_up_window_ms,
+        )
+        self.buffer: list[Mapping[str, Any]] = []  # landed, not yet replayed (arrival ≥ horizon)
+        self.brokers: dict[str, str] = {}  # "file:line" → broker id, for requests still parked in the model
+        self.horizon_ms: int | None = None  # everything before it has been replayed
+        self.late: set[str] = set()  # "file:line" of late requests whose prediction is still to come
+        self.replayed = 0
+        self.kip848 = False  # the group speaks ConsumerGroupHeartbeat: not a classic group
+        # the broker clock's resolution, told from the logged completion times (see clock_resolution_ms)
+        self.clock_samples = 0
+        self.last_answer: dict[str, int] = {}  # member id → completion time of its last request
+        self.clock_divisor = CLOCK_DIVISORS[0]
+
+    # -- feeding ------------------------------------------------------------------------------------
+    def feed(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Buffer a group's rows (any order; those of other APIs are ignored). Rows are kept, not copied."""
+        for row in rows:
+            api = row.get("api_key")
+            if api is None:
+                continue  # a tick: no request, just "replay up to the horizon"
+            if int(api) == ApiKey.CONSUMER_GROUP_HEARTBEAT:
+                self.kip848 = True
+            if int(api) in STATE_CHANGING_APIS:
+                self._sample_clock(row.get("completion_ms"))
+                self.buffer.append(row)  # trimmed to REPLAY_COLUMNS only when the state is serialised
+
+    def _sample_clock(self, completion_ms: Any) -> None:
+        if completion_ms is None:
+            return
+        self.clock_samples += 1
+        while self.clock_divisor > 1 and int(completion_ms) % self.clock_divisor:
+            self.clock_divisor = next(d for d in CLOCK_DIVISORS if d < self.clock_divisor)
+
+    @property
+    def completion_tolerance_ms(self) -> int:
+        """The configured tolerance, widened to the broker clock's resolution when the log shows a coarse
+        clock (every logged time a multiple of 10/100/1000 ms over at least ``CLOCK_MIN_SAMPLES`` lines):
+        a time read off a clock ticking every R ms is off by up to R."""
+        resolution = self.clock_divisor if self.clock_samples >= CLOCK_MIN_SAMPLES else 1
+        return max(self.settings.completion_tolerance_ms, resolution)
+
+    # -- replaying ----------------------------------------------------------------------------------
+    def process(self, until_ms: int) -> ReplayOutput:
+        """Replay buffered requests that arrived before ``until_ms`` and run timers up to it."""
+        out = ReplayOutput()
+        if self.kip848:
+            self.buffer.clear()  # reported as a KIP-848 group by the job; the classic model does not apply
+            return out
+        self.buffer.sort(key=sort_key)
+        self.model.set_clock_resolution(self.completion_tolerance_ms)
+        cut = 0
+        while cut < len(self.buffer) and self.buffer[cut]["arrival_ms"] < until_ms:
+            cut += 1
+        ready, self.buffer = self.buffer[:cut], self.buffer[cut:]
+        unlogged = infer_unlogged_joins(ready, self.last_answer)
+        if unlogged:
+            ready = sorted([*ready, *unlogged], key=sort_key)
+        self._remember_answers(ready, until_ms)
+        if self.replayed == 0 and ready:
+            birth = born_in_log(ready)
+            if birth is not None:
+                self.model.assume_born(birth)
+        for tie in tie_sets(ready):
+            if (
+                len(tie) > 1
+                and not is_routine(tie)
+                and (self.horizon_ms is None or tie[0]["arrival_ms"] >= self.horizon_ms)
+            ):
+                tie = self._order_tie(tie)
+            self._replay_rows(tie, out)
+        if self.horizon_ms is None or until_ms > self.horizon_ms:
+            self.model.advance_to(until_ms)
+            self.horizon_ms = until_ms
+        self._collect(out)
+        return out
+
+    def _remember_answers(self, rows: Sequence[Mapping[str, Any]], until_ms: int) -> None:
+        """Each member's last answer time (for infer_unlogged_joins in later calls); forgotten once it is
+        older than any session timeout Kafka allows."""
+        for row in rows:
+            done = row.get("completion_ms")
+            if done is None:
+                continue
+            for m in (row.get("member_id"), row.get("response_member_id")):
+                if m:
+                    self.last_answer[m] = int(done)
+        stale = until_ms - MAX_SESSION_TIMEOUT_MS
+        for m in [m for m, t in self.last_answer.items() if t < stale]:
+            del self.last_answer[m]
+
+    def _order_tie(self, tie: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """Requests that arrived in the same instant, in the order that respects the log's constraints
+        and agrees best with the observed responses (rebalance_replay.transforms.ordering)."""
+        requests = [request_from_row(row) for row in tie]
+        t = requests[0].arrival_ms
+        tolerance = self.completion_tolerance_ms
+        # the tie's JoinGroups the broker accepted and answered after this instant (order-independent)
+        parked_joins = [
+            r.observed
+            for r in requests
+            if r.api is ApiKey.JOIN_GROUP
+            and r.observed is not None
+            and r.observed.error == "NONE"
+            and r.observed.completion_ms is not None
+            and r.observed.completion_ms > t
+        ]
+        answered_later = [obs.completion_ms for obs in parked_joins if obs.completion_ms is not None]
+        leaders = {obs.leader for obs in parked_joins if obs.leader}
+
+        def disagreements(order: Sequence[int]) -> int:
+            model = self.model.fork()
+            for i in order:
+                model.handle(requests[i])
+            bad = 0
+            predictions, _ = model.drain()
+            for p in predictions:
+                obs = p.request.observed
+                if (
+                    obs is not None
+                    and compare(p.request, obs, p.response, completion_tolerance_ms=tolerance).mismatches
+                ):
+                    bad += 2
+            group = model.group
+            if group is not None:  # held by the model although the broker had answered by now
+                for member in group.members.values():
+                    for call in (member.awaiting_join, member.awaiting_sync):
+                        if call is None or call.emitted or call.request.observed is None:
+                            continue
+                        done = call.request.observed.completion_ms
+                        if done is not None and done <= t:
+                            bad += 2
+                # when the tie's parked JoinGroups were answered bounds the join phase the order
+                # started: the broker cannot have answered later than the join timer the model armed
+                # (a timer that ends exactly when the broker answered is the likeliest explanation; a
+                # disagreement weighs 2, an answer time the order's timer does not explain 1)
+                deadline = model.join_deadline_ms()
+                if deadline is not None and answered_later:
+                    if any(done > deadline + tolerance for done in answered_later):
+                        bad += 2  # answered after the join timer the order armed: impossible
+                    elif all(abs(done - deadline) > tolerance for done in answered_later):
+                        bad += 1  # not explained by the timer (all members joining may still be)
+                # the leader of a join phase is the first member added to a leaderless group: the
+                # observed leader of the tie's later-answered JoinGroups tells which came first
+                if len(leaders) == 1 and group.state is GroupState.PREPARING_REBALANCE:
+                    leader = _current_id(group, next(iter(leaders)))
+                    if leader in group.members and group.leader_id != leader:
+                        bad += 2
+            return bad
+
+        order = search_order(
+            predecessors(tie, () if self.model.group is None else self.model.group.members),
+            disagreements,
+            exhaustive_max=self.settings.order_search_exhaustive_max,
+            search_max=self.settings.order_search_max,
+        )
+        return [tie[i] for i in order]
+
+    def _replay_rows(self, rows: Iterable[Mapping[str, Any]], out: ReplayOutput) -> None:
+        for row in rows:
+            key = f"{row['source_file']}:{row['line_no']}"
+            request = request_from_row(row)
+            if self.horizon_ms is not None and request.arrival_ms < self.horizon_ms:
+                # landed after its time had been replayed (beyond replay.late_tolerance_ms): replayed now, at
+                # the horizon it missed, and not scored
+                out.late += 1
+                self.late.add(key)
+                request = replace(request, arrival_ms=self.horizon_ms)
+            self.model.handle(request)
+            if row["source_file"] == INFERRED_SOURCE:
+                continue
+            self.brokers[key] = row["broker_id"]
+            self.replayed += 1
+            out.replayed += 1
+
+    def finish(self) -> ReplayOutput:
+        """Rows for rebalances and member sessions still open at the end of the log (batch replays)."""
+        out = ReplayOutput()
+        if self.kip848:
+            return out
+        flushed = self.tracker.flush_open()
+        out.extend("rebalances", flushed.rebalances)
+        out.extend("member_sessions", flushed.member_sessions)
+        return out
+
+    def _collect(self, out: ReplayOutput) -> None:
+        predictions, events = self.model.drain()
+        predictions = [p for p in predictions if p.request.ref is None or p.request.ref[0] != INFERRED_SOURCE]
+        self.tracker.consume(predictions, events)
+        for p in predictions:
+            out.extend("predictions", [self._prediction_row(p)])
+        tracked = self.tracker.drain()
+        out.extend("transitions", tracked.transitions)
+        out.extend("rebalances", tracked.rebalances)
+        out.extend("member_sessions", tracked.member_sessions)
+
+    def _prediction_row(self, p: Prediction) -> dict[str, Any]:
+        source_file, line_no = p.request.ref or ("", 0)
+        key = f"{source_file}:{line_no}"
+        broker_id = self.brokers.pop(key, "")
+        if key in self.late:
+            self.late.discard(key)
+            p = replace(p, scored=False, unscored_reason=LATE_REASON)
+        return prediction_row(
+            p,
+            completion_tolerance_ms=self.completion_tolerance_ms,
+            broker_id=broker_id,
+            source_file=source_file,
+            line_no=line_no,
+        )
+
+    @property
+    def has_pending_work(self) -> bool:
+        """Rows still buffered, requests parked in the model, or coordinator timers still to run (a session
+        that will expire even if the group never sends another request): the next run must call it."""
+        return bool(self.buffer) or bool(self.brokers) or bool(self.model.timer_keys())
+
+    # -- state --------------------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        """Everything (model, tracker, buffer ...) as one document, framed and compressed once
+        (:func:`~rebalance_replay.transforms.coordinator.codec.pack`)."""
+        doc = {
+            "group": self.group_id,
+            "model": self.model.to_state(),
+            "tracker": self.tracker.to_state(),
+            "buffer": _ROWS.encode([{c: row.get(c) for c in REPLAY_COLUMNS} for row in self.buffer]),
+            "brokers": self.brokers,
+            "late": sorted(self.late),
+            "clock": [self.clock_samples, self.clock_divisor],
+            "last_answer": self.last_answer,
+            "horizon": self.horizon_ms,
+            "replayed": self.replayed,
+            "kip848": self.kip848,
+        }
+        return pack(_MAGIC, doc)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, settings: ReplaySettings) -> GroupReplayer:
+        doc = unpack(_MAGIC, data, "group replay state (a checkpoint)")
+        r = cls(doc["group"], settings)
+        r.model = GroupCoordinatorModel.from_state(doc["model"], settings.coordinator)
+        r.tracker = RebalanceTracker.from_state(doc["tracker"])
+        r.buffer = _ROWS.decode(doc["buffer"])
+        r.brokers = doc["brokers"]
+        r.late = set(doc["late"])
+        r.clock_samples, r.clock_divisor = doc["clock"]
+        r.last_answer = doc["last_answer"]
+        r.horizon_ms = doc["horizon"]
+        r.replayed = doc["replayed"]
+        r.kip848 = doc["kip848"]
+        return r
