@@ -368,18 +368,12 @@ def test_hot_path_matches_general_path(scenario: tuple[CoordinatorConfig, list[A
     assert replay(config, requests, fast=True) == replay(config, requests, fast=False)
 
 
-@PROPERTY_SETTINGS
-@given(scenarios(), st.sampled_from(VERSIONS))
-def test_track_mode_with_another_versions_answers(
-    scenario: tuple[CoordinatorConfig, list[Any], int], other: tuple[str, str | None]
-) -> None:
-    """Feed model B (track mode) the answers model A gave: B reconciles and keeps every invariant."""
-    config, actions, n_static = scenario
-    requests, preds, _, _ = drive(config, actions, n_static)
-    by_seq = {p.seq: p for p in preds}
+def with_answers(requests: list[Any], preds: list[Prediction]) -> list[Any]:
+    """The requests as a broker's log shows them: each carrying the answer the model gave it."""
+    by_seq = {p.seq: p.response for p in preds}
     observed = []
     for i, req in enumerate(requests):
-        r = by_seq[i].response
+        r = by_seq[i]
         obs = ObservedResponse(
             error=None if r.error == "NO_RESPONSE" else r.error,
             generation_id=r.generation_id,
@@ -392,6 +386,18 @@ def test_track_mode_with_another_versions_answers(
             completion_ms=r.completion_ms,
         )
         observed.append(replace(req, observed=obs))
+    return observed
+
+
+@PROPERTY_SETTINGS
+@given(scenarios(), st.sampled_from(VERSIONS))
+def test_track_mode_with_another_versions_answers(
+    scenario: tuple[CoordinatorConfig, list[Any], int], other: tuple[str, str | None]
+) -> None:
+    """Feed model B (track mode) the answers model A gave: B reconciles and keeps every invariant."""
+    config, actions, n_static = scenario
+    requests, preds, _, _ = drive(config, actions, n_static)
+    observed = with_answers(requests, preds)
     track = replace(config, kafka_version=other[0], implementation=other[1], mode="track")  # type: ignore[arg-type]
     model = GroupCoordinatorModel(GROUP, track)
     out: list[Prediction] = []

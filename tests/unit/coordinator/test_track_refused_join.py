@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
 from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
-from rebalance_replay.transforms.coordinator.types import EventKind, ObservedResponse
-from tests.unit.coordinator.test_coordinator_properties import GROUP, check_group, drive
+from rebalance_replay.transforms.coordinator.types import EventKind
+from tests.unit.coordinator.test_coordinator_properties import GROUP, check_group, drive, with_answers
 
 ACTIONS = [
     ("join", 2, 0, 10, 2),
@@ -36,22 +36,7 @@ def test_join_phase_without_a_shared_protocol_loses_confidence_instead_of_crashi
         emit_liveness_events=True,
     )
     requests, preds, _, _ = drive(config, ACTIONS, 1)
-    by_seq = {p.seq: p.response for p in preds}
-    observed = []
-    for i, req in enumerate(requests):
-        r = by_seq[i]
-        obs = ObservedResponse(
-            error=None if r.error == "NO_RESPONSE" else r.error,
-            generation_id=r.generation_id,
-            leader=r.leader,
-            member_id=r.member_id,
-            protocol_name=r.protocol_name,
-            members=r.members,
-            member_errors=r.member_errors,
-            partition_errors=r.partition_errors,
-            completion_ms=r.completion_ms,
-        )
-        observed.append(replace(req, observed=obs))
+    observed = with_answers(requests, preds)
     suffix = observed[len(observed) // 3 :]
     warm = GroupCoordinatorModel(GROUP, replace(config, mode="track", warm_start=True))
     out = []
