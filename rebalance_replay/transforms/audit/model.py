@@ -133,7 +133,7 @@ class Req:
         assignments = row.get("assignments") or ()
         return Req(
             **kw,
-            protocol_names=tuple(p["name"] for p in protocols),
+            protocol_names=tuple(n for p in protocols if (n := p.get("name")) is not None),
             leave_members=tuple(
                 (m.get("member_id"), m.get("group_instance_id"), m.get("reason")) for m in leaves
             ),

@@ -153,3 +153,21 @@ def test_reason_rules_say_when_the_clients_are_too_old() -> None:
     }
     new = evaluate(GroupInputs.build("g", requests=[_join(1000)]), AuditSettings(), only=["R16"])
     assert new.unsupported == ()
+
+
+def test_request_rows_with_fields_missing_are_read_not_crashed_on() -> None:
+    """Rows reach the audit as JSON (``to_json`` drops nulls): a fuzzed JoinGroup whose protocol has no
+    name, a commit partition without an error, a leave member without ids — the row still reads."""
+    row = {
+        "api_name": "JOIN_GROUP",
+        "arrival_ms": 1000,
+        "protocols": [{"metadata": "AAE="}, {"name": "range"}],
+        "response_commit_partitions": [{"topic": "t", "partition": 0}],
+        "leave_members": [{}],
+        "assignments": [{"assignment": None}],
+    }
+    req = Req.from_row(row)
+    assert req.protocol_names == ("range",)
+    assert req.commit_errors == ()
+    assert req.leave_members == ((None, None, None),)
+    assert req.assignments == (("", None),)
