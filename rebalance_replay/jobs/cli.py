@@ -366,19 +366,10 @@ def cmd_report(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
-def cmd_not_implemented(args: argparse.Namespace, config: Config) -> int:
-    _say(f"{PROG}: {args.command}: not implemented yet")
-    return 2
-
-
 def cmd_run(args: argparse.Namespace, config: Config) -> int:
     status = cmd_ingest(args, config)
     for stage in ("replay", "validate", "audit", "report"):
-        handler = COMMANDS[stage]
-        if handler is cmd_not_implemented:
-            _say(f"{PROG}: run: {stage} is not available yet; skipped")
-            continue
-        status = max(status, handler(args, config))
+        status = max(status, COMMANDS[stage](args, config))
     path = Path(config.storage.warehouse) / "summary.json"
     summary = json.loads(path.read_text()) if path.exists() else {}
     print(headline(summary))
