@@ -34,6 +34,11 @@ def escalate(base: str, *steps: tuple[bool, str]) -> str:
     return SEVERITIES[level]
 
 
+def time_rebalancing_ms(rebalances: Iterable[Rebalance]) -> int:
+    """The rebalances' durations added up (one still open at the end of the log counts 0)."""
+    return sum(rb.total_duration_ms or 0 for rb in rebalances)
+
+
 def cost(inputs: GroupInputs, seqs: Iterable[int]) -> dict[str, float]:
     """Rebalance time caused (sum of the rebalances' durations) and members × seconds without an
     assignment (each rebalance's duration × the members it stopped; eager protocols revoke everything)."""

@@ -18,6 +18,7 @@ from rebalance_replay.transforms.audit.base import (
     needs_version,
     quantile,
     rebalance_window,
+    time_rebalancing_ms,
     who,
 )
 from rebalance_replay.transforms.audit.config import (
@@ -90,7 +91,7 @@ def rebalance_storm(inputs: GroupInputs, st: R01Settings, cap: int) -> list[Find
     dominant, dom_n = sorted(triggers.items(), key=lambda kv: (-kv[1], kv[0]))[0]
     hbs = [r for r in inputs.requests if r.api_name == "HEARTBEAT" and start <= r.arrival_ms <= end]
     hb27 = sum(1 for r in hbs if r.error_name == "REBALANCE_IN_PROGRESS")
-    spent = sum(rb.total_duration_ms or 0 for rb in window)
+    spent = time_rebalancing_ms(window)
     members = sorted({rb.trigger_member_id for rb in window if rb.trigger_member_id})
     summary = (
         f"{n} rebalances within {seconds(min(end - start, HOUR_MS))} (threshold "
@@ -220,7 +221,7 @@ def cooperative_follow_ups(inputs: GroupInputs, st: R09Settings, cap: int) -> li
                 f"{len(chains)} trigger{'s' if len(chains) != 1 else ''} needed up to {rounds} cooperative "
                 "rounds "
                 "(expected 2: one revoking, one assigning), "
-                f"{seconds(sum(rb.total_duration_ms or 0 for rb in rbs))} in all"
+                f"{seconds(time_rebalancing_ms(rbs))} in all"
             ),
             fix=(
                 "upgrade clients and assignors (KAFKA-8767) and use one "
@@ -300,7 +301,7 @@ def rolling_deploy(inputs: GroupInputs, st: R13Settings, cap: int) -> list[Findi
                 "pod's "
                 f"LeaveGroup and its successor's join cost {len(rbs)} rebalances "
                 f"({len(rbs) / len(pairs):.1f} per pod, "
-                f"{seconds(sum(rb.total_duration_ms or 0 for rb in rbs))} rebalancing)"
+                f"{seconds(time_rebalancing_ms(rbs))} rebalancing)"
             ),
             fix=(
                 "set group.instance.id per pod (e.g. the StatefulSet ordinal) with session.timeout.ms above "
@@ -394,7 +395,7 @@ def metadata_driven(inputs: GroupInputs, st: R16Settings, cap: int) -> list[Find
                 f"{n} rebalance{'s' if n != 1 else ''} with unchanged membership were started by members "
                 "rejoining "
                 f"because of topic metadata ({'; '.join(repr(r) for r in reasons)}), "
-                f"{seconds(sum(rb.total_duration_ms or 0 for rb in rbs))} rebalancing"
+                f"{seconds(time_rebalancing_ms(rbs))} rebalancing"
             ),
             fix=(
                 "avoid churny regex subscriptions, batch topic creation, or use group.protocol=consumer "
