@@ -242,6 +242,21 @@ def classify_cause(cause: str | None) -> str | None:
 # --------------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class TrackedHeartbeats:
+    """A run of accepted heartbeats as :meth:`RebalanceTracker.consume_heartbeat_run` takes it."""
+
+    #: (member, seq, client id, client host): each member's first heartbeat with each client identity
+    clients: tuple[tuple[str, int, str | None, str | None], ...]
+    #: (member, seq of its last heartbeat in the run)
+    client_last_seqs: tuple[tuple[str, int], ...]
+    #: each member's first HEARTBEAT event (seq order); empty when the model emits no liveness events
+    firsts: tuple[ModelEvent, ...]
+    #: (member, heartbeats and offset commits besides its first event, arrival of its last heartbeat)
+    more: tuple[tuple[str, int, int | None, int], ...]
+    last_seq: int
+
+
 @dataclass
 class TrackerOutput:
     """Rows ready for ``transitions``, ``rebalances`` and ``member_sessions`` (column names as in
@@ -560,18 +575,7 @@ class RebalanceTracker:
         member = req.member_id or (p.response.member_id if req.api == ApiKey.JOIN_GROUP else None)
         if not member:
             return
-        if req.client_id is not None or req.client_host is not None:
-            # a member id belongs to one client instance: the first values seen are kept
-            cl = self._clients.get(member)
-            if cl is None:
-                self._clients[member] = _Client(p.seq, req.client_id, req.client_host)
-            else:
-                if p.seq > cl.last_seq:
-                    cl.last_seq = p.seq
-                if cl.client_id is None:
-                    cl.client_id = req.client_id
-                if cl.client_host is None:
-                    cl.client_host = req.client_host
+        self._client_fact(member, p.seq, req.client_id, req.client_host)
         if req.api != ApiKey.JOIN_GROUP:
             return
         gen = p.response.generation_id if p.response.error == "NONE" else None
@@ -592,6 +596,47 @@ class RebalanceTracker:
             recs[i] = rec
         else:
             recs.insert(i, rec)
+
+    def _client_fact(self, member: str, seq: int, client_id: str | None, client_host: str | None) -> None:
+        if client_id is None and client_host is None:
+            return
+        # a member id belongs to one client instance: the first values seen are kept
+        cl = self._clients.get(member)
+        if cl is None:
+            self._clients[member] = _Client(seq, client_id, client_host)
+            return
+        if seq > cl.last_seq:
+            cl.last_seq = seq
+        if cl.client_id is None:
+            cl.client_id = client_id
+        if cl.client_host is None:
+            cl.client_host = client_host
+
+    def consume_heartbeat_run(self, run: TrackedHeartbeats) -> None:
+        """What :meth:`consume` does with the predictions and HEARTBEAT events of a run of accepted
+        heartbeats in a Stable generation (bulk validation), from its summary: each member's first event
+        is applied as it is; the others only count (they change no segment, rebalance or membership)."""
+        for member, seq, client_id, client_host in run.clients:
+            self._client_fact(member, seq, client_id, client_host)
+        for member, seq in run.client_last_seqs:
+            cl = self._clients.get(member)
+            if cl is not None and seq > cl.last_seq:
+                cl.last_seq = seq
+        if not run.firsts:
+            return
+        for e in run.firsts:
+            self._on_event(e)
+        for member, heartbeats, last_heartbeat_ms, commits in run.more:
+            s = self._sessions.get(member)
+            if s is None:
+                continue
+            if heartbeats:
+                s.heartbeats += heartbeats
+                s.last_heartbeat_ms = last_heartbeat_ms
+            s.commits += commits
+        if self._seg.seq != run.last_seq:
+            self._close_segment()
+            self._seg = _Segment(seq=run.last_seq)
 
     def _attrs(self, member: str, generation: int, until_seq: int | None) -> _JoinRec | None:
         """The JoinGroup that put ``member`` into ``generation`` (or its latest before), else its latest

@@ -18,6 +18,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rebalance_replay.schemas import REQUESTS
+from rebalance_replay.transforms import bulk
 from rebalance_replay.transforms.coordinator.codec import Codec, pack, unpack
 from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
 from rebalance_replay.transforms.coordinator.fastobj import constructor
@@ -65,11 +71,16 @@ class ReplaySettings:
     #: beyond, none above ``order_search_max`` (see rebalance_replay.transforms.ordering)
     order_search_exhaustive_max: int = 6
     order_search_max: int = 64
+    #: rows fed as columns (:meth:`GroupReplayer.feed_table`) get bulk validation of routine traffic
+    #: (rebalance_replay.transforms.bulk); False: every request through the model one by one
+    bulk: bool = True
 
 
 @dataclass
 class ReplayOutput:
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {k: [] for k in OUTPUT_KINDS})
+    #: ``predictions`` rows of bulk-validated requests, as columns (schemas.PREDICTIONS)
+    prediction_tables: list[pa.Table] = field(default_factory=list)
     replayed: int = 0
     late: int = 0
 
@@ -77,7 +88,11 @@ class ReplayOutput:
         self.rows[kind].extend(rows)
 
     def count(self) -> int:
-        return sum(len(v) for v in self.rows.values())
+        return sum(len(v) for v in self.rows.values()) + sum(int(t.num_rows) for t in self.prediction_tables)
+
+    def all_predictions(self) -> list[dict[str, Any]]:
+        """Every ``predictions`` row as a dict, the bulk-validated ones included (tests, small outputs)."""
+        return [*self.rows["predictions"], *(r for t in self.prediction_tables for r in t.to_pylist())]
 
 
 def _host(address: str | None) -> str | None:
@@ -238,6 +253,10 @@ REPLAY_COLUMNS = (
     "response_commit_partitions",
 )
 
+
+#: The replay columns as Arrow types (:meth:`GroupReplayer.feed_table`).
+REPLAY_SCHEMA = pa.schema([REQUESTS.arrow_schema().field(c) for c in REPLAY_COLUMNS])
+_STATE_CHANGING = pa.array(sorted(int(a) for a in STATE_CHANGING_APIS), type=pa.int32())
 
 #: ``source_file`` of a JoinGroup the replay infers although the log has no line for it
 INFERRED_SOURCE = "(inferred: unanswered JoinGroup)"
@@ -409,6 +428,7 @@ class GroupReplayer:
             follow_up_window_ms=settings.follow_up_window_ms,
         )
         self.buffer: list[Mapping[str, Any]] = []  # landed, not yet replayed (arrival ≥ horizon)
+        self.pending: list[pa.Table] = []  # the same, fed as columns (feed_table)
         self.brokers: dict[str, str] = {}  # "file:line" → broker id, for requests still parked in the model
         self.horizon_ms: int | None = None  # everything before it has been replayed
         self.late: set[str] = set()  # "file:line" of late requests whose prediction is still to come
@@ -432,6 +452,27 @@ class GroupReplayer:
                 self._sample_clock(row.get("completion_ms"))
                 self.buffer.append(row)  # trimmed to REPLAY_COLUMNS only when the state is serialised
 
+    def feed_table(self, table: pa.Table) -> None:
+        """Buffer a group's rows given as Arrow columns (at least ``REPLAY_COLUMNS``; rows without an
+        ``api_key`` are ticks and those of other APIs are ignored, as in :meth:`feed`). With
+        ``settings.bulk`` they stay columns, and :meth:`process` validates routine runs of heartbeats in
+        bulk; else they become rows for :meth:`feed`."""
+        if not self.settings.bulk:
+            self.feed(table.to_pylist())
+            return
+        api = table.column("api_key")
+        if pc.any(pc.equal(api, int(ApiKey.CONSUMER_GROUP_HEARTBEAT))).as_py():
+            self.kip848 = True
+        rows = table.filter(pc.fill_null(pc.is_in(api, value_set=_STATE_CHANGING.cast(api.type)), False))
+        if rows.num_rows == 0:
+            return
+        rows = rows.select(list(REPLAY_COLUMNS)).cast(REPLAY_SCHEMA)
+        done = rows.column("completion_ms").drop_null().to_numpy()
+        self.clock_samples += len(done)
+        while self.clock_divisor > 1 and bool(np.any(done % self.clock_divisor)):
+            self.clock_divisor = next(d for d in CLOCK_DIVISORS if d < self.clock_divisor)
+        self.pending.append(rows)
+
     def _sample_clock(self, completion_ms: Any) -> None:
         if completion_ms is None:
             return
@@ -453,9 +494,38 @@ class GroupReplayer:
         out = ReplayOutput()
         if self.kip848:
             self.buffer.clear()  # reported as a KIP-848 group by the job; the classic model does not apply
+            self.pending.clear()
             return out
-        self.buffer.sort(key=sort_key)
         self.model.set_clock_resolution(self.completion_tolerance_ms)
+        table: pa.Table | None = None
+        blocks: Sequence[list[Mapping[str, Any]] | bulk.RunSummary]
+        if self.pending:
+            table, blocks = self._ready_columns(until_ms)
+        else:
+            blocks = self._ready_rows(until_ms)
+        for block in blocks:
+            if isinstance(block, bulk.RunSummary):
+                assert table is not None
+                self._replay_run(table, block, out)
+                continue
+            for tie in tie_sets(block):
+                if (
+                    len(tie) > 1
+                    and not is_routine(tie)
+                    and (self.horizon_ms is None or tie[0]["arrival_ms"] >= self.horizon_ms)
+                ):
+                    tie = self._order_tie(tie)
+                self._replay_rows(tie, out)
+        if self.horizon_ms is None or until_ms > self.horizon_ms:
+            self.model.advance_to(until_ms)
+            self.horizon_ms = until_ms
+        self._collect(out)
+        return out
+
+    def _ready_rows(self, until_ms: int) -> list[list[Mapping[str, Any]]]:
+        """The buffered rows that arrived before ``until_ms``, in replay order with the inferred JoinGroups,
+        as one block (the answer bookkeeping and the birth check done)."""
+        self.buffer.sort(key=sort_key)
         cut = 0
         while cut < len(self.buffer) and self.buffer[cut]["arrival_ms"] < until_ms:
             cut += 1
@@ -465,22 +535,107 @@ class GroupReplayer:
             ready = sorted([*ready, *unlogged], key=sort_key)
         self._remember_answers(ready, until_ms)
         if self.replayed == 0 and ready:
-            birth = born_in_log(ready)
-            if birth is not None:
-                self.model.assume_born(birth)
-        for tie in tie_sets(ready):
-            if (
-                len(tie) > 1
-                and not is_routine(tie)
-                and (self.horizon_ms is None or tie[0]["arrival_ms"] >= self.horizon_ms)
-            ):
-                tie = self._order_tie(tie)
-            self._replay_rows(tie, out)
-        if self.horizon_ms is None or until_ms > self.horizon_ms:
-            self.model.advance_to(until_ms)
-            self.horizon_ms = until_ms
-        self._collect(out)
-        return out
+            self._check_birth(ready)
+        return [ready]
+
+    def _check_birth(self, first_rows: Sequence[Mapping[str, Any]]) -> None:
+        birth = born_in_log(first_rows)
+        if birth is not None:
+            self.model.assume_born(birth)
+
+    def _ready_columns(
+        self, until_ms: int
+    ) -> tuple[pa.Table, list[list[Mapping[str, Any]] | bulk.RunSummary]]:
+        """:meth:`_ready_rows` for rows fed as columns: blocks of rows (dicts) and runs of routine
+        heartbeats (:class:`~rebalance_replay.transforms.bulk.RunSummary`), in replay order. The answer
+        bookkeeping, the inferred JoinGroups and the birth check see each run as its members' last
+        answers, which is all they read of it."""
+        tables = self.pending
+        if self.buffer:
+            tables = [pa.Table.from_pylist(self.buffer, schema=REPLAY_SCHEMA), *tables]
+        table = bulk.sort_rows(pa.concat_tables(tables))
+        arrival = table.column("arrival_ms").to_numpy()
+        cut = int(np.searchsorted(arrival, until_ms, side="left"))
+        ready, rest = table.slice(0, cut), table.slice(cut)
+        self.buffer, self.pending = [], ([rest] if rest.num_rows else [])
+        blocks = self._blocks(ready, bulk.candidates(ready, self.horizon_ms), (), [])
+        unlogged = infer_unlogged_joins(self._answer_rows(blocks), self.last_answer)
+        if unlogged:
+            moments = [int(r["arrival_ms"]) for r in unlogged]
+            breaks = np.searchsorted(arrival[:cut], moments, side="left").tolist()
+            blocks = self._blocks(ready, bulk.candidates(ready, self.horizon_ms, moments), breaks, unlogged)
+        self._remember_answers(self._answer_rows(blocks), until_ms)
+        if self.replayed == 0 and cut:
+            first: list[Mapping[str, Any]] = []
+            for block in blocks:  # up to the first heartbeat of a run: born_in_log stops there
+                if isinstance(block, bulk.RunSummary):
+                    first.extend(ready.slice(block.start, 1).to_pylist())
+                    break
+                first.extend(block)
+            self._check_birth(first)
+        return ready, blocks
+
+    @staticmethod
+    def _blocks(
+        ready: pa.Table, mask: np.ndarray, breaks: Sequence[int], extra: Sequence[Mapping[str, Any]]
+    ) -> list[list[Mapping[str, Any]] | bulk.RunSummary]:
+        found = bulk.runs(mask, breaks)
+        in_run = np.zeros(ready.num_rows, dtype=bool)
+        for a, b in found:
+            in_run[a:b] = True
+        rows: list[Mapping[str, Any]] = ready.take(np.flatnonzero(~in_run)).to_pylist()
+        if extra:
+            rows = sorted([*rows, *extra], key=sort_key)
+        blocks: list[list[Mapping[str, Any]] | bulk.RunSummary] = []
+        i = 0
+        for a, b in found:
+            summary = bulk.summarize(ready, a, b)
+            j = i
+            while j < len(rows) and rows[j]["arrival_ms"] < summary.model.first_ms:
+                j += 1
+            if j > i:
+                blocks.append(rows[i:j])
+            blocks.append(summary)
+            i = j
+        if i < len(rows):
+            blocks.append(rows[i:])
+        return blocks
+
+    @staticmethod
+    def _answer_rows(blocks: Sequence[list[Mapping[str, Any]] | bulk.RunSummary]) -> list[Mapping[str, Any]]:
+        """The rows as the answer bookkeeping reads them: a run as one heartbeat per member, carrying its
+        last answer time in the run."""
+        rows: list[Mapping[str, Any]] = []
+        for block in blocks:
+            if isinstance(block, bulk.RunSummary):
+                rows.extend(
+                    {
+                        "api_key": int(ApiKey.HEARTBEAT),
+                        "member_id": m,
+                        "completion_ms": done,
+                        "error_name": "NONE",
+                    }
+                    for m, done in block.last_answers
+                )
+            else:
+                rows.extend(block)
+        return rows
+
+    def _replay_run(self, table: pa.Table, run: bulk.RunSummary, out: ReplayOutput) -> None:
+        """A run of routine heartbeats: in bulk when the model takes it so, else one by one."""
+        base = self.model.bulk_heartbeats(run.model)
+        if base is None:
+            self._replay_rows(table.slice(run.start, run.end - run.start).to_pylist(), out)
+            return
+        generation = self.model.generation_id
+        assert generation is not None
+        self._drain_model(out)  # what came before the run reaches the tracker first
+        self.tracker.consume_heartbeat_run(
+            bulk.tracked(run, base, generation, self.model.emits_liveness_events, _host)
+        )
+        out.prediction_tables.append(bulk.liveness_predictions(table, run, base, generation))
+        self.replayed += run.model.size
+        out.replayed += run.model.size
 
     def _remember_answers(self, rows: Sequence[Mapping[str, Any]], until_ms: int) -> None:
         """Each member's last answer time (for infer_unlogged_joins in later calls); forgotten once it is
@@ -590,12 +745,14 @@ class GroupReplayer:
         out.extend("member_sessions", flushed.member_sessions)
         return out
 
-    def _collect(self, out: ReplayOutput) -> None:
+    def _drain_model(self, out: ReplayOutput) -> None:
         predictions, events = self.model.drain()
         predictions = [p for p in predictions if p.request.ref is None or p.request.ref[0] != INFERRED_SOURCE]
         self.tracker.consume(predictions, events)
-        for p in predictions:
-            out.extend("predictions", [self._prediction_row(p)])
+        out.extend("predictions", [self._prediction_row(p) for p in predictions])
+
+    def _collect(self, out: ReplayOutput) -> None:
+        self._drain_model(out)
         tracked = self.tracker.drain()
         out.extend("transitions", tracked.transitions)
         out.extend("rebalances", tracked.rebalances)
@@ -620,7 +777,7 @@ class GroupReplayer:
     def has_pending_work(self) -> bool:
         """Rows still buffered, requests parked in the model, or coordinator timers still to run (a session
         that will expire even if the group never sends another request): the next run must call it."""
-        return bool(self.buffer) or bool(self.brokers) or bool(self.model.timer_keys())
+        return bool(self.buffer) or bool(self.pending) or bool(self.brokers) or bool(self.model.timer_keys())
 
     # -- state --------------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
@@ -630,7 +787,10 @@ class GroupReplayer:
             "group": self.group_id,
             "model": self.model.to_state(),
             "tracker": self.tracker.to_state(),
-            "buffer": _ROWS.encode([{c: row.get(c) for c in REPLAY_COLUMNS} for row in self.buffer]),
+            "buffer": _ROWS.encode(
+                [{c: row.get(c) for c in REPLAY_COLUMNS} for row in self.buffer]
+                + [row for t in self.pending for row in t.to_pylist()]
+            ),
             "brokers": self.brokers,
             "late": sorted(self.late),
             "clock": [self.clock_samples, self.clock_divisor],

@@ -57,6 +57,7 @@ from rebalance_replay.transforms.coordinator.types import (
     EventKind,
     GroupRequest,
     GroupState,
+    HeartbeatRun,
     LeaveMember,
     ModelEvent,
     ObservedResponse,
@@ -406,6 +407,72 @@ class CoordinatorEngine:
             self._events.append(_new_liveness_event(seq, t, kind, gen, member_id, request.ref))
         self._predictions.append(_new_stable_prediction(seq, request, response, gen, gen))
         return True
+
+    @property
+    def emits_liveness_events(self) -> bool:
+        """Whether accepted Heartbeats/OffsetCommits become HEARTBEAT / OFFSET_COMMIT events."""
+        return self._liveness_events
+
+    def bulk_heartbeats(self, run: HeartbeatRun) -> int | None:
+        """A run of heartbeats and offset commits with nothing else between them, taken at once: what
+        :meth:`handle` would do with each (the hot path, :meth:`_liveness`) when every one is accepted
+        — a known member of the Stable generation, answered NONE — and no timer fires in between.
+        Returns the seq of the run's first request, or None, having changed nothing, when that cannot be
+        shown from the run's summary (then each request must go through :meth:`handle`). The caller
+        makes the predictions and events the hot path would have made (the run's rows are all alike)."""
+        group = self._group
+        book = self._book
+        if (
+            not self._fast_path
+            or group is None
+            or group.state is not STABLE
+            or not book.confident
+            or book.loading
+            or book.inferred_seen
+            or book.parked
+            or book.immediate
+            or not self.group_id
+            or (book.now is not None and run.first_ms < book.now)
+            or run.generations != (group.generation_id,)
+        ):
+            return None
+        for instance, member_id in run.instances:
+            if group.static_members.get(instance) != member_id:
+                return None
+        updates: list[tuple[str, int, int, int]] = []
+        keys: set[str] = set()
+        for m in run.members:
+            member = group.members.get(m.member_id)
+            if member is None or member.inferred:
+                return None
+            session = member.session_timeout_ms
+            key = self._hb_prefix + m.member_id
+            timer = self._timers.get(key)
+            # no timer of the member fires before its first heartbeat, between two, or after its last
+            if (
+                timer is None
+                or timer.deadline <= m.first_ms
+                or m.max_gap_ms >= session
+                or m.last_ms + session <= run.last_ms
+            ):
+                return None
+            keys.add(key)
+            updates.append((key, m.first_ms + session, m.last_ms + session, m.last_index))
+        for timer in self._timers.live():  # nor any other timer before the run's end
+            if timer.key not in keys and timer.deadline <= run.last_ms:
+                return None
+        if not self._timers.postpone_many(updates, self._p_session, run.size):
+            return None
+        base = book.seq
+        book.seq = base + run.size
+        book.now = book.clock = run.last_ms
+        book.ev_seq = base + run.size - 1
+        book.ev_ref = run.last_ref
+        book.moved_episode = False
+        if run.last_commit_ms is not None:
+            group.has_offsets = True
+            group.last_commit_ms = run.last_commit_ms
+        return base
 
     def advance_to(self, time_ms: int) -> None:
         """Fire the timers due before a request arriving at ``time_ms`` (strict: deadline < time_ms,

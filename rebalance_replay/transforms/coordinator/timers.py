@@ -15,6 +15,7 @@ when popped. The firing order is exactly that of an eager queue (see ``pop_due``
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 #: Priority classes for equal deadlines.
@@ -96,6 +97,28 @@ class TimerQueue:
         timer.deadline = deadline
         timer.order = order
         return True
+
+    def postpone_many(self, updates: Sequence[tuple[str, int, int, int]], priority: int, calls: int) -> bool:
+        """What ``calls`` consecutive :meth:`postpone` calls of one ``priority`` would do, given per key its
+        first and last call: ``updates`` = (key, first deadline, last deadline, index of the last call
+        among the ``calls``). All or nothing: False (nothing changed) unless every first call would
+        postpone a live timer (the last deadlines are later still). The bulk heartbeat path."""
+        timers = self._timers
+        for key, first, _last, _index in updates:
+            timer = timers.get(key)
+            if timer is None or first <= timer.heap_deadline or timer.priority != priority:
+                return False
+        base = self._next_order
+        for key, _first, last, index in updates:
+            timer = timers[key]
+            timer.deadline = last
+            timer.order = base + index
+        self._next_order = base + calls
+        return True
+
+    def live(self) -> Iterator[Timer]:
+        """The live timers, in no particular order."""
+        return iter(self._timers.values())
 
     def cancel(self, key: str) -> bool:
         return self._timers.pop(key, None) is not None

@@ -246,3 +246,30 @@ class ModelEvent:
     inferred: bool = False
     #: EXTERNAL_ERROR: the observed error
     error: Errors | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunMember:
+    """One member's share of a :class:`HeartbeatRun`."""
+
+    member_id: str
+    first_ms: int  # arrival of its first heartbeat in the run
+    last_ms: int  # and of its last
+    last_index: int  # position of its last heartbeat in the run (0-based)
+    max_gap_ms: int  # longest time between two of its heartbeats in the run (0 for one)
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatRun:
+    """Consecutive requests of one group (arrival order, nothing else between them), all Heartbeats
+    and OffsetCommits answered NONE, summarised for :meth:`CoordinatorEngine.bulk_heartbeats`: the bulk
+    validation of routine traffic (the replayer builds it from the rows' columns)."""
+
+    size: int  # requests
+    first_ms: int
+    last_ms: int
+    last_ref: tuple[str, int]  # (source file, line) of the last
+    last_commit_ms: int | None  # arrival of the last OffsetCommit (None: heartbeats only)
+    generations: tuple[int | None, ...]  # the distinct request generations
+    instances: tuple[tuple[str, str], ...]  # distinct (group instance id, member id) of static members
+    members: tuple[RunMember, ...]
