@@ -218,6 +218,13 @@ class ReplayConfig:
     fast_path_min_groups: int = setting(
         2000, "path=auto uses the fast path above this many groups.", minimum=0
     )
+    bulk: bool = setting(
+        True,
+        "Bulk validation of routine traffic: runs of heartbeats and offset commits answered NONE are "
+        "validated as columns, taken by the model at once when it can show each would be accepted (a "
+        "known member of the Stable generation, no timer firing in between), one by one otherwise. The "
+        "output is the same either way; false sends every request through the model one by one.",
+    )
     cooperative_protocols: tuple[str, ...] = setting(
         ("cooperative-sticky",),
         "Assignment protocols under which a member's rejoin soon after a rebalance is a cooperative "

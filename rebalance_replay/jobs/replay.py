@@ -21,6 +21,7 @@ Output depends only on the rows and the horizon, never on how the rows were chun
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -32,7 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rebalance_replay.jobs.bookkeeping import crash_point, write_json
 from rebalance_replay.jobs.config import Config
@@ -106,33 +109,64 @@ def settings_from(config: Config) -> ReplaySettings:
         follow_up_window_ms=config.replay.follow_up_window_ms,
         order_search_exhaustive_max=config.replay.order_search_exhaustive_max,
         order_search_max=config.replay.order_search_max,
+        bulk=config.replay.bulk,
     )
 
 
-def _out_rows(replayer: GroupReplayer, out: ReplayOutput) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
+_UNION_SCHEMA = UNION.arrow_schema()
+
+
+def _as_union(table: pa.Table, kind: str) -> pa.Table:
+    """One output table's rows (any subset of the union's columns) in the union's shape."""
+    n = table.num_rows
+    names = set(table.column_names)
+    columns = [
+        pa.repeat(pa.scalar(kind), n)
+        if f.name == "kind"
+        else (table.column(f.name).cast(f.type) if f.name in names else pa.nulls(n, f.type))
+        for f in _UNION_SCHEMA
+    ]
+    return pa.Table.from_arrays(columns, schema=_UNION_SCHEMA)
+
+
+def output_table(replayer: GroupReplayer, out: ReplayOutput, *, status: bool) -> pa.Table:
+    """Everything one call produced, as one Arrow table of the union schema: each output table's rows
+    (the bulk-validated predictions already columns, the model's rows converted per table, not per row)
+    and, with ``status``, the group's status row."""
+    parts = [_as_union(t, "predictions") for t in out.prediction_tables]
     for kind in OUTPUT_KINDS:
-        for r in out.rows[kind]:
-            rows.append({**r, "kind": kind})
-    rows.append(
-        {
-            "kind": "status",
-            "group_id": replayer.group_id,
-            "pending": replayer.has_pending_work,
-            "kip848": replayer.kip848,
-            "replayed": out.replayed,
-            "late": out.late,
-        }
-    )
-    return rows
+        rows = out.rows[kind]
+        if rows:
+            parts.append(
+                _as_union(pa.Table.from_pylist(rows, schema=OUTPUT_TABLES[kind].arrow_schema()), kind)
+            )
+    if status:
+        parts.append(
+            _as_union(
+                pa.Table.from_pylist(
+                    [
+                        {
+                            "group_id": replayer.group_id,
+                            "pending": replayer.has_pending_work,
+                            "kip848": replayer.kip848,
+                            "replayed": out.replayed,
+                            "late": out.late,
+                        }
+                    ]
+                ),
+                "status",
+            )
+        )
+    return pa.concat_tables(parts) if parts else _UNION_SCHEMA.empty_table()
 
 
-def _step(replayer: GroupReplayer, rows: list[dict[str, Any]]) -> ReplayOutput:
-    """Feed one call's rows and replay up to their bucket end; a final tick also closes open rows."""
-    replayer.feed(rows)
-    until = min(r["bucket_end_ms"] for r in rows)
-    out = replayer.process(until)
-    if any(r.get("final") for r in rows):
+def _step(replayer: GroupReplayer, rows: pa.Table) -> ReplayOutput:
+    """Feed one call's rows (ticks included) and replay up to their bucket end; a final tick also
+    closes open rows."""
+    replayer.feed_table(rows)
+    until = pc.min(rows.column("bucket_end_ms")).as_py()
+    out = replayer.process(int(until))
+    if pc.any(pc.fill_null(rows.column("final"), False)).as_py():
         fin = replayer.finish()
         for kind in OUTPUT_KINDS:
             out.extend(kind, fin.rows[kind])
@@ -149,84 +183,92 @@ def stateful_function(settings: ReplaySettings) -> Callable[..., Iterator[Any]]:
     feed_schema = FEED.arrow_schema()
 
     def fn(key: tuple[str], pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
-        import pandas as pd
-
         group_id = key[0]
         replayer = (
             GroupReplayer.from_bytes(bytes(state.get[0]), settings)
             if state.exists
             else GroupReplayer(group_id, settings)
         )
-        rows: list[dict[str, Any]] = []
-        for pdf in pdfs:
-            rows.extend(
-                pa.Table.from_pandas(
-                    pdf[FEED.column_names], schema=feed_schema, preserve_index=False
-                ).to_pylist()
-            )
+        rows = pa.concat_tables(
+            [
+                pa.Table.from_pandas(pdf[FEED.column_names], schema=feed_schema, preserve_index=False)
+                for pdf in pdfs
+            ]
+        )
         out = _step(replayer, rows)
         state.update((replayer.to_bytes(),))
-        result = _out_rows(replayer, out)
-        yield pd.DataFrame({c: pd.Series([r.get(c) for r in result], dtype=object) for c in UNION_NAMES})
+        yield output_table(replayer, out, status=True).to_pandas(
+            integer_object_nulls=True, date_as_object=True
+        )
 
     return fn
 
 
 def fast_function(settings: ReplaySettings) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function over partitions sorted by (group, replay order): groups are cut at key
-    boundaries; a long group goes through its replayer in bounded chunks."""
-    schema = UNION.arrow_schema()
+    boundaries (as columns); a long group goes through its replayer in bounded chunks."""
     chunk = 20_000
 
     def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         replayer: GroupReplayer | None = None
-        rows: list[dict[str, Any]] = []  # the current group's rows not yet fed
-        out_buf: list[dict[str, Any]] = []
-        last: dict[str, Any] = {}
+        parts: list[pa.Table] = []  # the current group's rows not yet fed
+        waiting = 0
+        outputs: list[pa.Table] = []
+        produced = 0
+        last: dict[str, Any] = {}  # the current group's last row's bucket end and final flag
+        schema: pa.Schema | None = None
 
         def replay_chunk() -> None:
             # replay only what arrived before the chunk's last row: rows tied with it may follow
+            nonlocal waiting, produced
             assert replayer is not None
-            replayer.feed(rows)
-            out = replayer.process(rows[-1]["arrival_ms"])
-            out_buf.extend(r for r in _out_rows(replayer, out) if r["kind"] != "status")
-            rows.clear()
+            rows = pa.concat_tables(parts)
+            replayer.feed_table(rows)
+            out = replayer.process(int(rows.column("arrival_ms")[-1].as_py()))
+            result = output_table(replayer, out, status=False)
+            outputs.append(result)
+            produced += result.num_rows
+            parts.clear()
+            waiting = 0
 
         def finish_group() -> None:
+            nonlocal waiting, produced
             assert replayer is not None
-            tick = {
-                "group_id": replayer.group_id,
-                "api_key": None,
-                "bucket_end_ms": last["bucket_end_ms"],
-                "final": last.get("final"),
-            }
-            out = _step(replayer, [*rows, tick])
-            out_buf.extend(_out_rows(replayer, out))
-            rows.clear()
-
-        def emit() -> pa.RecordBatch:
-            batch = pa.RecordBatch.from_pylist(
-                [{c: r.get(c) for c in UNION_NAMES} for r in out_buf], schema=schema
-            )
-            out_buf.clear()
-            return batch
+            tick = pa.Table.from_pylist([{"group_id": replayer.group_id, **last}], schema=schema)
+            out = _step(replayer, pa.concat_tables([*parts, tick]))
+            result = output_table(replayer, out, status=True)
+            outputs.append(result)
+            produced += result.num_rows
+            parts.clear()
+            waiting = 0
 
         for batch in batches:
-            for row in batch.to_pylist():
-                if replayer is None or row["group_id"] != replayer.group_id:
+            table = pa.Table.from_batches([batch])
+            schema = table.schema
+            group = table.column("group_id").combine_chunks()
+            codes = np.asarray(pc.dictionary_encode(group).indices.to_numpy(zero_copy_only=False))
+            cuts = [0, *(np.flatnonzero(np.diff(codes)) + 1).tolist(), table.num_rows]
+            for a, b in itertools.pairwise(cuts):
+                if a == b:
+                    continue
+                group_id = group[a].as_py()
+                if replayer is None or group_id != replayer.group_id:
                     if replayer is not None:
                         finish_group()
-                    replayer = GroupReplayer(row["group_id"], settings)
-                rows.append(row)
-                last = row
-                if len(rows) >= chunk:
+                    replayer = GroupReplayer(group_id, settings)
+                parts.append(table.slice(a, b - a))
+                last.update(table.slice(b - 1, 1).select(["bucket_end_ms", "final"]).to_pylist()[0])
+                waiting += b - a
+                if waiting >= chunk:
                     replay_chunk()
-            if len(out_buf) >= chunk:
-                yield emit()
+            if produced >= chunk:
+                yield from pa.concat_tables(outputs).to_batches()
+                outputs.clear()
+                produced = 0
         if replayer is not None:
             finish_group()
-        if out_buf:
-            yield emit()
+        if outputs:
+            yield from pa.concat_tables(outputs).to_batches()
 
     return fn
 

@@ -131,6 +131,27 @@ def test_batch_paths_agree_and_tell_the_story(
     assert first_leader != second_leader and ledger[1]["generation_from"] == 1
 
 
+def test_bulk_validation_changes_no_row(
+    tmp_path: Path, spark: object, story: dict[str, list[tuple[int, int, str]]]
+) -> None:
+    """``replay.bulk`` on (the default) and off give the same four tables, on both paths."""
+    logs = _write_all(tmp_path / "logs", story)
+    tables = {}
+    for name, path, bulk in (
+        ("fast-off", "fast", "false"),
+        ("fast-on", "fast", "true"),
+        ("st-on", "stateful", "true"),
+    ):
+        wh = tmp_path / name
+        _cli("ingest", "--input", str(logs), "--warehouse", str(wh))
+        _cli("replay", "--warehouse", str(wh), "--path", path, "--set", f"replay.bulk={bulk}")
+        tables[name] = _tables(wh)
+    for t in OUTPUTS:
+        assert tables["fast-on"][t] == tables["fast-off"][t], f"{t}: bulk validation changed rows"
+        assert tables["st-on"][t] == tables["fast-off"][t], f"{t}: stateful with bulk differs"
+    assert len(tables["fast-on"]["predictions"]) > 500
+
+
 def test_incremental_chunks_equal_fresh_and_batch(
     tmp_path: Path, spark: object, story: dict[str, list[tuple[int, int, str]]]
 ) -> None:
