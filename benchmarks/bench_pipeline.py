@@ -11,10 +11,15 @@ into ``benchmarks/.data/pipeline-l<lines>-g<groups>-m<members>/logs`` (reused by
   + a parquet write of the same files — what Spark itself costs;
 - ``ingest``: ``rebalance_replay.jobs.ingest.ingest`` into a fresh warehouse (``<data>/warehouse``);
 - ``model``: the replay baseline: the same coordinator model (``GroupReplayer``), one Python process, the
-  classic-group rows of that warehouse in memory (read before the clock starts);
+  classic-group rows of that warehouse in memory (read before the clock starts), every request through
+  the model one by one;
+- ``model_columns``: the same process, each group's rows as an Arrow slice with bulk validation of routine
+  traffic (``replay.bulk``) — what a Spark task does per group, without Spark (for reference: the ratios
+  are against ``model``);
 - ``fast`` / ``stateful``: ``rebalance_replay.jobs.replay.replay`` on that warehouse with ``path=fast`` /
 ``path=stateful``;
 - ``validate``: ``rebalance_replay.jobs.validate.validate`` on it (after the stateful replay);
+- ``audit``: ``rebalance_replay.jobs.audit.audit`` on it (rules R01–R23; no Great Expectations);
 - ``run``: the whole CLI ``run`` (ingest → replay → validate …) into a second fresh warehouse, JVM start
   included.
 
@@ -48,7 +53,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-STAGES = ("bare", "ingest", "model", "fast", "stateful", "validate", "run")
+STAGES = ("bare", "ingest", "model", "model_columns", "fast", "stateful", "validate", "audit", "run")
 LINE_STAGES = ("bare", "ingest", "run")
 # the bare pass's schema: what a hand-written Spark job over these logs would declare
 BARE_SCHEMA = (
@@ -182,6 +187,19 @@ def stage_model(data: Path, overrides: list[str]) -> StageResult:
     return StageResult("model", secs, table.num_rows, "events", f"{groups} groups, rows in memory")
 
 
+def stage_model_columns(data: Path, overrides: list[str]) -> StageResult:
+    from benchmarks.bench_replay import replay_in_process
+    from rebalance_replay.jobs.replay import settings_from
+
+    config = _config(data, "warehouse", overrides)
+    spark = _spark()
+    table = _classic(spark, config).toArrow()
+    horizon = int(max(table.column("completion_ms").to_pylist())) + 1
+    groups, secs = replay_in_process(table, settings_from(config), horizon, columns=True)
+    note = f"{groups} groups, Arrow slices in memory, bulk validation (no Spark)"
+    return StageResult("model_columns", secs, table.num_rows, "events", note)
+
+
 def _replay_stage(name: str, path: str, data: Path, overrides: list[str]) -> StageResult:
     from rebalance_replay.jobs.delta import open_store
     from rebalance_replay.jobs.replay import ReplayDirs, replay
@@ -220,6 +238,22 @@ def stage_validate(data: Path, overrides: list[str]) -> StageResult:
     return StageResult("validate", secs, n, "events", note)
 
 
+def stage_audit(data: Path, overrides: list[str]) -> StageResult:
+    from rebalance_replay.jobs.audit import audit
+    from rebalance_replay.jobs.delta import open_store
+
+    config = _config(data, "warehouse", [*overrides, "report.great_expectations=false"])
+    spark = _spark()
+    store = open_store(spark, config.storage.warehouse, config.storage.engine)
+    n = _classic(spark, config).count()
+    t = time.perf_counter()
+    res = audit(spark, store, config, log=lambda m: None)
+    secs = time.perf_counter() - t
+    return StageResult(
+        "audit", secs, n, "events", f"{res.evaluated_groups} groups, {len(res.findings)} findings"
+    )
+
+
 def stage_run(data: Path, overrides: list[str]) -> StageResult:
     wh = data / "warehouse-run"
     shutil.rmtree(wh, ignore_errors=True)
@@ -248,9 +282,11 @@ STAGE_FUNCS: dict[str, Callable[[Path, list[str]], StageResult]] = {
     "bare": stage_bare,
     "ingest": stage_ingest,
     "model": stage_model,
+    "model_columns": stage_model_columns,
     "fast": stage_fast,
     "stateful": stage_stateful,
     "validate": stage_validate,
+    "audit": stage_audit,
     "run": stage_run,
 }
 
@@ -381,8 +417,8 @@ def format_table(results: list[StageResult]) -> str:
         if r.unit == "lines":
             ratio = f"{r.seconds / bare.seconds:.2f}× bare time" if bare else "-"
         else:
-            ratio = f"{r.rate / model.rate:.2f}× model ev/s" if model and r.stage != "validate" else "-"
-            if r.stage == "validate":
+            ratio = f"{r.rate / model.rate:.2f}× model ev/s" if model else "-"
+            if r.stage in ("validate", "audit"):
                 ratio = "-"
         mem = " | ".join(
             _mb(r.rss.get(k)) for k in ("driver_jvm", "driver_python", "worker_max", "workers_sum")

@@ -53,12 +53,30 @@ def generate(out: Path, requests: int, groups: int, members: int) -> int:
     return n
 
 
-def replay_in_process(table: Any, settings: Any, horizon: int) -> tuple[int, float]:
+def replay_in_process(table: Any, settings: Any, horizon: int, columns: bool = False) -> tuple[int, float]:
     """The replay baseline: every group of ``table`` (classic-group ``requests`` rows, an Arrow table)
-    through ``GroupReplayer`` in this one process, rows already in memory. Returns (groups, seconds of
-    the replay alone)."""
+    through ``GroupReplayer`` in this one process, rows already in memory: as dicts, every request through
+    the model one by one (``columns`` False), or as each group's Arrow slice with bulk validation
+    (``columns`` True: what the Spark paths do per group, without Spark). Returns (groups, seconds of the
+    replay alone)."""
     from rebalance_replay.transforms.replay import GroupReplayer
 
+    if columns:
+        ordered = table.sort_by("group_id")
+        ids = ordered.column("group_id").to_pylist()
+        slices: dict[str, Any] = {}
+        start = 0
+        for i in range(1, len(ids) + 1):
+            if i == len(ids) or ids[i] != ids[start]:
+                slices[str(ids[start])] = ordered.slice(start, i - start)
+                start = i
+        t = time.perf_counter()
+        for gid, group_table in slices.items():
+            rp = GroupReplayer(gid, settings)
+            rp.feed_table(group_table)
+            rp.process(horizon)
+            rp.finish()
+        return len(slices), time.perf_counter() - t
     by_group: dict[str, list[dict[str, object]]] = {}
     for r in table.to_pylist():
         by_group.setdefault(str(r["group_id"]), []).append(r)
