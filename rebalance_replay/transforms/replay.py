@@ -622,10 +622,18 @@ class GroupReplayer:
         return rows
 
     def _replay_run(self, table: pa.Table, run: bulk.RunSummary, out: ReplayOutput) -> None:
-        """A run of routine heartbeats: in bulk when the model takes it so, else one by one."""
+        """A run of routine heartbeats and commits: in bulk when the model takes it so; else, while the
+        group is Stable (a timer firing inside the run: a member's session expiring), each half the same
+        way; else one by one."""
         base = self.model.bulk_heartbeats(run.model)
         if base is None:
-            self._replay_rows(table.slice(run.start, run.end - run.start).to_pylist(), out)
+            size = run.end - run.start
+            if size >= 2 * bulk.MIN_RUN and self.model.state is GroupState.STABLE and self.model.confident:
+                middle = run.start + size // 2
+                self._replay_run(table, bulk.summarize(table, run.start, middle), out)
+                self._replay_run(table, bulk.summarize(table, middle, run.end), out)
+                return
+            self._replay_rows(table.slice(run.start, size).to_pylist(), out)
             return
         generation = self.model.generation_id
         assert generation is not None
