@@ -81,6 +81,7 @@ def _union_output() -> TableDef:
         Column("kip848", "boolean"),
         Column("replayed", "bigint"),
         Column("late", "bigint"),
+        Column("bulk", "bigint"),
     ):
         cols[c.name] = c
     return TableDef(name="_replay_output", columns=tuple(cols.values()))
@@ -129,10 +130,13 @@ def _as_union(table: pa.Table, kind: str) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=_UNION_SCHEMA)
 
 
-def output_table(replayer: GroupReplayer, out: ReplayOutput, *, status: bool) -> pa.Table:
+def output_table(
+    replayer: GroupReplayer, out: ReplayOutput, *, status: bool, bulk_before: int = 0
+) -> pa.Table:
     """Everything one call produced, as one Arrow table of the union schema: each output table's rows
     (the bulk-validated predictions already columns, the model's rows converted per table, not per row)
-    and, with ``status``, the group's status row."""
+    and, with ``status``, the group's status row (``bulk``: requests validated in bulk by this call and,
+    ``bulk_before``, by the calls since the last status)."""
     parts = [_as_union(t, "predictions") for t in out.prediction_tables]
     for kind in OUTPUT_KINDS:
         rows = out.rows[kind]
@@ -151,6 +155,7 @@ def output_table(replayer: GroupReplayer, out: ReplayOutput, *, status: bool) ->
                             "kip848": replayer.kip848,
                             "replayed": out.replayed,
                             "late": out.late,
+                            "bulk": bulk_before + sum(t.num_rows for t in out.prediction_tables),
                         }
                     ]
                 ),
@@ -216,15 +221,17 @@ def fast_function(settings: ReplaySettings) -> Callable[[Iterator[pa.RecordBatch
         outputs: list[pa.Table] = []
         produced = 0
         last: dict[str, Any] = {}  # the current group's last row's bucket end and final flag
+        in_bulk = 0  # the current group's requests validated in bulk by earlier chunks
         schema: pa.Schema | None = None
 
         def replay_chunk() -> None:
             # replay only what arrived before the chunk's last row: rows tied with it may follow
-            nonlocal waiting, produced
+            nonlocal waiting, produced, in_bulk
             assert replayer is not None
             rows = pa.concat_tables(parts)
             replayer.feed_table(rows)
             out = replayer.process(int(rows.column("arrival_ms")[-1].as_py()))
+            in_bulk += sum(t.num_rows for t in out.prediction_tables)
             result = output_table(replayer, out, status=False)
             outputs.append(result)
             produced += result.num_rows
@@ -232,11 +239,12 @@ def fast_function(settings: ReplaySettings) -> Callable[[Iterator[pa.RecordBatch
             waiting = 0
 
         def finish_group() -> None:
-            nonlocal waiting, produced
+            nonlocal waiting, produced, in_bulk
             assert replayer is not None
             tick = pa.Table.from_pylist([{"group_id": replayer.group_id, **last}], schema=schema)
             out = _step(replayer, pa.concat_tables([*parts, tick]))
-            result = output_table(replayer, out, status=True)
+            result = output_table(replayer, out, status=True, bulk_before=in_bulk)
+            in_bulk = 0
             outputs.append(result)
             produced += result.num_rows
             parts.clear()
