@@ -222,14 +222,20 @@ def stage_stateful(data: Path, overrides: list[str]) -> StageResult:
     return _replay_stage("stateful", "stateful", data, overrides)
 
 
-def stage_validate(data: Path, overrides: list[str]) -> StageResult:
+def _on_warehouse(data: Path, overrides: list[str]) -> tuple[Any, Any, Any, int]:
+    """(config, spark, store, classic-group rows) of the shared warehouse, for a stage that reads it."""
     from rebalance_replay.jobs.delta import open_store
-    from rebalance_replay.jobs.validate import validate
 
     config = _config(data, "warehouse", overrides)
     spark = _spark()
     store = open_store(spark, config.storage.warehouse, config.storage.engine)
-    n = _classic(spark, config).count()
+    return config, spark, store, _classic(spark, config).count()
+
+
+def stage_validate(data: Path, overrides: list[str]) -> StageResult:
+    from rebalance_replay.jobs.validate import validate
+
+    config, spark, store, n = _on_warehouse(data, overrides)
     t = time.perf_counter()
     res = validate(spark, store, config, log=lambda m: None)
     secs = time.perf_counter() - t
@@ -240,18 +246,13 @@ def stage_validate(data: Path, overrides: list[str]) -> StageResult:
 
 def stage_audit(data: Path, overrides: list[str]) -> StageResult:
     from rebalance_replay.jobs.audit import audit
-    from rebalance_replay.jobs.delta import open_store
 
-    config = _config(data, "warehouse", [*overrides, "report.great_expectations=false"])
-    spark = _spark()
-    store = open_store(spark, config.storage.warehouse, config.storage.engine)
-    n = _classic(spark, config).count()
+    config, spark, store, n = _on_warehouse(data, [*overrides, "report.great_expectations=false"])
     t = time.perf_counter()
     res = audit(spark, store, config, log=lambda m: None)
     secs = time.perf_counter() - t
-    return StageResult(
-        "audit", secs, n, "events", f"{res.evaluated_groups} groups, {len(res.findings)} findings"
-    )
+    note = f"{res.evaluated_groups} groups, {len(res.findings)} findings"
+    return StageResult("audit", secs, n, "events", note)
 
 
 def stage_run(data: Path, overrides: list[str]) -> StageResult:

@@ -61,32 +61,28 @@ def replay_in_process(table: Any, settings: Any, horizon: int, columns: bool = F
     replay alone)."""
     from rebalance_replay.transforms.replay import GroupReplayer
 
+    groups: dict[str, Any] = {}
     if columns:
         ordered = table.sort_by("group_id")
         ids = ordered.column("group_id").to_pylist()
-        slices: dict[str, Any] = {}
         start = 0
         for i in range(1, len(ids) + 1):
             if i == len(ids) or ids[i] != ids[start]:
-                slices[str(ids[start])] = ordered.slice(start, i - start)
+                groups[str(ids[start])] = ordered.slice(start, i - start)
                 start = i
-        t = time.perf_counter()
-        for gid, group_table in slices.items():
-            rp = GroupReplayer(gid, settings)
-            rp.feed_table(group_table)
-            rp.process(horizon)
-            rp.finish()
-        return len(slices), time.perf_counter() - t
-    by_group: dict[str, list[dict[str, object]]] = {}
-    for r in table.to_pylist():
-        by_group.setdefault(str(r["group_id"]), []).append(r)
+    else:
+        for r in table.to_pylist():
+            groups.setdefault(str(r["group_id"]), []).append(r)
     t = time.perf_counter()
-    for gid, group_rows in by_group.items():
+    for gid, group_rows in groups.items():
         rp = GroupReplayer(gid, settings)
-        rp.feed(group_rows)
+        if columns:
+            rp.feed_table(group_rows)
+        else:
+            rp.feed(group_rows)
         rp.process(horizon)
         rp.finish()
-    return len(by_group), time.perf_counter() - t
+    return len(groups), time.perf_counter() - t
 
 
 def main() -> None:
