@@ -182,3 +182,67 @@ def test_runs_are_cut_at_inferred_requests_and_short_runs_dropped() -> None:
     assert bulk.runs(mask, (15,), min_run=8) == [(0, 10), (15, 31)]
     assert bulk.runs(mask, (5, 20), min_run=3) == [(0, 5), (5, 10), (11, 20), (20, 31)]
     assert bulk.runs(np.zeros(4, dtype=bool)) == []
+
+
+def _stable_group() -> GroupReplayer:
+    """A steady group of three replayed up to its first Stable generation, heartbeats still to come."""
+    from simulator.clients import steady_group
+
+    rows = parse_rows(render_coarse([steady_group("bulk-g", 3, 2, start_ms=1_700_000_000_000)], 1, 0))
+    r = GroupReplayer("bulk-g", _settings())
+    r.feed(rows)
+    synced = max(int(x["completion_ms"]) for x in rows if x["api_key"] == int(ApiKey.SYNC_GROUP))
+    r.process(synced + 1)
+    assert r.model.state is not None and r.model.state.value == "Stable"
+    return r
+
+
+def _run(r: GroupReplayer, start: int, gap: int, beats: int, **changes: Any) -> Any:
+    from dataclasses import replace
+
+    from rebalance_replay.transforms.coordinator.types import HeartbeatRun, RunMember
+
+    group = r.model.group
+    assert group is not None
+    members = tuple(
+        RunMember(m, start + i, start + i + gap * (beats - 1), len(group.members) * (beats - 1) + i, gap)
+        for i, m in enumerate(sorted(group.members))
+    )
+    run = HeartbeatRun(
+        size=len(members) * beats,
+        first_ms=start,
+        last_ms=max(m.last_ms for m in members),
+        last_ref=("f", 10**6),
+        last_commit_ms=None,
+        generations=(group.generation_id,),
+        instances=(),
+        members=members,
+    )
+    return replace(run, **changes)
+
+
+def test_the_model_takes_a_run_only_when_every_request_would_be_accepted() -> None:
+    r = _stable_group()
+    group = r.model.group
+    assert group is not None
+    session = min(m.session_timeout_ms for m in group.members.values())
+    from rebalance_replay.transforms.coordinator.types import RunMember
+
+    start = (r.model.now_ms or 0) + 1000
+    before = r.model.to_bytes()
+    refused = [
+        _run(r, start, 3000, 5, generations=(group.generation_id + 1,)),  # another generation
+        _run(r, start, 3000, 5, generations=(group.generation_id, None)),
+        _run(r, start, session, 2),  # a gap of a whole session timeout: the member expires in between
+        _run(r, start, 3000, 5, instances=(("i-0", sorted(group.members)[0]),)),  # not that static member
+        _run(r, start, 3000, 1, members=(RunMember("stranger", start, start, 0, 0),), size=1),  # no member
+    ]
+    for run in refused:
+        assert r.model.bulk_heartbeats(run) is None
+        assert r.model.to_bytes() == before  # nothing changed
+    seq = r.model.book.seq
+    assert r.model.bulk_heartbeats(_run(r, start, 3000, 5)) == seq
+    assert r.model.book.seq == seq + 15 and r.model.now_ms == start + 2 + 3000 * 4
+    # a member silent past its deadline: its session timer fires inside a later run
+    late = (r.model.now_ms or 0) + session + 1
+    assert r.model.bulk_heartbeats(_run(r, late, 3000, 3)) is None
