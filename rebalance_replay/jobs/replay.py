@@ -474,7 +474,17 @@ def replay(
         else:
             busiest = max(int(r["n"]) for r in per_group)
             result = _replay_stateful_batch(
-                spark, out_store, config, settings, dirs, all_rows, groups, busiest, n_rows, horizon, say
+                spark,
+                out_store,
+                config,
+                settings,
+                dirs,
+                all_rows,
+                groups,
+                n_rows,
+                horizon,
+                say,
+                busiest_group=busiest,
             )
         crash_point("replay:before_manifest")  # outputs committed, manifest not yet written
         shutil.rmtree(dirs.incremental, ignore_errors=True)  # a batch replay resets the scheduled audit
@@ -628,10 +638,11 @@ def _replay_stateful_batch(
     dirs: ReplayDirs,
     rows: DataFrame,
     groups: list[str],
-    busiest_group: int,
     n_rows: int,
     horizon: int,
     say: Callable[[str], None],
+    *,
+    busiest_group: int,
 ) -> ReplayResult:
     """A fresh checkpoint over a feed of all rows; each micro-batch's output goes straight to the tables
     (the first overwrites them, the rest append, under a transaction id of this run). ``busiest_group``:
