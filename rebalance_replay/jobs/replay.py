@@ -8,7 +8,8 @@ Two paths, one pure core (:class:`rebalance_replay.transforms.replay.GroupReplay
   micro-batch, so a group's requests reach the model in arrival order and in bounded chunks. With the
   kept checkpoint (``--incremental``) this is the scheduled audit: the coordinator state, its timers and
   the rows not yet replayable live in the state store between runs. With a fresh checkpoint it is the
-  one-shot batch replay.
+  one-shot batch replay, fed in ONE micro-batch when every group's rows fit one call
+  (``replay.max_rows_per_call``). Each micro-batch's output is written from ``foreachBatch``.
 * **fast** — ``repartition(group_id)`` + ``sortWithinPartitions`` + ``mapInArrow``, key boundaries handled
   in the function: no per-key overhead, for large backfills (batch only).
 
