@@ -686,7 +686,7 @@ def _replay_stateful_batch(
             say(f"replay: micro-batch {len(done)}/{batches} done")
 
         _stateful_query(
-            spark, feed_dir, checkpoint, settings, on_batch, files_per_trigger=files if whole else 1
+            spark, feed_dir, checkpoint, settings, on_batch, files_per_trigger=max(1, files) if whole else 1
         )
         if not done:  # no micro-batch ran: the run's output is empty
             _split_and_write(spark, store, spark.createDataFrame([], UNION.spark_schema()), overwrite=True)
