@@ -128,13 +128,24 @@ def main() -> None:
     rows = _classic_rows(store.read(REQUESTS)).persist()
     n = rows.count()
     horizon = int(rows.agg({"completion_ms": "max"}).collect()[0][0]) + 1
-    groups = sorted(r["group_id"] for r in rows.select("group_id").distinct().collect())
+    per_group = {r["group_id"]: int(r["count"]) for r in rows.groupBy("group_id").count().collect()}
+    groups = sorted(per_group)
     print(f"{n:,} classic-group requests, {args.groups} groups")
     results = {}
     if "stateful" not in args.skip:
         t = time.perf_counter()
         _replay_stateful_batch(
-            spark, store, config, settings, ReplayDirs(str(wh)), rows, groups, n, horizon, lambda m: None
+            spark,
+            store,
+            config,
+            settings,
+            ReplayDirs(str(wh)),
+            rows,
+            groups,
+            n,
+            horizon,
+            lambda m: None,
+            busiest_group=max(per_group.values()),
         )
         results["stateful (applyInPandasWithState, streaming AvailableNow)"] = time.perf_counter() - t
     if "fast" not in args.skip:

@@ -207,7 +207,8 @@ class ReplayConfig:
     bucket_ms: int = setting(
         3600000,
         "Each run's new rows are replayed in arrival-time buckets of this size, one micro-batch each, so "
-        "a large group never has to fit in memory at once.",
+        "a large group never has to fit in memory at once (a batch stateful replay whose every group "
+        "fits max_rows_per_call goes in one micro-batch).",
         minimum=1000,
     )
     max_rows_per_call: int = setting(

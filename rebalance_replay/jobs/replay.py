@@ -8,7 +8,8 @@ Two paths, one pure core (:class:`rebalance_replay.transforms.replay.GroupReplay
   micro-batch, so a group's requests reach the model in arrival order and in bounded chunks. With the
   kept checkpoint (``--incremental``) this is the scheduled audit: the coordinator state, its timers and
   the rows not yet replayable live in the state store between runs. With a fresh checkpoint it is the
-  one-shot batch replay.
+  one-shot batch replay, fed in ONE micro-batch when every group's rows fit one call
+  (``replay.max_rows_per_call``). Each micro-batch's output is written from ``foreachBatch``.
 * **fast** — ``repartition(group_id)`` + ``sortWithinPartitions`` + ``mapInArrow``, key boundaries handled
   in the function: no per-key overhead, for large backfills (batch only).
 
@@ -28,7 +29,7 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
     from rebalance_replay.jobs.delta import DeltaStore
+    from rebalance_replay.jobs.delta.base import WriteMode
 
 OUTPUT_TABLES: dict[str, TableDef] = {
     "predictions": PREDICTIONS,
@@ -359,10 +361,16 @@ def bucket_ms_for(bucket_ms: int, busiest: int, max_rows_per_call: int) -> int:
     return bucket_ms
 
 
-def _bounded_bucket_ms(rows: DataFrame, bucket_ms: int, max_rows_per_call: int) -> int:
+def _bounded_bucket_ms(
+    rows: DataFrame, bucket_ms: int, max_rows_per_call: int, rows_bound: int | None = None
+) -> int:
     """Shrink the bucket so one stateful call (one group, one bucket) holds at most ``max_rows_per_call``
-    rows: a 1,000-member group over a day is replayed in small time slices, never in one frame."""
+    rows: a 1,000-member group over a day is replayed in small time slices, never in one frame.
+    ``rows_bound``: an upper bound, known to the caller, on any group's rows (no job when it fits)."""
     from pyspark.sql import functions as F
+
+    if rows_bound is not None and rows_bound <= max_rows_per_call:
+        return bucket_ms
 
     busiest = (
         rows.groupBy("group_id", F.floor(F.col("arrival_ms") / F.lit(bucket_ms)).alias("b"))
@@ -382,13 +390,14 @@ def _write_feed(
     horizon_ms: int,
     bucket_ms: int,
     max_rows_per_call: int,
+    rows_bound: int | None = None,
 ) -> int:
     """Write the run's feed: one parquet file per arrival bucket (mtime ascending), then a file of ticks.
-    Returns the number of files written."""
+    Returns the number of files written. ``rows_bound``: see :func:`_bounded_bucket_ms`."""
     from pyspark.sql import functions as F
 
     stage = feed_dir.parent / f"_stage-{uuid.uuid4().hex}"
-    bucket_ms = _bounded_bucket_ms(rows, bucket_ms, max_rows_per_call)
+    bucket_ms = _bounded_bucket_ms(rows, bucket_ms, max_rows_per_call, rows_bound)
     bucket = F.floor(F.col("arrival_ms") / F.lit(bucket_ms)).cast("long")
     end = F.least((bucket + 1) * F.lit(bucket_ms), F.lit(horizon_ms))
     shaped = (
@@ -513,8 +522,19 @@ def replay(
         if chosen == "fast":
             result = _replay_fast(spark, out_store, settings, all_rows, n_rows, horizon)
         else:
+            busiest = max(int(r["n"]) for r in per_group)
             result = _replay_stateful_batch(
-                spark, out_store, config, settings, dirs, all_rows, groups, n_rows, horizon, say
+                spark,
+                out_store,
+                config,
+                settings,
+                dirs,
+                all_rows,
+                groups,
+                n_rows,
+                horizon,
+                say,
+                busiest_group=busiest,
             )
         crash_point("replay:before_manifest")  # outputs committed, manifest not yet written
         shutil.rmtree(dirs.incremental, ignore_errors=True)  # a batch replay resets the scheduled audit
@@ -536,38 +556,58 @@ def replay(
 
 
 def _split_and_write(
+    spark: SparkSession,
     store: DeltaStore,
     out: DataFrame,
     *,
     overwrite: bool,
     app_id: str | None = None,
     txn_version: int | None = None,
-) -> tuple[dict[str, int], list[Any]]:
-    """Write each output table's rows; return row counts and the status rows."""
+) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """Write a replay's output rows (:data:`UNION`, by ``kind``) into the output tables; return row
+    counts and the per-group status rows.
+
+    ``out`` is computed once (cached for two passes): ``predictions``, the big table, is written
+    straight from it; the small rest (transitions, rebalances, member sessions, the status: rows per
+    rebalance, session and group) is collected to the driver once, as Arrow, and each table written from
+    a small local frame. Counts come from the commits (a write skipped as already committed is counted).
+    """
     from pyspark.sql import functions as F
 
-    by_kind = {r["kind"]: r["count"] for r in out.groupBy("kind").count().collect()}
-    counts = {kind: int(by_kind.get(kind, 0)) for kind in OUTPUT_TABLES}
+    mode: WriteMode = "overwrite" if overwrite else "append"
+    out = out.persist()
+    try:
+        small = out.filter(F.col("kind") != "predictions").toArrow()
+        predictions = out.filter(F.col("kind") == "predictions")
+        written = store.write(predictions, PREDICTIONS, mode, app_id=app_id, txn_version=txn_version)
+        counts = {"predictions": predictions.count() if written is None else written}
+    finally:
+        out.unpersist()
     for kind, table in OUTPUT_TABLES.items():
-        rows = out.filter(F.col("kind") == kind).select(
-            *[F.col(f.name).cast(f.dataType).alias(f.name) for f in table.spark_schema().fields]
-        )
-        if overwrite:
-            store.overwrite(rows, table, app_id=app_id, txn_version=txn_version)
-        else:
-            store.append(rows, table, app_id=app_id, txn_version=txn_version)
+        if kind == "predictions":
+            continue
+        rows = small.filter(pc.equal(small.column("kind"), kind)).select(table.column_names)
+        # (pyspark cannot build a frame from an Arrow table without chunks: an empty one has none)
+        df = spark.createDataFrame(rows).coalesce(1) if rows.num_rows else store.empty(table)
+        written = store.write(df, table, mode, app_id=app_id, txn_version=txn_version)
+        counts[kind] = rows.num_rows if written is None else written
     status = (
-        out.filter(F.col("kind") == "status")
-        .select("group_id", "pending", "kip848", "replayed", "late")
-        .collect()
+        small.filter(pc.equal(small.column("kind"), "status"))
+        .select(["group_id", "pending", "kip848", "replayed", "late"])
+        .to_pylist()
     )
     return counts, status
 
 
 def _finish_result(
-    mode: str, path: str, horizon: int | None, new_rows: int, counts: dict[str, int], status: list[Any]
+    mode: str,
+    path: str,
+    horizon: int | None,
+    new_rows: int,
+    counts: dict[str, int],
+    status: Sequence[Mapping[str, Any]],
 ) -> ReplayResult:
-    latest: dict[str, Any] = {}
+    latest: dict[str, Mapping[str, Any]] = {}
     late = 0
     for s in status:
         latest[s["group_id"]] = s
@@ -591,11 +631,8 @@ def _replay_fast(
     feed = rows.withColumn("bucket_end_ms", F.lit(horizon).cast("long")).withColumn("final", F.lit(True))
     n = max(1, spark.sparkContext.defaultParallelism * 2)
     ordered = feed.repartition(n, "group_id").sortWithinPartitions("group_id", *SORT_COLUMNS)
-    out = ordered.mapInArrow(fast_function(settings), UNION.spark_schema()).persist()
-    try:
-        counts, status = _split_and_write(store, out, overwrite=True)
-    finally:
-        out.unpersist()
+    out = ordered.mapInArrow(fast_function(settings), UNION.spark_schema())
+    counts, status = _split_and_write(spark, store, out, overwrite=True)
     return _finish_result("batch", "fast", horizon, n_rows, counts, status)
 
 
@@ -605,20 +642,42 @@ def _stateful_query(
     checkpoint: Path,
     settings: ReplaySettings,
     on_batch: Callable[[DataFrame, int], None],
+    files_per_trigger: int = 1,
 ) -> None:
-    stream = (
-        spark.readStream.schema(FEED.spark_schema()).option("maxFilesPerTrigger", 1).parquet(str(feed_dir))
-    )
-    replayed = stream.groupBy("group_id").applyInPandasWithState(
-        stateful_function(settings), UNION.spark_schema(), "replayer binary", "append", "NoTimeout"
-    )
-    query = (
-        replayed.writeStream.trigger(availableNow=True)
-        .option("checkpointLocation", str(checkpoint))
-        .foreachBatch(on_batch)
-        .start()
-    )
-    query.awaitTermination()
+    """Run the stateful query over the feed (``files_per_trigger`` feed files per micro-batch). On a
+    local master a new checkpoint gets one shuffle partition (one state store) per core: the query's
+    cost is partly per partition and micro-batch, and more partitions than cores buy nothing there. On a
+    cluster the session's setting stands (an existing checkpoint keeps the count it was created with)."""
+    from rebalance_replay.jobs.spark_session import local_cores, session_conf
+
+    cores = local_cores(spark)
+    conf = {} if cores is None else {"spark.sql.shuffle.partitions": str(cores)}
+    with session_conf(spark, conf):
+        stream = (
+            spark.readStream.schema(FEED.spark_schema())
+            .option("maxFilesPerTrigger", files_per_trigger)
+            .parquet(str(feed_dir))
+        )
+        replayed = stream.groupBy("group_id").applyInPandasWithState(
+            stateful_function(settings), UNION.spark_schema(), "replayer binary", "append", "NoTimeout"
+        )
+        query = (
+            replayed.writeStream.trigger(availableNow=True)
+            .option("checkpointLocation", str(checkpoint))
+            .foreachBatch(on_batch)
+            .start()
+        )
+        query.awaitTermination()
+
+
+def _write_whole_feed(rows: DataFrame, feed_dir: Path, horizon_ms: int) -> int:
+    """A batch replay's feed when every group's rows fit one stateful call: all rows, each group's
+    final call (replay to the horizon, then close), in one micro-batch. Returns the number of files."""
+    from pyspark.sql import functions as F
+
+    feed = rows.withColumn("bucket_end_ms", F.lit(horizon_ms).cast("long")).withColumn("final", F.lit(True))
+    feed.write.parquet(str(feed_dir))
+    return len(list(feed_dir.glob("*.parquet")))
 
 
 def _replay_stateful_batch(
@@ -632,37 +691,55 @@ def _replay_stateful_batch(
     n_rows: int,
     horizon: int,
     say: Callable[[str], None],
+    *,
+    busiest_group: int,
 ) -> ReplayResult:
+    """A fresh checkpoint over a feed of all rows; each micro-batch's output goes straight to the tables
+    (the first overwrites them, the rest append, under a transaction id of this run). ``busiest_group``:
+    the most rows any group has — when it fits ``replay.max_rows_per_call``, the feed is one micro-batch
+    instead of one per arrival bucket."""
     work = dirs.root / f"batch-{uuid.uuid4().hex[:12]}"
-    feed_dir, checkpoint, staging = work / "feed", work / "checkpoint", work / "staging"
+    feed_dir, checkpoint = work / "feed", work / "checkpoint"
+    whole = busiest_group <= config.replay.max_rows_per_call
     try:
-        files = _write_feed(
-            spark,
-            rows,
-            [(g, True) for g in groups],
-            feed_dir,
-            0,
-            horizon,
-            config.replay.bucket_ms,
-            config.replay.max_rows_per_call,
-        )
-        say(f"replay: {files} feed file(s) → applyInPandasWithState (fresh checkpoint)")
+        if whole:
+            files = _write_whole_feed(rows, feed_dir, horizon)
+            say(f"replay: {files} feed file(s), one micro-batch → applyInPandasWithState (fresh checkpoint)")
+            batches = 1
+        else:
+            files = _write_feed(
+                spark,
+                rows,
+                [(g, True) for g in groups],
+                feed_dir,
+                0,
+                horizon,
+                config.replay.bucket_ms,
+                config.replay.max_rows_per_call,
+            )
+            say(f"replay: {files} feed file(s) → applyInPandasWithState (fresh checkpoint)")
+            batches = files
+        totals: dict[str, int] = {k: 0 for k in OUTPUT_TABLES}
+        statuses: list[dict[str, Any]] = []
+        done: list[int] = []
+        app_id = f"{APP_ID}/{work.name}"
 
         def on_batch(df: DataFrame, batch_id: int) -> None:
-            df.write.mode("append").parquet(str(staging / f"batch={batch_id}"))
-            say(f"replay: micro-batch {batch_id + 1}/{files} done")
+            counts, status = _split_and_write(
+                spark, store, df, overwrite=not done, app_id=app_id, txn_version=batch_id
+            )
+            for k, v in counts.items():
+                totals[k] += v
+            statuses.extend(status)
+            done.append(batch_id)
+            say(f"replay: micro-batch {len(done)}/{batches} done")
 
-        _stateful_query(spark, feed_dir, checkpoint, settings, on_batch)
-        if staging.exists():
-            out = spark.read.schema(UNION.spark_schema()).parquet(*[str(p) for p in staging.glob("batch=*")])
-        else:
-            out = spark.createDataFrame([], UNION.spark_schema())
-        out = out.persist()  # read once from the staging files, then split into the four tables
-        try:
-            counts, status = _split_and_write(store, out, overwrite=True)
-        finally:
-            out.unpersist()
-        return _finish_result("batch", "stateful", horizon, n_rows, counts, status)
+        _stateful_query(
+            spark, feed_dir, checkpoint, settings, on_batch, files_per_trigger=max(1, files) if whole else 1
+        )
+        if not done:  # no micro-batch ran: the run's output is empty
+            _split_and_write(spark, store, spark.createDataFrame([], UNION.spark_schema()), overwrite=True)
+        return _finish_result("batch", "stateful", horizon, n_rows, totals, statuses)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -728,26 +805,24 @@ def _replay_incremental(
             horizon,
             config.replay.bucket_ms,
             config.replay.max_rows_per_call,
+            rows_bound=n_new,  # no group has more rows than the run
         )
         totals: dict[str, int] = {k: 0 for k in OUTPUT_KINDS}
-        statuses: list[Any] = []
+        statuses: list[dict[str, Any]] = []
         done: list[int] = []  # micro-batches of this run (the checkpoint numbers them across runs)
         if fresh:  # a fresh scheduled audit starts from empty output tables
             empty = spark.createDataFrame([], UNION.spark_schema())
-            _split_and_write(store, empty, overwrite=True)
+            _split_and_write(spark, store, empty, overwrite=True)
 
         def on_batch(df: DataFrame, batch_id: int) -> None:
-            out = df.persist()
-            try:
-                counts, status = _split_and_write(
-                    store,
-                    out,
-                    overwrite=False,
-                    app_id=f"{APP_ID}/{state['checkpoint_id']}",
-                    txn_version=batch_id,
-                )
-            finally:
-                out.unpersist()
+            counts, status = _split_and_write(
+                spark,
+                store,
+                df,
+                overwrite=False,
+                app_id=f"{APP_ID}/{state['checkpoint_id']}",
+                txn_version=batch_id,
+            )
             for k, v in counts.items():
                 totals[k] += v
             statuses.extend(status)

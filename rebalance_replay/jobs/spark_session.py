@@ -9,11 +9,13 @@ state store, and Python workers running the driver's own interpreter.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
+import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from rebalance_replay.jobs.errors import JAVA_MISSING_MESSAGE, JavaMissingError
@@ -28,6 +30,8 @@ __all__ = [
     "get_spark",
     "java_available",
     "java_executable",
+    "local_cores",
+    "session_conf",
 ]
 
 
@@ -183,3 +187,31 @@ def get_spark(app_name: str = "rebalance-replay", *, conf: Mapping[str, str] | N
     # transformWithState in batch needs the StateStoreCoordinator, registered on first use of streams.
     _ = spark.streams.active
     return spark
+
+
+@contextlib.contextmanager
+def session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Set runtime SQL settings for the duration of a block (a write, a query), then put the session's
+    values back."""
+    changed: dict[str, str | None] = {}
+    for key, value in settings.items():
+        old = spark.conf.get(key, None)
+        if old != value:
+            changed[key] = old
+            spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in changed.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
+
+
+def local_cores(spark: SparkSession) -> int | None:
+    """The number of cores of a ``local[...]`` master (its default parallelism), None on a cluster."""
+    master = spark.sparkContext.master
+    if not re.fullmatch(r"local(\[.*\])?", master):
+        return None
+    return max(1, int(spark.sparkContext.defaultParallelism))

@@ -310,6 +310,30 @@ def test_overwrite_refuses_rows_outside_the_partitions(spark: Any, store: DeltaS
     assert_no_stage(store, TINY)
 
 
+def _check_write_counts(spark: Any, store: DeltaStore) -> None:
+    """``write`` returns the rows its commit added (None: the transaction was already committed)."""
+    assert (
+        store.write(tiny_rows(spark, [1, 2], D1).unionByName(tiny_rows(spark, [3], D2)), TINY, "append") == 3
+    )
+    assert store.write(spark.createDataFrame([], TINY.spark_schema()), TINY, "append") == 0
+    replaced = store.write(tiny_rows(spark, [4], D1), TINY, "overwrite", partitions=[{"day": D1}])
+    assert replaced == 1
+    assert store.write(tiny_rows(spark, [5, 6], D2), TINY, "append", app_id="job", txn_version=1) == 2
+    assert store.write(tiny_rows(spark, [7], D2), TINY, "append", app_id="job", txn_version=1) is None
+    assert ids_of(store.read(TINY)) == [3, 4, 5, 6]
+    assert store.write(tiny_rows(spark, [8, 9], D3), TINY, "overwrite") == 2
+    assert ids_of(store.read(TINY)) == [8, 9]
+    # several files, no partitions
+    flat = spark.createDataFrame([(i, None) for i in range(7)], FLAT.spark_schema()).repartition(3)
+    assert store.write(flat, FLAT, "overwrite") == 7
+    with pytest.raises(ValueError, match="only an overwrite"):
+        store.write(tiny_rows(spark, [1], D1), TINY, "append", partitions=[{"day": D1}])
+
+
+def test_write_returns_the_rows_committed(spark: Any, store: DeltaStore) -> None:
+    _check_write_counts(spark, store)
+
+
 def test_bad_arguments_are_refused_before_writing(spark: Any, store: DeltaStore) -> None:
     df = tiny_rows(spark, [1], D1)
     with pytest.raises(ValueError, match="together"):
@@ -641,3 +665,7 @@ def test_delta_spark_whole_overwrite_and_empty_append(spark: Any, spark_store: D
     assert spark_store.transaction_version(TINY, "ingest") == 0
     assert spark_store.overwrite(tiny_rows(spark, [7], D3), TINY)
     assert ids_of(spark_store.read(TINY)) == [7]
+
+
+def test_delta_spark_write_returns_the_rows_committed(spark: Any, spark_store: DeltaStore) -> None:
+    _check_write_counts(spark, spark_store)

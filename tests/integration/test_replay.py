@@ -188,6 +188,65 @@ def test_incremental_chunks_equal_fresh_and_batch(
     assert len(c["member_sessions"]) == len(a["member_sessions"]) + len(open_sessions)
 
 
+def test_stateful_feed_chunking_does_not_change_the_output(
+    tmp_path: Path, spark: Any, story: dict[str, list[tuple[int, int, str]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch stateful replay whose groups all fit ``replay.max_rows_per_call`` feeds everything in ONE
+    micro-batch; with a group over that bound it goes bucket by bucket: same tables, row for row."""
+    from rebalance_replay.jobs import replay as rp
+    from rebalance_replay.jobs.config import load_config
+    from rebalance_replay.jobs.delta import open_store
+
+    real = rp._replay_stateful_batch
+
+    def over_the_bound(*args: Any, **kwargs: Any) -> Any:  # as if a group had more rows than one call takes
+        return real(*args, **{**kwargs, "busiest_group": 10**9})
+
+    logs = _write_all(tmp_path / "logs", story)
+    messages: dict[str, list[str]] = {}
+    for name in ("whole", "bucketed"):
+        wh = tmp_path / f"wh-{name}"
+        _cli("ingest", "--input", str(logs), "--warehouse", str(wh))
+        config = load_config([], ["replay.bucket_ms=60000"], str(wh))
+        store = open_store(spark, str(wh), config.storage.engine)
+        if name == "bucketed":
+            monkeypatch.setattr(rp, "_replay_stateful_batch", over_the_bound)
+        said = messages[name] = []
+        res = rp.replay(spark, store, config, path="stateful", log=said.append)
+        assert res.counts == {t: len(read_table(wh / t)) for t in OUTPUTS}
+        assert res.groups == 2 and res.counts["predictions"] == res.new_rows
+    batches = {k: [m for m in v if m.startswith("replay: micro-batch")] for k, v in messages.items()}
+    assert batches["whole"] == ["replay: micro-batch 1/1 done"]
+    assert len(batches["bucketed"]) >= 3
+    whole, bucketed = _tables(tmp_path / "wh-whole"), _tables(tmp_path / "wh-bucketed")
+    for t in OUTPUTS:
+        assert whole[t] == bucketed[t], f"{t}: one micro-batch and per-bucket micro-batches differ"
+
+
+def test_stateful_query_takes_one_shuffle_partition_per_local_core(
+    tmp_path: Path, spark: Any, story: dict[str, list[tuple[int, int, str]]]
+) -> None:
+    """On a local master the stateful query's checkpoint gets one partition (state store) per core,
+    whatever the session says, and the session's own setting is left as it was."""
+    wh = tmp_path / "wh"
+    _cli("ingest", "--input", str(_write_all(tmp_path / "logs", story)), "--warehouse", str(wh))
+    key = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "5")
+    try:
+        _cli("replay", "--incremental", "--warehouse", str(wh))
+        assert spark.conf.get(key) == "5"
+    finally:
+        spark.conf.set(key, before)
+    checkpoint = wh / "_replay" / "incremental" / "checkpoint"
+    offsets = json.loads((checkpoint / "offsets" / "0").read_text().splitlines()[1])
+    cores = spark.sparkContext.defaultParallelism
+    assert offsets["conf"][key] == str(cores)
+    assert sorted(p.name for p in (checkpoint / "state" / "0").iterdir() if p.name.isdigit()) == [
+        str(i) for i in range(cores)
+    ]
+
+
 def test_rerun_changes_nothing(
     tmp_path: Path, spark: object, story: dict[str, list[tuple[int, int, str]]]
 ) -> None:

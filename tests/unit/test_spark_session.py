@@ -17,6 +17,7 @@ from rebalance_replay.jobs.spark_session import (
     get_spark,
     java_available,
     java_executable,
+    local_cores,
 )
 
 
@@ -146,3 +147,28 @@ def test_built_session_settings_and_reuse(spark: object) -> None:
     # Python workers run this interpreter (and so see pandas/pyarrow)
     workers = s.sparkContext.parallelize([0], 1).map(lambda _: __import__("sys").executable).collect()
     assert workers == [sys.executable]
+
+
+@pytest.mark.parametrize(
+    ("master", "parallelism", "cores"),
+    [
+        ("local[4]", 4, 4),
+        ("local[*]", 2, 2),
+        ("local", 1, 1),
+        ("local[2,3]", 2, 2),  # with task retries
+        ("local-cluster[2,1,1024]", 2, None),  # separate executor processes: a cluster
+        ("yarn", 16, None),
+        ("spark://host:7077", 16, None),
+    ],
+)
+def test_local_cores(master: str, parallelism: int, cores: int | None) -> None:
+    class Context:
+        def __init__(self) -> None:
+            self.master = master
+            self.defaultParallelism = parallelism
+
+    class Session:
+        sparkContext = Context()
+
+    fake: Any = Session()
+    assert local_cores(fake) == cores

@@ -82,7 +82,7 @@ class DeltaStore(ABC):
         commit records Delta's application transaction id; if that app already committed a version
         ``>= txn_version`` nothing is written and False is returned (idempotent retry).
         """
-        return self._checked_write(df, table, "append", None, app_id, txn_version)
+        return self.write(df, table, "append", app_id=app_id, txn_version=txn_version) is not None
 
     def overwrite(
         self,
@@ -96,19 +96,28 @@ class DeltaStore(ABC):
         """Replace the whole table (``partitions=None``) or only the given partitions, e.g.
         ``[{"log_date": date(2024, 5, 1)}]``, with ``df`` in one commit. Every row of ``df`` must belong
         to one of ``partitions`` (ValueError otherwise). Idempotency as in :meth:`append`."""
-        return self._checked_write(df, table, "overwrite", partitions, app_id, txn_version)
+        written = self.write(
+            df, table, "overwrite", partitions=partitions, app_id=app_id, txn_version=txn_version
+        )
+        return written is not None
 
-    def _checked_write(
+    def write(
         self,
         df: DataFrame,
         table: TableDef,
         mode: WriteMode,
-        partitions: Sequence[Mapping[str, Any]] | None,
-        app_id: str | None,
-        txn_version: int | None,
-    ) -> bool:
+        *,
+        partitions: Sequence[Mapping[str, Any]] | None = None,
+        app_id: str | None = None,
+        txn_version: int | None = None,
+    ) -> int | None:
+        """:meth:`append` or :meth:`overwrite` (``partitions``: overwrite only) by ``mode``, returning the
+        number of rows the commit added (from the commit itself, no extra pass over ``df``), or None when
+        nothing was written because the transaction was already committed."""
         self._check_txn(app_id, txn_version)
         self._check_table(table)
+        if partitions is not None and mode != "overwrite":
+            raise ValueError("partitions: only an overwrite replaces partitions")
         specs = None if partitions is None else normalize_specs(table, partitions)
         return self._write(self._conform(df, table), table, Write(mode, specs, app_id, txn_version))
 
@@ -117,9 +126,10 @@ class DeltaStore(ABC):
         return None
 
     @abstractmethod
-    def _write(self, df: DataFrame, table: TableDef, write: Write) -> bool:
-        """The engine's one commit behind :meth:`append` and :meth:`overwrite`: ``df`` is conformed to
-        the table and the arguments are checked. False when ``write``'s transaction was committed."""
+    def _write(self, df: DataFrame, table: TableDef, write: Write) -> int | None:
+        """The engine's one commit behind :meth:`write`: ``df`` is conformed to the table and the
+        arguments are checked. The number of rows committed; None when ``write``'s transaction was
+        already committed."""
 
     @abstractmethod
     def new_rows(self, table: TableDef, progress_dir: str) -> NewRows:

@@ -39,6 +39,7 @@ from rebalance_replay.jobs.delta.partitions import (
 )
 from rebalance_replay.jobs.delta.stats import file_stats, stats_columns
 from rebalance_replay.jobs.errors import HistoryUnavailableError, TableFeatureError
+from rebalance_replay.jobs.spark_session import session_conf
 from rebalance_replay.schemas.core import TableDef
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -138,25 +139,6 @@ _PARQUET_WRITE_CONF = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # not INT96
     "spark.sql.parquet.writeLegacyFormat": "false",
 }
-
-
-@contextlib.contextmanager
-def _session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
-    """Set runtime SQL settings for the duration of a write, then put the session's values back."""
-    changed: dict[str, str | None] = {}
-    for key, value in settings.items():
-        old = spark.conf.get(key, None)
-        if old != value:
-            changed[key] = old
-            spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, old in changed.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
 
 
 def _spark_path(local: str) -> str:
@@ -346,7 +328,7 @@ class DeltaRsStore(DeltaStore):
     def _check_table(self, table: TableDef) -> None:
         check_partition_types(table)
 
-    def _write(self, conformed: DataFrame, table: TableDef, write: Write) -> bool:
+    def _write(self, conformed: DataFrame, table: TableDef, write: Write) -> int | None:
         mode, specs, app_id, txn_version = write.mode, write.specs, write.app_id, write.txn_version
 
         dt = self._load(table)
@@ -354,7 +336,7 @@ class DeltaRsStore(DeltaStore):
             self._check_features(dt, table, write=True, overwrite=mode == "overwrite")
             self._check_schema(dt, table)
         if self._already_committed(dt, app_id, txn_version):
-            return False
+            return None
 
         table_dir = self.path(table)
         os.makedirs(table_dir, exist_ok=True)
@@ -365,12 +347,15 @@ class DeltaRsStore(DeltaStore):
             writer = conformed.write.mode("errorifexists").option("compression", "snappy")
             if table.partition_by:
                 writer = writer.partitionBy(*table.partition_by)
-            with _session_conf(self.spark, _PARQUET_WRITE_CONF):
+            with session_conf(self.spark, _PARQUET_WRITE_CONF):
                 writer.parquet(_spark_path(stage))
 
             config = dict(table.properties) if dt is None else dict(dt.metadata().configuration or {})
-            adds = self._stage_to_table(stage, table, specs, stats_columns(table, config), moved)
-            return self._commit(table, adds, mode=mode, specs=specs, app_id=app_id, txn_version=txn_version)
+            adds, rows = self._stage_to_table(stage, table, specs, stats_columns(table, config), moved)
+            committed = self._commit(
+                table, adds, mode=mode, specs=specs, app_id=app_id, txn_version=txn_version
+            )
+            return rows if committed else None
         except BaseException:
             self._discard_uncommitted(table, moved)
             raise
@@ -393,8 +378,9 @@ class DeltaRsStore(DeltaStore):
         specs: list[PartitionSpec] | None,
         stats_columns: Sequence[str],
         moved: list[str],
-    ) -> list[Any]:
-        """Move the staged files into the table's partition folders; their Delta add actions."""
+    ) -> tuple[list[Any], int]:
+        """Move the staged files into the table's partition folders; their Delta add actions and the
+        number of rows they hold (from the footers read for the statistics)."""
         from deltalake.transaction import AddAction
 
         table_dir = self.path(table)
@@ -409,6 +395,7 @@ class DeltaRsStore(DeltaStore):
             staged.append((rel_dir, name, values))
 
         adds = []
+        rows = 0
         for rel_dir, name, values in staged:
             src = os.path.join(stage, rel_dir, name)
             num_records, stats = file_stats(src, table, stats_columns)
@@ -423,7 +410,8 @@ class DeltaRsStore(DeltaStore):
             moved.append(dest)
             st = os.stat(dest)
             adds.append(AddAction(rel, st.st_size, values, int(st.st_mtime * 1000), True, stats))
-        return adds
+            rows += num_records
+        return adds, rows
 
     def _commit(
         self,

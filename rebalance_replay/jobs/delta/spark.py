@@ -167,12 +167,12 @@ class DeltaSparkStore(DeltaStore):
             builder = builder.property(k, v)
         builder.execute()
 
-    def _write(self, conformed: DataFrame, table: TableDef, write: Write) -> bool:
+    def _write(self, conformed: DataFrame, table: TableDef, write: Write) -> int | None:
         mode, specs, app_id, txn_version = write.mode, write.specs, write.app_id, write.txn_version
         if app_id is not None and txn_version is not None:
             done = self.transaction_version(table, app_id)
             if done is not None and done >= txn_version:
-                return False
+                return None
         self._create_if_absent(table)
         writer = conformed.write.format("delta")
         if table.partition_by:
@@ -187,7 +187,21 @@ class DeltaSparkStore(DeltaStore):
             if specs is not None:
                 writer = writer.option("replaceWhere", _replace_where(table, specs))
         writer.save(self.path(table))
-        return True
+        return self._rows_written(conformed, table)
+
+    def _rows_written(self, conformed: DataFrame, table: TableDef) -> int:
+        """The rows the write just committed: the commit's ``operationMetrics.numOutputRows`` (Delta
+        records it for every write), counted from ``conformed`` only if the metric is absent."""
+        row = (
+            self._delta_table_api()
+            .forPath(self.spark, self.path(table))
+            .history(1)
+            .select("operationMetrics")
+            .first()
+        )
+        metrics = (row[0] if row is not None else None) or {}
+        value = metrics.get("numOutputRows")
+        return int(value) if value is not None else int(conformed.count())
 
 
 # --------------------------------------------------------------------------------------------------
