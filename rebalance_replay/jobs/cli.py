@@ -304,6 +304,11 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
     )
     state = "up to date" if result.up_to_date else f"{result.new_rows} request(s) replayed"
     print(f"replay: {result.mode} ({result.path} path), {result.groups} group(s), {state}: {counts}")
+    if result.bulk_validated and not result.up_to_date:
+        print(
+            f"replay: {result.bulk_validated} of {result.new_rows} request(s) validated in bulk "
+            "(routine heartbeats and offset commits of Stable generations)"
+        )
     if result.kip848_groups:
         print(
             f"replay: {len(result.kip848_groups)} KIP-848 group(s) use ConsumerGroupHeartbeat and are not "

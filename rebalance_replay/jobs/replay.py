@@ -298,6 +298,8 @@ class ReplayResult:
     groups: int = 0
     kip848_groups: list[str] = field(default_factory=list)
     late_rows: int = 0
+    #: requests validated in bulk (routine traffic, rebalance_replay.transforms.bulk)
+    bulk_validated: int = 0
     up_to_date: bool = False
     seconds: float = 0.0
 
@@ -310,6 +312,7 @@ class ReplayResult:
                 "new_rows": self.new_rows,
                 "groups": self.groups,
                 "late_rows": self.late_rows,
+                "bulk_validated": self.bulk_validated,
                 "kip848_groups": self.kip848_groups,
                 "seconds": round(self.seconds, 2),
                 "up_to_date": self.up_to_date,
@@ -487,6 +490,7 @@ def replay(
             0,
             counts=manifest.get("counts", {}),
             groups=manifest.get("groups", 0),
+            bulk_validated=manifest.get("bulk_validated", 0),
             kip848_groups=manifest.get("kip848_groups", []),
             up_to_date=True,
         )
@@ -548,6 +552,7 @@ def replay(
                 "horizon_ms": horizon,
                 "counts": result.counts,
                 "groups": result.groups,
+                "bulk_validated": result.bulk_validated,
                 "kip848_groups": result.kip848_groups,
             }
         )
@@ -593,7 +598,7 @@ def _split_and_write(
         counts[kind] = rows.num_rows if written is None else written
     status = (
         small.filter(pc.equal(small.column("kind"), "status"))
-        .select(["group_id", "pending", "kip848", "replayed", "late"])
+        .select(["group_id", "pending", "kip848", "replayed", "late", "bulk"])
         .to_pylist()
     )
     return counts, status
@@ -608,13 +613,22 @@ def _finish_result(
     status: Sequence[Mapping[str, Any]],
 ) -> ReplayResult:
     latest: dict[str, Mapping[str, Any]] = {}
-    late = 0
+    late = bulk = 0
     for s in status:
         latest[s["group_id"]] = s
         late += s["late"] or 0
+        bulk += s["bulk"] or 0
     kip848 = sorted(g for g, s in latest.items() if s["kip848"])
     return ReplayResult(
-        mode, path, horizon, new_rows, counts, groups=len(latest), kip848_groups=kip848, late_rows=late
+        mode,
+        path,
+        horizon,
+        new_rows,
+        counts,
+        groups=len(latest),
+        kip848_groups=kip848,
+        late_rows=late,
+        bulk_validated=bulk,
     )
 
 

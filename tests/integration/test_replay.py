@@ -146,6 +146,12 @@ def test_bulk_validation_changes_no_row(
         _cli("ingest", "--input", str(logs), "--warehouse", str(wh))
         _cli("replay", "--warehouse", str(wh), "--path", path, "--set", f"replay.bulk={bulk}")
         tables[name] = _tables(wh)
+        replayed = _summary(wh)["replay"]
+        routine = sum(1 for p in read_table(wh / "predictions") if p["api"] in ("HEARTBEAT", "OFFSET_COMMIT"))
+        if bulk == "true":  # the routine traffic is validated in bulk, the rest one by one
+            assert 0.9 * routine <= replayed["bulk_validated"] <= routine, (name, replayed)
+        else:
+            assert replayed["bulk_validated"] == 0
     for t in OUTPUTS:
         assert tables["fast-on"][t] == tables["fast-off"][t], f"{t}: bulk validation changed rows"
         assert tables["st-on"][t] == tables["fast-off"][t], f"{t}: stateful with bulk differs"
