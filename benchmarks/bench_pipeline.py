@@ -211,7 +211,9 @@ def _replay_stage(name: str, path: str, data: Path, overrides: list[str]) -> Sta
     t = time.perf_counter()
     res = replay(spark, store, config, path=path, log=lambda m: None)
     secs = time.perf_counter() - t
-    return StageResult(name, secs, res.new_rows, "events", f"{res.groups} groups, {res.path} path")
+    share = res.bulk_validated / res.new_rows if res.new_rows else 0.0
+    note = f"{res.groups} groups, {res.path} path, {share:.1%} validated in bulk"
+    return StageResult(name, secs, res.new_rows, "events", note)
 
 
 def stage_fast(data: Path, overrides: list[str]) -> StageResult:
