@@ -21,7 +21,7 @@ one by one like any other, so the output never depends on this module's guesses 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,7 +129,7 @@ class RunSummary:
     start: int  # the run is rows [start, end) of the sorted table
     end: int
     model: HeartbeatRun
-    #: per member: (first position, count, client facts as (position, client id, client address))
+    #: per member, in the order of ``model.members``: the position of its first request in the run
     first_positions: tuple[int, ...]
     first_commit: tuple[bool, ...]  # whether its first request in the run is an OffsetCommit
     heartbeats: tuple[int, ...]  # its Heartbeats in the run
@@ -245,7 +245,11 @@ def summarize(table: pa.Table, start: int, end: int) -> RunSummary:
 
 
 def tracked(
-    summary: RunSummary, base_seq: int, generation: int, events: bool, host: Any
+    summary: RunSummary,
+    base_seq: int,
+    generation: int,
+    events: bool,
+    host: Callable[[str | None], str | None],
 ) -> TrackedHeartbeats:
     """The run as the rebalance tracker takes it, once the model gave its first request ``base_seq``.
     ``events``: whether the model emits liveness events; ``host``: client address → host."""

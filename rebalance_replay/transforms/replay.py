@@ -442,6 +442,7 @@ class GroupReplayer:
     # -- feeding ------------------------------------------------------------------------------------
     def feed(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Buffer a group's rows (any order; those of other APIs are ignored). Rows are kept, not copied."""
+        done: list[int] = []
         for row in rows:
             api = row.get("api_key")
             if api is None:
@@ -449,8 +450,10 @@ class GroupReplayer:
             if int(api) == ApiKey.CONSUMER_GROUP_HEARTBEAT:
                 self.kip848 = True
             if int(api) in STATE_CHANGING_APIS:
-                self._sample_clock(row.get("completion_ms"))
+                if row.get("completion_ms") is not None:
+                    done.append(int(row["completion_ms"]))
                 self.buffer.append(row)  # trimmed to REPLAY_COLUMNS only when the state is serialised
+        self._sample_clock(np.asarray(done, dtype=np.int64))
 
     def feed_table(self, table: pa.Table) -> None:
         """Buffer a group's rows given as Arrow columns (at least ``REPLAY_COLUMNS``; rows without an
@@ -467,17 +470,13 @@ class GroupReplayer:
         if rows.num_rows == 0:
             return
         rows = rows.select(list(REPLAY_COLUMNS)).cast(REPLAY_SCHEMA)
-        done = rows.column("completion_ms").drop_null().to_numpy()
-        self.clock_samples += len(done)
-        while self.clock_divisor > 1 and bool(np.any(done % self.clock_divisor)):
-            self.clock_divisor = next(d for d in CLOCK_DIVISORS if d < self.clock_divisor)
+        self._sample_clock(rows.column("completion_ms").drop_null().to_numpy())
         self.pending.append(rows)
 
-    def _sample_clock(self, completion_ms: Any) -> None:
-        if completion_ms is None:
-            return
-        self.clock_samples += 1
-        while self.clock_divisor > 1 and int(completion_ms) % self.clock_divisor:
+    def _sample_clock(self, done: np.ndarray) -> None:
+        """Logged completion times seen: the clock's resolution is the coarsest divisor of them all."""
+        self.clock_samples += len(done)
+        while self.clock_divisor > 1 and bool(np.any(done % self.clock_divisor)):
             self.clock_divisor = next(d for d in CLOCK_DIVISORS if d < self.clock_divisor)
 
     @property

@@ -45,6 +45,12 @@ class Timer:
         self.heap_order = order
 
 
+def _postponable(timer: Timer | None, deadline: int, priority: int) -> bool:
+    """Whether re-arming ``timer`` to ``deadline`` at ``priority`` is a lazy postponement: a live timer of
+    that priority moved later than its heap entry."""
+    return timer is not None and deadline > timer.heap_deadline and timer.priority == priority
+
+
 class TimerQueue:
     __slots__ = ("_heap", "_next_order", "_timers")
 
@@ -90,8 +96,9 @@ class TimerQueue:
         without a heap operation, as :meth:`arm` would; False (nothing done) when that does not apply and
         :meth:`arm` is needed. The heartbeat fast path."""
         timer = self._timers.get(key)
-        if timer is None or deadline <= timer.heap_deadline or timer.priority != priority:
+        if not _postponable(timer, deadline, priority):
             return False
+        assert timer is not None
         order = self._next_order
         self._next_order = order + 1
         timer.deadline = deadline
@@ -104,10 +111,8 @@ class TimerQueue:
         among the ``calls``). All or nothing: False (nothing changed) unless every first call would
         postpone a live timer (the last deadlines are later still). The bulk heartbeat path."""
         timers = self._timers
-        for key, first, _last, _index in updates:
-            timer = timers.get(key)
-            if timer is None or first <= timer.heap_deadline or timer.priority != priority:
-                return False
+        if not all(_postponable(timers.get(key), first, priority) for key, first, _last, _index in updates):
+            return False
         base = self._next_order
         for key, _first, last, index in updates:
             timer = timers[key]
