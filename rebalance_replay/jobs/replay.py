@@ -132,13 +132,10 @@ def _as_union(table: pa.Table, kind: str) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=_UNION_SCHEMA)
 
 
-def output_table(
-    replayer: GroupReplayer, out: ReplayOutput, *, status: bool, bulk_before: int = 0
-) -> pa.Table:
+def output_table(replayer: GroupReplayer, out: ReplayOutput) -> pa.Table:
     """Everything one call produced, as one Arrow table of the union schema: each output table's rows
     (the bulk-validated predictions already columns, the model's rows converted per table, not per row)
-    and, with ``status``, the group's status row (``bulk``: requests validated in bulk by this call and,
-    ``bulk_before``, by the calls since the last status)."""
+    and the group's status row after the call (the counts are the call's: the driver adds them up)."""
     parts = [_as_union(t, "predictions") for t in out.prediction_tables]
     for kind in OUTPUT_KINDS:
         rows = out.rows[kind]
@@ -146,25 +143,16 @@ def output_table(
             parts.append(
                 _as_union(pa.Table.from_pylist(rows, schema=OUTPUT_TABLES[kind].arrow_schema()), kind)
             )
-    if status:
-        parts.append(
-            _as_union(
-                pa.Table.from_pylist(
-                    [
-                        {
-                            "group_id": replayer.group_id,
-                            "pending": replayer.has_pending_work,
-                            "kip848": replayer.kip848,
-                            "replayed": out.replayed,
-                            "late": out.late,
-                            "bulk": bulk_before + sum(t.num_rows for t in out.prediction_tables),
-                        }
-                    ]
-                ),
-                "status",
-            )
-        )
-    return pa.concat_tables(parts) if parts else _UNION_SCHEMA.empty_table()
+    status = {
+        "group_id": replayer.group_id,
+        "pending": replayer.has_pending_work,
+        "kip848": replayer.kip848,
+        "replayed": out.replayed,
+        "late": out.late,
+        "bulk": sum(t.num_rows for t in out.prediction_tables),
+    }
+    parts.append(_as_union(pa.Table.from_pylist([status]), "status"))
+    return pa.concat_tables(parts)
 
 
 def _step(replayer: GroupReplayer, rows: pa.Table) -> ReplayOutput:
@@ -204,9 +192,7 @@ def stateful_function(settings: ReplaySettings) -> Callable[..., Iterator[Any]]:
         )
         out = _step(replayer, rows)
         state.update((replayer.to_bytes(),))
-        yield output_table(replayer, out, status=True).to_pandas(
-            integer_object_nulls=True, date_as_object=True
-        )
+        yield output_table(replayer, out).to_pandas(integer_object_nulls=True, date_as_object=True)
 
     return fn
 
@@ -223,30 +209,27 @@ def fast_function(settings: ReplaySettings) -> Callable[[Iterator[pa.RecordBatch
         outputs: list[pa.Table] = []
         produced = 0
         last: dict[str, Any] = {}  # the current group's last row's bucket end and final flag
-        in_bulk = 0  # the current group's requests validated in bulk by earlier chunks
         schema: pa.Schema | None = None
 
         def replay_chunk() -> None:
             # replay only what arrived before the chunk's last row: rows tied with it may follow
-            nonlocal waiting, produced, in_bulk
+            nonlocal waiting, produced
             assert replayer is not None
             rows = pa.concat_tables(parts)
             replayer.feed_table(rows)
             out = replayer.process(int(rows.column("arrival_ms")[-1].as_py()))
-            in_bulk += sum(t.num_rows for t in out.prediction_tables)
-            result = output_table(replayer, out, status=False)
+            result = output_table(replayer, out)
             outputs.append(result)
             produced += result.num_rows
             parts.clear()
             waiting = 0
 
         def finish_group() -> None:
-            nonlocal waiting, produced, in_bulk
+            nonlocal waiting, produced
             assert replayer is not None
             tick = pa.Table.from_pylist([{"group_id": replayer.group_id, **last}], schema=schema)
             out = _step(replayer, pa.concat_tables([*parts, tick]))
-            result = output_table(replayer, out, status=True, bulk_before=in_bulk)
-            in_bulk = 0
+            result = output_table(replayer, out)
             outputs.append(result)
             produced += result.num_rows
             parts.clear()
