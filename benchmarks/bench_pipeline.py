@@ -53,8 +53,19 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-STAGES = ("bare", "ingest", "model", "model_columns", "fast", "stateful", "validate", "audit", "run")
-LINE_STAGES = ("bare", "ingest", "run")
+STAGES = (
+    "bare",
+    "ingest_python",
+    "ingest",
+    "model",
+    "model_columns",
+    "fast",
+    "stateful",
+    "validate",
+    "audit",
+    "run",
+)
+LINE_STAGES = ("bare", "ingest_python", "ingest", "run")
 # the bare pass's schema: what a hand-written Spark job over these logs would declare
 BARE_SCHEMA = (
     "isForwarded boolean, "
@@ -151,19 +162,35 @@ def stage_bare(data: Path, overrides: list[str]) -> StageResult:
     return StageResult("bare", secs, _n_lines(data), "lines", "read.text + from_json + parquet write")
 
 
-def stage_ingest(data: Path, overrides: list[str]) -> StageResult:
+def _ingest_stage(name: str, warehouse: str, data: Path, overrides: list[str]) -> StageResult:
     from rebalance_replay.jobs.delta import open_store
     from rebalance_replay.jobs.ingest import ingest
 
-    config = _config(data, "warehouse", overrides)
+    config = _config(data, warehouse, overrides)
     shutil.rmtree(config.storage.warehouse, ignore_errors=True)
     spark = _spark()
     store = open_store(spark, config.storage.warehouse, config.storage.engine)
     t = time.perf_counter()
     res = ingest(spark, store, config, [str(data / "logs")], log=lambda m: None)
     secs = time.perf_counter() - t
-    note = f"{res.run.requests:,} requests, {res.run.quarantined} quarantined"
-    return StageResult("ingest", secs, res.run.lines_read, "lines", note)
+    how = "columnar routine lines" if config.input.columnar_json else "every line through parse_line"
+    note = f"{res.run.requests:,} requests, {res.run.quarantined} quarantined, {how}"
+    return StageResult(name, secs, res.run.lines_read, "lines", note)
+
+
+def stage_ingest(data: Path, overrides: list[str]) -> StageResult:
+    return _ingest_stage("ingest", "warehouse", data, overrides)
+
+
+def stage_ingest_python(data: Path, overrides: list[str]) -> StageResult:
+    """The ingest with the per-line Python parser only (``input.columnar_json=false``), into a warehouse
+    of its own that is removed afterwards: the before of the columnar parser, in the same invocation."""
+    try:
+        return _ingest_stage(
+            "ingest_python", "warehouse-python", data, [*overrides, "input.columnar_json=false"]
+        )
+    finally:
+        shutil.rmtree(data / "warehouse-python", ignore_errors=True)
 
 
 def _classic(spark: Any, config: Any) -> Any:
@@ -283,6 +310,7 @@ def stage_run(data: Path, overrides: list[str]) -> StageResult:
 
 STAGE_FUNCS: dict[str, Callable[[Path, list[str]], StageResult]] = {
     "bare": stage_bare,
+    "ingest_python": stage_ingest_python,
     "ingest": stage_ingest,
     "model": stage_model,
     "model_columns": stage_model_columns,

@@ -2,16 +2,24 @@
 
 Flow: the driver discovers files and plans the slices not yet read (``ingest_files`` remembers how far
 each file identity was read); Spark tasks read and parse the slices in parallel (``mapInArrow``), each
-line becoming a request row, a quarantine row, or a count (other APIs, other loggers); the driver
-commits both tables and then the progress rows, all under one application transaction id, so a retried
-or repeated ingest never adds a row twice. Accounting identity, checked and reported:
-``lines_read = requests + quarantined + other_api_lines + other_lines``.
+line becoming a request row, a quarantine row, or a count (other APIs, other loggers). The routine
+JSON-era lines (heartbeats, offset commits) are typed a block at a time by ``transforms.columnar_log``,
+every other line by ``parse_line`` (``input.columnar_json``; the rows are the same either way).
+
+One pass: the request rows stream from the tasks straight into the ``requests`` commit; each task leaves
+its slices' quarantined lines and counts in a side file (``_ingest/batch-N-side/slice-K.parquet``), which
+the driver then reads for the ``quarantine`` commit and the progress rows. All commits carry one
+application transaction id, so a retried or repeated ingest never adds a row twice (a batch whose
+requests are committed but whose side files are gone reads its slices again for them). Accounting
+identity, checked and reported: ``lines_read = requests + quarantined + other_api_lines + other_lines``,
+and the rows committed to ``requests`` equal the request lines counted.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -35,9 +43,11 @@ from rebalance_replay.jobs.log_files import (
     plan_slices,
     read_slice,
 )
+from rebalance_replay.jobs.spark_session import local_cores
 from rebalance_replay.jobs.warehouse import open_warehouse, redaction_key
 from rebalance_replay.schemas import INGEST_FILES, QUARANTINE, REQUESTS
 from rebalance_replay.schemas.core import Column, TableDef
+from rebalance_replay.transforms.columnar_log import parse_routine_lines
 from rebalance_replay.transforms.redaction import Redactor
 from rebalance_replay.transforms.request_log import LineKind, parse_line
 
@@ -48,6 +58,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 APP_ID = "rebalance-replay/ingest"
 BATCH_ROWS = 5000
+#: lines typed together by the columnar parser (``input.columnar_json``)
+BLOCK_LINES = 8192
 
 # One Arrow schema for everything a task emits: a row kind, the request columns, the quarantine columns
 # and the per-slice statistics. The driver splits it into the tables.
@@ -79,6 +91,8 @@ TASK_OUTPUT = TableDef(
         *_STATS_COLUMNS,
     ),
 )
+_TASK_SCHEMA = TASK_OUTPUT.arrow_schema()
+_REQUEST_SCHEMA = REQUESTS.arrow_schema()
 
 
 @dataclass
@@ -142,10 +156,19 @@ class IngestResult:
 
 
 def parse_slices(
-    slices: Sequence[FileSlice], tz_name: str, ingested_at: datetime, redactor: Redactor | None = None
-) -> Iterator[dict[str, Any]]:
+    slices: Sequence[FileSlice],
+    tz_name: str,
+    ingested_at: datetime,
+    redactor: Redactor | None = None,
+    *,
+    columnar: bool = False,
+) -> Iterator[dict[str, Any] | pa.RecordBatch]:
     """Read and parse slices, yielding task-output rows (requests, quarantine, one stats row a slice);
-    with a ``redactor``, identifying values are replaced before they leave the task."""
+    with a ``redactor``, identifying values are replaced before they leave the task.
+
+    ``columnar`` (and no redactor): the routine JSON-era lines of each block of :data:`BLOCK_LINES` lines
+    are typed together (:func:`parse_routine_lines`) and come as one record batch of task-output rows;
+    every other line goes through ``parse_line`` as a row dict. The rows are the same either way."""
     from zoneinfo import ZoneInfo
 
     tz = ZoneInfo(tz_name)
@@ -155,33 +178,44 @@ def parse_slices(
         stats = SliceStats()
         n_req = n_q = n_oa = n_o = 0
         other_api: dict[str, int] = {}
-        for line_no, line in read_slice(s, stats):
-            out = parse_line(line, tz)
-            if out.kind is LineKind.REQUEST:
-                n_req += 1
-                assert out.record is not None
-                row = dict(out.record)
-                row.update(row_kind="request", source_file=s.path, line_no=line_no, broker_id=s.broker_id)
-                yield row if redact is None else redact.request_row(row)
-            elif out.kind is LineKind.QUARANTINE:
-                n_q += 1
-                q = {
-                    "row_kind": "quarantine",
-                    "source_file": s.path,
-                    "line_no": line_no,
-                    "broker_id": s.broker_id,
-                    "quarantine_reason": out.reason or "unreadable",
-                    "raw_line": line,
-                    "ingested_at": ingested_at,
-                    "log_date": out.log_date or ingest_date,
-                }
-                yield q if redact is None else redact.quarantine_row(q)
-            elif out.kind is LineKind.OTHER_API:
-                n_oa += 1
-                name = out.api_name or "UNKNOWN"
-                other_api[name] = other_api.get(name, 0) + 1
-            else:
-                n_o += 1
+        for block in _blocks(read_slice(s, stats), BLOCK_LINES if columnar and redact is None else 1):
+            typed: set[int] = set()
+            if len(block) > 1:
+                routine = parse_routine_lines([line for _, line in block], tz)
+                if len(routine.positions):
+                    typed = set(routine.positions.tolist())
+                    n_req += len(typed)
+                    line_nos = pa.array([block[i][0] for i in routine.positions], pa.int64())
+                    yield _typed_batch(routine.records, s, line_nos)
+            for i, (line_no, line) in enumerate(block):
+                if i in typed:
+                    continue
+                out = parse_line(line, tz)
+                if out.kind is LineKind.REQUEST:
+                    n_req += 1
+                    assert out.record is not None
+                    row = dict(out.record)
+                    row.update(row_kind="request", source_file=s.path, line_no=line_no, broker_id=s.broker_id)
+                    yield row if redact is None else redact.request_row(row)
+                elif out.kind is LineKind.QUARANTINE:
+                    n_q += 1
+                    q = {
+                        "row_kind": "quarantine",
+                        "source_file": s.path,
+                        "line_no": line_no,
+                        "broker_id": s.broker_id,
+                        "quarantine_reason": out.reason or "unreadable",
+                        "raw_line": line,
+                        "ingested_at": ingested_at,
+                        "log_date": out.log_date or ingest_date,
+                    }
+                    yield q if redact is None else redact.quarantine_row(q)
+                elif out.kind is LineKind.OTHER_API:
+                    n_oa += 1
+                    name = out.api_name or "UNKNOWN"
+                    other_api[name] = other_api.get(name, 0) + 1
+                else:
+                    n_o += 1
         if stats.error is not None:
             # the rest of the file cannot be read (a gzip stream that breaks off): it is kept as one
             # quarantined line after the last one read, so the accounting still covers the whole file
@@ -214,22 +248,71 @@ def parse_slices(
         }
 
 
+def _blocks(lines: Iterator[tuple[int, str]], size: int) -> Iterator[list[tuple[int, str]]]:
+    block: list[tuple[int, str]] = []
+    for item in lines:
+        block.append(item)
+        if len(block) >= size:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def _typed_batch(records: pa.Table, s: FileSlice, line_nos: pa.Array) -> pa.RecordBatch:
+    """Columnar-typed request records → ``requests`` rows."""
+    n = records.num_rows
+    given = {
+        "source_file": pa.array([s.path] * n, pa.string()),
+        "line_no": line_nos,
+        "broker_id": pa.array([s.broker_id] * n, pa.string()),
+    }
+    arrays = [
+        given[f.name] if f.name in given else records.column(f.name).combine_chunks() for f in _REQUEST_SCHEMA
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=_REQUEST_SCHEMA)
+
+
 def _arrow_task(
-    tz_name: str, ingested_at: datetime, redact: tuple[str, ...] = (), key_hex: str | None = None
+    tz_name: str,
+    ingested_at: datetime,
+    redact: tuple[str, ...] = (),
+    key_hex: str | None = None,
+    columnar: bool = False,
+    side_dir: str = "",
 ) -> Any:
-    schema = TASK_OUTPUT.arrow_schema()
+    """The ``mapInArrow`` function of the plan frame (``slice``, ``slice_no``): yields the request rows
+    (the ``requests`` columns) and writes each slice's other rows (quarantine, stats) to
+    ``<side_dir>/slice-<slice_no>.parquet`` (the same name on a retry, written whole, then renamed)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        slices = [FileSlice.from_dict(json.loads(s)) for b in batches for s in b.column("slice").to_pylist()]
+        import pyarrow.parquet as pq
+
+        planned = [
+            (int(n), FileSlice.from_dict(json.loads(s)))
+            for b in batches
+            for s, n in zip(b.column("slice").to_pylist(), b.column("slice_no").to_pylist(), strict=True)
+        ]
         redactor = Redactor(bytes.fromhex(key_hex), redact) if redact and key_hex else None
-        buf: list[dict[str, Any]] = []
-        for row in parse_slices(slices, tz_name, ingested_at, redactor):
-            buf.append(row)
-            if len(buf) >= BATCH_ROWS:
-                yield pa.RecordBatch.from_pylist(buf, schema=schema)
-                buf = []
-        if buf:
-            yield pa.RecordBatch.from_pylist(buf, schema=schema)
+        os.makedirs(side_dir, exist_ok=True)
+        for slice_no, s in planned:
+            buf: list[dict[str, Any]] = []
+            side: list[dict[str, Any]] = []
+            for row in parse_slices([s], tz_name, ingested_at, redactor, columnar=columnar):
+                if isinstance(row, pa.RecordBatch):
+                    yield row
+                elif row["row_kind"] == "request":
+                    buf.append(row)
+                    if len(buf) >= BATCH_ROWS:
+                        yield pa.RecordBatch.from_pylist(buf, schema=_REQUEST_SCHEMA)
+                        buf = []
+                else:
+                    side.append(row)
+            if buf:
+                yield pa.RecordBatch.from_pylist(buf, schema=_REQUEST_SCHEMA)
+            target = os.path.join(side_dir, f"slice-{slice_no:06d}.parquet")
+            pq.write_table(pa.Table.from_pylist(side, schema=_TASK_SCHEMA), target + ".tmp")
+            os.replace(target + ".tmp", target)
 
     return run
 
@@ -265,6 +348,31 @@ def _progress(spark: SparkSession, store: DeltaStore) -> tuple[dict[str, FilePro
 
 def _plan_path(warehouse: str, batch_id: int) -> Path:
     return Path(warehouse) / "_ingest" / f"batch-{batch_id:08d}.json"
+
+
+def _side_dir(warehouse: str, batch_id: int) -> Path:
+    """Where a batch's tasks leave their quarantined lines and per-slice counts (one file a slice)."""
+    return Path(warehouse) / "_ingest" / f"batch-{batch_id:08d}-side"
+
+
+def _check_executors_can_open(plan_df: DataFrame) -> None:
+    """Fail before reading anything when an executor cannot open a file the driver can (a path that is
+    not on storage every node shares)."""
+
+    def probe(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            paths = [json.loads(x)["path"] for x in b.column("slice").to_pylist()]
+            yield pa.RecordBatch.from_pylist(
+                [{"path": p} for p in paths if not os.path.exists(p)],
+                schema=pa.schema([("path", pa.string())]),
+            )
+
+    for r in plan_df.mapInArrow(probe, "path string").collect():
+        if os.path.exists(r["path"]):
+            raise InputError(
+                f"input: {r['path']}: the Spark executors cannot open it although the driver can: "
+                "give a path every executor can read (shared storage such as /dbfs or NFS)"
+            )
 
 
 def _key_hex(config: Config) -> str | None:
@@ -323,77 +431,92 @@ def ingest(
     say(f"ingest: batch {batch_id}: reading {len(slices)} slice(s) of {len(files)} file(s), ~{mb:.1f} MB")
 
     ingested_at = datetime.now(UTC).replace(microsecond=0)
-    plan_df = spark.createDataFrame([(json.dumps(s.to_dict()),) for s in slices], "slice string")
+    side_dir = _side_dir(warehouse, batch_id)
+    plan_df = spark.createDataFrame(
+        [(json.dumps(s.to_dict()), i) for i, s in enumerate(slices)], "slice string, slice_no int"
+    )
     plan_df = plan_df.repartition(max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4)))
-    out = plan_df.mapInArrow(
-        _arrow_task(config.input.timezone, ingested_at, config.output.redact, _key_hex(config)),
-        TASK_OUTPUT.spark_schema(),
-    ).persist()
-    try:
-        stats_rows = out.filter(F.col("row_kind") == "stats").collect()
-        for r in stats_rows:
-            counts = IngestCounts(
+    if local_cores(spark) is None:  # on a cluster: can every executor open the files?
+        _check_executors_can_open(plan_df)
+    task = _arrow_task(
+        config.input.timezone,
+        ingested_at,
+        config.output.redact,
+        _key_hex(config),
+        config.input.columnar_json,
+        str(side_dir),
+    )
+    requests_df = plan_df.mapInArrow(task, REQUESTS.spark_schema())
+    committed = store.transaction_version(REQUESTS, APP_ID)
+    if committed is None or committed < batch_id:
+        shutil.rmtree(side_dir, ignore_errors=True)  # the rest of an attempt that never committed
+    # one pass: the request rows go straight into the table; the tasks leave the quarantined lines and
+    # each slice's counts in side files (read below), so nothing is cached or parsed twice
+    written = store.write(
+        _select(requests_df, REQUESTS), REQUESTS, "append", app_id=APP_ID, txn_version=batch_id
+    )
+    if written is None and len(list(side_dir.glob("slice-*.parquet"))) < len(slices):
+        requests_df.count()  # committed by an attempt whose side files are gone: read the slices again
+    side = spark.read.schema(TASK_OUTPUT.spark_schema()).parquet(str(side_dir))
+    stats_rows = side.filter(F.col("row_kind") == "stats").collect()
+    for r in stats_rows:
+        counts = IngestCounts(
+            r["lines_read"],
+            r["n_requests"],
+            r["n_quarantined"],
+            r["n_other_api"],
+            r["n_other"],
+            json.loads(r["other_api_counts"]),
+        )
+        run.add(counts)
+        if r["missing"]:
+            path = FileSlice.from_dict(json.loads(r["slice_json"])).path
+            say(f"ingest: {path} could not be opened (rotated away?); it is read again next run")
+        if r["error"]:
+            say(f"ingest: quarantined the unreadable rest of a file: {r['error']}")
+    if written is not None and written != run.requests:
+        raise RuntimeError(f"ingest: {run.requests} request lines parsed but {written} rows written")
+    say(
+        f"ingest: parsed {run.lines_read} lines: {run.requests} requests, {run.quarantined} quarantined, "
+        f"{run.other_api_lines} other-API, {run.other_lines} other"
+    )
+    quarantine_df = _select(
+        side.filter(F.col("row_kind") == "quarantine")
+        .drop("reason")
+        .withColumnRenamed("quarantine_reason", "reason"),
+        QUARANTINE,
+    )
+    store.append(quarantine_df, QUARANTINE, app_id=APP_ID, txn_version=batch_id)
+    crash_point("ingest:before_progress")  # bronze committed, progress not yet recorded
+    progress_rows = []
+    for r in stats_rows:
+        s = FileSlice.from_dict(json.loads(r["slice_json"]))
+        if r["lines_read"] == 0:
+            continue
+        progress_rows.append(
+            (
+                batch_id,
+                s.file_key,
+                s.path,
+                s.broker_id,
+                s.compressed,
+                s.file_size,
+                s.file_mtime_ms,
+                s.start_line,
+                r["end_line"],
+                s.start_offset,
+                r["end_offset"],
                 r["lines_read"],
                 r["n_requests"],
                 r["n_quarantined"],
                 r["n_other_api"],
                 r["n_other"],
-                json.loads(r["other_api_counts"]),
+                ingested_at,
             )
-            if r["missing"]:
-                path = FileSlice.from_dict(json.loads(r["slice_json"])).path
-                if os.path.exists(path):
-                    raise InputError(
-                        f"input: {path}: the Spark executors cannot open it although the driver can: "
-                        "give a path every executor can read (shared storage such as /dbfs or NFS)"
-                    )
-            run.add(counts)
-            if r["error"]:
-                say(f"ingest: quarantined the unreadable rest of a file: {r['error']}")
-        say(
-            f"ingest: parsed {run.lines_read} lines: {run.requests} requests, {run.quarantined} quarantined, "
-            f"{run.other_api_lines} other-API, {run.other_lines} other"
         )
-        requests_df = _select(out.filter(F.col("row_kind") == "request"), REQUESTS)
-        quarantine_df = _select(
-            out.filter(F.col("row_kind") == "quarantine")
-            .drop("reason")
-            .withColumnRenamed("quarantine_reason", "reason"),
-            QUARANTINE,
-        )
-        store.append(requests_df, REQUESTS, app_id=APP_ID, txn_version=batch_id)
-        store.append(quarantine_df, QUARANTINE, app_id=APP_ID, txn_version=batch_id)
-        crash_point("ingest:before_progress")  # bronze committed, progress not yet recorded
-        progress_rows = []
-        for r in stats_rows:
-            s = FileSlice.from_dict(json.loads(r["slice_json"]))
-            if r["lines_read"] == 0:
-                continue
-            progress_rows.append(
-                (
-                    batch_id,
-                    s.file_key,
-                    s.path,
-                    s.broker_id,
-                    s.compressed,
-                    s.file_size,
-                    s.file_mtime_ms,
-                    s.start_line,
-                    r["end_line"],
-                    s.start_offset,
-                    r["end_offset"],
-                    r["lines_read"],
-                    r["n_requests"],
-                    r["n_quarantined"],
-                    r["n_other_api"],
-                    r["n_other"],
-                    ingested_at,
-                )
-            )
-        progress_df = spark.createDataFrame(progress_rows, INGEST_FILES.spark_schema())
-        store.append(progress_df, INGEST_FILES, app_id=APP_ID, txn_version=batch_id)
-    finally:
-        out.unpersist()
+    progress_df = spark.createDataFrame(progress_rows, INGEST_FILES.spark_schema())
+    store.append(progress_df, INGEST_FILES, app_id=APP_ID, txn_version=batch_id)
+    shutil.rmtree(side_dir, ignore_errors=True)
     plan_file.unlink(missing_ok=True)
     total.add(run)
     return IngestResult(batch_id, len(files), len(slices), duplicates, run, total, time.monotonic() - started)

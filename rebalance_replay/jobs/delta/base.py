@@ -68,6 +68,11 @@ class DeltaStore(ABC):
         """The latest committed version, None when the table does not exist."""
 
     @abstractmethod
+    def transaction_version(self, table: TableDef, app_id: str) -> int | None:
+        """The last ``txn_version`` committed under ``app_id`` (Delta's application transactions), None
+        when there is none."""
+
+    @abstractmethod
     def read(self, table: TableDef) -> DataFrame:
         """The current snapshot with the table's columns in order and types; empty (with exactly the
         table's schema) if the table does not exist. (Read from files, Spark marks every column

@@ -138,6 +138,9 @@ def _local_dir(warehouse: str) -> str:
 _PARQUET_WRITE_CONF = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # not INT96
     "spark.sql.parquet.writeLegacyFormat": "false",
+    # a task writes its rows of up to this many partitions (e.g. log dates) through one open file each
+    # instead of sorting all its rows by partition first (measured: the sort was a third of an ingest)
+    "spark.sql.maxConcurrentOutputFileWriters": "16",
 }
 
 

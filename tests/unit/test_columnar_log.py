@@ -1,0 +1,153 @@
+"""The columnar parser of routine lines against ``parse_line``, line by line: every line it types must
+give exactly the record ``parse_line`` gives (same columns, same values, same Python types), on the whole
+corpus of ``tests/log_corpus.py`` (the suite's lines, the fuzzers' base and mutated lines, mutations aimed
+at the columnar path), the bundled samples and a rendered simulator log, in UTC and in a zone with DST.
+And it is not vacuous: the broker's own heartbeats and commits are typed, and a refused line does not
+stop its neighbours from being typed."""
+
+from __future__ import annotations
+
+import gzip
+import math
+import random
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from rebalance_replay.transforms.columnar_log import parse_routine_lines
+from rebalance_replay.transforms.request_log import RECORD_COLUMNS, LineKind, parse_line
+from simulator.mutations import base_lines, mutated_lines
+from tests.log_corpus import aimed_lines, set_key, suite_lines
+
+ROOT = Path(__file__).resolve().parents[2]
+ZONES = ("UTC", "Europe/Berlin")
+
+
+def _sample_lines() -> list[str]:
+    out: list[str] = []
+    for path in sorted((ROOT / "samples" / "logs").rglob("*")):
+        if path.is_file():
+            raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+            out.extend(raw.decode("utf-8", errors="replace").splitlines())
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[str]:
+    base = base_lines()
+    found = suite_lines()
+    lines = [
+        *base,
+        *found,
+        *(ln for s in (1, 2, 3) for ln in mutated_lines(base, 1500, s)),
+        *aimed_lines(base + found),
+        *_sample_lines(),
+    ]
+    return [ln for ln in lines if isinstance(ln, str)]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b and type(a) is type(b))
+
+
+def _check(lines: list[str], zone: str, block: int = 4096) -> int:
+    """Type ``lines`` in blocks; every typed line equals parse_line's record. Returns how many were typed."""
+    tz = ZoneInfo(zone)
+    typed = 0
+    for start in range(0, len(lines), block):
+        chunk = lines[start : start + block]
+        rows = parse_routine_lines(chunk, tz)
+        assert list(rows.positions) == sorted(set(rows.positions.tolist()))
+        for pos, record in zip(rows.positions.tolist(), rows.records.to_pylist(), strict=True):
+            expected = parse_line(chunk[pos], tz)
+            assert expected.kind is LineKind.REQUEST, (chunk[pos], expected.reason)
+            assert expected.record is not None
+            for column in RECORD_COLUMNS:
+                assert _same(expected.record[column], record[column]), (
+                    column,
+                    expected.record[column],
+                    record[column],
+                    chunk[pos],
+                )
+        typed += len(rows.positions)
+    return typed
+
+
+@pytest.mark.parametrize("zone", ZONES)
+def test_every_typed_line_of_the_corpus_is_what_parse_line_gives(corpus: list[str], zone: str) -> None:
+    typed = _check(corpus, zone)
+    assert typed > 1000  # not vacuous: the corpus holds thousands of routine lines
+    assert typed < len(corpus) // 2  # and most of it is not routine, or is malformed
+
+
+@pytest.mark.parametrize("zone", ZONES)
+def test_each_line_alone_gives_the_same_answer(corpus: list[str], zone: str) -> None:
+    """Blocks of one line: no neighbour can help or hurt (the bisection's base case)."""
+    routine = [ln for ln in corpus if '"requestApiKey":12,' in ln or '"requestApiKey":8,' in ln]
+    assert _check(routine[:3000], zone, block=1) > 300
+
+
+def test_the_brokers_own_routine_lines_are_all_typed() -> None:
+    lines = [ln for ln in base_lines() if '"requestApiKey":12,' in ln or '"requestApiKey":8,' in ln]
+    assert len(lines) > 50
+    rows = parse_routine_lines(lines, ZoneInfo("UTC"))
+    assert len(rows.positions) == len(lines)
+
+
+def test_a_refused_line_leaves_its_neighbours_typed() -> None:
+    good = [ln for ln in base_lines() if '"requestApiKey":12,' in ln][:64]
+    bad = set_key(good[0], "generationId", '"3"')  # a string where Kafka writes an int32
+    lines = [*good[:10], bad, *good[10:]]
+    rows = parse_routine_lines(lines, ZoneInfo("UTC"))
+    assert 10 not in rows.positions.tolist()
+    assert len(rows.positions) == len(good)
+    assert parse_line(bad, ZoneInfo("UTC")).kind is LineKind.QUARANTINE
+
+
+def test_random_numbers_in_every_routine_field() -> None:
+    """Values drawn at random, field by field against the Kafka schema type (and past it): numbers of
+    every size and form, in the timing fields and the int32/int64 fields."""
+    rng = random.Random(13)
+    base = [ln for ln in base_lines() if '"requestApiKey":12,' in ln or '"requestApiKey":8,' in ln]
+    fields = {
+        "totalTimeMs": "float",
+        "requestQueueTimeMs": "float",
+        "localTimeMs": "float",
+        "sendTimeMs": "float",
+        "generationId": "int",
+        "correlationId": "int",
+        "errorCode": "int",
+        "partitionIndex": "int",
+        "committedOffset": "int",
+        "throttleTimeMs": "int",
+    }
+    lines = []
+    for _ in range(3000):
+        line = rng.choice(base)
+        key, kind = rng.choice(list(fields.items()))
+        if f'"{key}":' not in line:
+            continue
+        if kind == "float":
+            value = rng.choice(
+                [
+                    repr(rng.uniform(0, 10 ** rng.randint(0, 18))),
+                    f"{rng.uniform(0, 1000):.{rng.randint(0, 17)}f}",
+                    f"{rng.uniform(0, 10):.{rng.randint(1, 9)}f}E{rng.randint(-30, 30)}",
+                    str(rng.randint(-(2**63), 2**63)),
+                    f"{rng.randint(0, 10**6)}.5",
+                ]
+            )
+        else:
+            bound = 2 ** rng.choice([15, 32, 64])
+            value = str(rng.randint(-bound, bound))
+        lines.append(set_key(line, key, value))
+    for zone in ZONES:
+        assert _check(lines, zone) > 1000
