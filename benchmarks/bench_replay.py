@@ -150,7 +150,7 @@ def main() -> None:
         results["stateful (applyInPandasWithState, streaming AvailableNow)"] = time.perf_counter() - t
     if "fast" not in args.skip:
         t = time.perf_counter()
-        _replay_fast(spark, store, settings, rows, n, horizon)
+        _replay_fast(spark, store, settings, rows, n, horizon, ReplayDirs(str(wh)).root)
         results["fast (repartition + sortWithinPartitions + mapInArrow)"] = time.perf_counter() - t
     if "model" not in args.skip:
         _, results["pure replayer, one process (no Spark)"] = replay_in_process(

@@ -195,25 +195,42 @@ _UNION_SCHEMA = UNION.arrow_schema()
 
 def _as_union(table: pa.Table, kind: str) -> pa.Table:
     """One output table's rows (any subset of the union's columns) in the union's shape."""
+    return _shaped(table, _UNION_SCHEMA, {"kind": pa.repeat(pa.scalar(kind), table.num_rows)})
+
+
+def _shaped(table: pa.Table, schema: pa.Schema, given: Mapping[str, pa.Array] | None = None) -> pa.Table:
+    """``table`` (any subset of ``schema``'s columns) in ``schema``: the rest from ``given``, else null."""
     n = table.num_rows
     names = set(table.column_names)
     columns = [
-        pa.repeat(pa.scalar(kind), n)
-        if f.name == "kind"
+        given[f.name]
+        if given and f.name in given
         else (table.column(f.name).cast(f.type) if f.name in names else pa.nulls(n, f.type))
-        for f in _UNION_SCHEMA
+        for f in schema
     ]
-    return pa.Table.from_arrays(columns, schema=_UNION_SCHEMA)
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def output_table(replayer: GroupReplayer, out: ReplayOutput) -> pa.Table:
     """Everything one call produced, as one Arrow table of the union schema: each output table's rows
     (the bulk-validated predictions already columns, the model's rows converted per table, not per row)
     and the group's status row after the call (the counts are the call's: the driver adds them up)."""
-    parts = [_as_union(t, "predictions") for t in out.prediction_tables]
+    predictions, rest = split_output(replayer, out)
+    return pa.concat_tables([_as_union(predictions, "predictions"), rest])
+
+
+def split_output(replayer: GroupReplayer, out: ReplayOutput) -> tuple[pa.Table, pa.Table]:
+    """One call's output as (its ``predictions`` rows, in that table's schema; everything else — the
+    small tables' rows and the group's status row — in the union schema)."""
+    schema = PREDICTIONS.arrow_schema()
+    tables = [_shaped(t, schema) for t in out.prediction_tables]
+    if out.rows["predictions"]:
+        tables.append(pa.Table.from_pylist(out.rows["predictions"], schema=schema))
+    predictions = pa.concat_tables(tables) if tables else schema.empty_table()
+    parts = []
     for kind in OUTPUT_KINDS:
         rows = out.rows[kind]
-        if rows:
+        if rows and kind != "predictions":
             parts.append(
                 _as_union(pa.Table.from_pylist(rows, schema=OUTPUT_TABLES[kind].arrow_schema()), kind)
             )
@@ -226,7 +243,7 @@ def output_table(replayer: GroupReplayer, out: ReplayOutput) -> pa.Table:
         "bulk": sum(t.num_rows for t in out.prediction_tables),
     }
     parts.append(_as_union(pa.Table.from_pylist([status]), "status"))
-    return pa.concat_tables(parts)
+    return predictions, pa.concat_tables(parts)
 
 
 def _step(replayer: GroupReplayer, rows: pa.Table) -> ReplayOutput:
@@ -273,10 +290,14 @@ def stateful_function(settings: ReplaySettings) -> Callable[..., Iterator[Any]]:
     return fn
 
 
-def fast_function(settings: ReplaySettings) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def fast_function(
+    settings: ReplaySettings, side_dir: str
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function over partitions of rows packed by :func:`pack`, sorted by (group, replay
     order): groups are cut at key boundaries (as columns); a long group goes through its replayer in
-    bounded chunks."""
+    bounded chunks. Yields the ``predictions`` rows; the rest (the small tables' rows, each group's status)
+    goes to ``<side_dir>/part-<partition>.parquet`` (the same name on a retry, written whole, then renamed),
+    so the predictions stream straight into their commit."""
     chunk = 20_000
 
     def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -284,9 +305,9 @@ def fast_function(settings: ReplaySettings) -> Callable[[Iterator[pa.RecordBatch
         parts: list[pa.Table] = []  # the current group's rows not yet fed
         waiting = 0
         outputs: list[pa.Table] = []
+        side: list[pa.Table] = []
         produced = 0
         last: dict[str, Any] = {}  # the current group's last row's bucket end and final flag
-        schema: pa.Schema | None = None
 
         def replay_chunk() -> None:
             # replay only what arrived before the chunk's last row: rows tied with it may follow
@@ -295,26 +316,27 @@ def fast_function(settings: ReplaySettings) -> Callable[[Iterator[pa.RecordBatch
             rows = pa.concat_tables(parts)
             replayer.feed_table(rows)
             out = replayer.process(int(rows.column("arrival_ms")[-1].as_py()))
-            result = output_table(replayer, out)
-            outputs.append(result)
-            produced += result.num_rows
+            predictions, rest = split_output(replayer, out)
+            outputs.append(predictions)
+            side.append(rest)
+            produced += predictions.num_rows
             parts.clear()
             waiting = 0
 
         def finish_group() -> None:
             nonlocal waiting, produced
             assert replayer is not None
-            tick = pa.Table.from_pylist([{"group_id": replayer.group_id, **last}], schema=schema)
+            tick = pa.Table.from_pylist([{"group_id": replayer.group_id, **last}], schema=_FEED_SCHEMA)
             out = _step(replayer, pa.concat_tables([*parts, tick]))
-            result = output_table(replayer, out)
-            outputs.append(result)
-            produced += result.num_rows
+            predictions, rest = split_output(replayer, out)
+            outputs.append(predictions)
+            side.append(rest)
+            produced += predictions.num_rows
             parts.clear()
             waiting = 0
 
         for batch in batches:
             table = unpack(pa.Table.from_batches([batch]))
-            schema = table.schema
             group = table.column("group_id").combine_chunks()
             codes = np.asarray(pc.dictionary_encode(group).indices.to_numpy(zero_copy_only=False))
             cuts = [0, *(np.flatnonzero(np.diff(codes)) + 1).tolist(), table.num_rows]
@@ -339,8 +361,27 @@ def fast_function(settings: ReplaySettings) -> Callable[[Iterator[pa.RecordBatch
             finish_group()
         if outputs:
             yield from pa.concat_tables(outputs).to_batches()
+        _write_side(side_dir, f"part-{_partition_id():05d}", side)
 
     return fn
+
+
+def _partition_id() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return 0 if context is None else int(context.partitionId())
+
+
+def _write_side(side_dir: str, name: str, tables: Sequence[pa.Table]) -> None:
+    """One task's small output rows (union schema) as ``<side_dir>/<name>.parquet``, written whole."""
+    import pyarrow.parquet as pq
+
+    os.makedirs(side_dir, exist_ok=True)
+    target = os.path.join(side_dir, f"{name}.parquet")
+    table = pa.concat_tables(tables) if tables else _UNION_SCHEMA.empty_table()
+    pq.write_table(table, target + ".tmp")
+    os.replace(target + ".tmp", target)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -584,7 +625,7 @@ def replay(
             chosen = "fast" if len(groups) >= config.replay.fast_path_min_groups else "stateful"
         say(f"replay: batch over {len(groups)} group(s), {chosen} path")
         if chosen == "fast":
-            result = _replay_fast(spark, out_store, settings, all_rows, n_rows, horizon)
+            result = _replay_fast(spark, out_store, settings, all_rows, n_rows, horizon, dirs.root)
         else:
             busiest = max(int(r["n"]) for r in per_group)
             result = _replay_stateful_batch(
@@ -648,6 +689,22 @@ def _split_and_write(
         counts = {"predictions": predictions.count() if written is None else written}
     finally:
         out.unpersist()
+    counts.update(_write_small(spark, store, small, mode, app_id=app_id, txn_version=txn_version))
+    return counts, _status_rows(small)
+
+
+def _write_small(
+    spark: SparkSession,
+    store: DeltaStore,
+    small: pa.Table,
+    mode: WriteMode,
+    *,
+    app_id: str | None = None,
+    txn_version: int | None = None,
+) -> dict[str, int]:
+    """Write the small output tables (transitions, rebalances, member sessions) from their rows in the
+    union schema, held on the driver; their row counts (from the commits)."""
+    counts: dict[str, int] = {}
     for kind, table in OUTPUT_TABLES.items():
         if kind == "predictions":
             continue
@@ -656,12 +713,16 @@ def _split_and_write(
         df = spark.createDataFrame(rows).coalesce(1) if rows.num_rows else store.empty(table)
         written = store.write(df, table, mode, app_id=app_id, txn_version=txn_version)
         counts[kind] = rows.num_rows if written is None else written
-    status = (
+    return counts
+
+
+def _status_rows(small: pa.Table) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = (
         small.filter(pc.equal(small.column("kind"), "status"))
         .select(["group_id", "pending", "kip848", "replayed", "late", "bulk"])
         .to_pylist()
     )
-    return counts, status
+    return rows
 
 
 def _finish_result(
@@ -699,15 +760,25 @@ def _replay_fast(
     rows: DataFrame,
     n_rows: int,
     horizon: int,
+    work: Path,
 ) -> ReplayResult:
+    """One pass: the tasks' predictions go straight into their commit (nothing cached); the small
+    tables' rows and the status rows come from the tasks' side files under ``work``."""
     from pyspark.sql import functions as F
 
+    side_dir = work / f"fast-{uuid.uuid4().hex[:12]}"
     feed = rows.withColumn("bucket_end_ms", F.lit(horizon).cast("long")).withColumn("final", F.lit(True))
     n = max(1, spark.sparkContext.defaultParallelism * 2)
     ordered = pack(feed).repartition(n, "group_id").sortWithinPartitions("group_id", *SORT_COLUMNS)
-    out = ordered.mapInArrow(fast_function(settings), UNION.spark_schema())
-    counts, status = _split_and_write(spark, store, out, overwrite=True)
-    return _finish_result("batch", "fast", horizon, n_rows, counts, status)
+    predictions = ordered.mapInArrow(fast_function(settings, str(side_dir)), PREDICTIONS.spark_schema())
+    try:
+        written = store.write(predictions, PREDICTIONS, "overwrite")
+        small = spark.read.schema(UNION.spark_schema()).parquet(str(side_dir)).toArrow()
+        counts = {"predictions": predictions.count() if written is None else written}
+        counts.update(_write_small(spark, store, small, "overwrite"))
+    finally:
+        shutil.rmtree(side_dir, ignore_errors=True)
+    return _finish_result("batch", "fast", horizon, n_rows, counts, _status_rows(small))
 
 
 def _stateful_query(
