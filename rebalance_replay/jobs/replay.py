@@ -129,7 +129,8 @@ PACKED_COLUMNS = (
     "response_leave_members",
 )
 PACKED = "packed_json"
-#: The feed as it crosses to the Python workers: :data:`FEED` with :data:`PACKED_COLUMNS` packed.
+#: The feed as it crosses to the Python workers (and as the stateful feed files hold it): :data:`FEED`
+#: with :data:`PACKED_COLUMNS` packed.
 WIRE = TableDef(
     name="_replay_wire",
     columns=(
@@ -513,8 +514,8 @@ def _write_feed(
     bucket_ms = _bounded_bucket_ms(rows, bucket_ms, max_rows_per_call, rows_bound)
     bucket = F.floor(F.col("arrival_ms") / F.lit(bucket_ms)).cast("long")
     end = F.least((bucket + 1) * F.lit(bucket_ms), F.lit(horizon_ms))
-    shaped = (
-        rows.withColumn("bucket_end_ms", end).withColumn("final", F.lit(False)).withColumn("_bucket", bucket)
+    shaped = pack(rows.withColumn("bucket_end_ms", end).withColumn("final", F.lit(False))).withColumn(
+        "_bucket", bucket
     )
     shaped.repartition("_bucket").write.partitionBy("_bucket").parquet(str(stage))
     feed_dir.mkdir(parents=True, exist_ok=True)
@@ -533,7 +534,7 @@ def _write_feed(
 
             tick_rows = [{"group_id": g, "bucket_end_ms": horizon_ms, "final": final} for g, final in ticks]
             target = feed_dir / f"run{run_id:06d}-ticks.parquet"
-            pq.write_table(pa.Table.from_pylist(tick_rows, schema=FEED.arrow_schema()), target)
+            pq.write_table(pa.Table.from_pylist(tick_rows, schema=_WIRE_SCHEMA), target)
             os.utime(target, (base_mtime + 99_999, base_mtime + 99_999))
             written += 1
     finally:
@@ -811,20 +812,16 @@ def _stateful_query(
     conf = {} if cores is None else {"spark.sql.shuffle.partitions": str(cores)}
     with session_conf(spark, conf):
         stream = (
-            spark.readStream.schema(FEED.spark_schema())
+            spark.readStream.schema(WIRE.spark_schema())
             .option("maxFilesPerTrigger", files_per_trigger)
             .parquet(str(feed_dir))
         )
-        replayed = (
-            pack(stream)
-            .groupBy("group_id")
-            .applyInPandasWithState(
-                stateful_function(settings),
-                STATEFUL_OUTPUT.spark_schema(),
-                "replayer binary",
-                "append",
-                "NoTimeout",
-            )
+        replayed = stream.groupBy("group_id").applyInPandasWithState(
+            stateful_function(settings),
+            STATEFUL_OUTPUT.spark_schema(),
+            "replayer binary",
+            "append",
+            "NoTimeout",
         )
         query = (
             replayed.writeStream.trigger(availableNow=True)
@@ -841,7 +838,7 @@ def _write_whole_feed(rows: DataFrame, feed_dir: Path, horizon_ms: int) -> int:
     from pyspark.sql import functions as F
 
     feed = rows.withColumn("bucket_end_ms", F.lit(horizon_ms).cast("long")).withColumn("final", F.lit(True))
-    feed.write.parquet(str(feed_dir))
+    pack(feed).write.parquet(str(feed_dir))
     return len(list(feed_dir.glob("*.parquet")))
 
 
