@@ -170,9 +170,15 @@ def parse_routine_lines(lines: Sequence[str], tz: tzinfo) -> RoutineRows:
     """Type the routine lines of a block (see the module docstring); ``tz``: the broker JVM's zone."""
     arr = pa.array(lines, _STR)
     head = pc.extract_regex(arr, _HEAD)
-    # no backslash (escapes) and no control character (Python's JSON refuses them raw in strings)
-    odd = pc.match_substring_regex(arr, r"[\\\x00-\x1f]")
-    ok = _np_bool(head.is_valid()) & _np_bool(pc.ends_with(arr, _SUFFIX)) & ~_np_bool(odd)
+    ok = _np_bool(head.is_valid()) & _np_bool(pc.ends_with(arr, _SUFFIX))
+    # no control character (Python's JSON refuses them raw in strings): printable ASCII is cheap to tell,
+    # the few other lines are searched (a backslash is looked for with the raw bodies, in _sections)
+    plain = _np_bool(pc.ascii_is_printable(arr))
+    others = np.flatnonzero(ok & ~plain)
+    if len(others):
+        control = _np_bool(pc.match_substring_regex(arr.take(pa.array(others)), r"[\x00-\x1f\x7f]"))
+        plain[others[~control]] = True
+    ok &= plain
     keys = pc.struct_field(head, "key")
     levels = pc.struct_field(head, "level")
     parts: list[tuple[np.ndarray, dict[str, pa.Array]]] = []
@@ -205,11 +211,16 @@ def parse_routine_lines(lines: Sequence[str], tz: tzinfo) -> RoutineRows:
 def _sections(lines: list[str]) -> tuple[pa.Array, pa.Array, np.ndarray]:
     """The raw request and response bodies as ``parse_line`` cuts them: from the first ``,"request":`` to
     the first ``,"response":`` after it, and on to the first ``,"connection":`` (with no backslash in the
-    line, no string value can hold these keys); and which lines have all three."""
+    line, no string value can hold these keys); and which lines have all three and no backslash."""
     req: list[str | None] = []
     resp: list[str | None] = []
     found = np.ones(len(lines), dtype=bool)
     for n, line in enumerate(lines):
+        if "\\" in line:  # an escape: strings could hold anything, parse_line decides
+            found[n] = False
+            req.append(None)
+            resp.append(None)
+            continue
         i = line.find(',"request":')
         j = line.find(',"response":', i + 11) if i >= 0 else -1
         k = line.find(',"connection":', j + 12) if j >= 0 else -1

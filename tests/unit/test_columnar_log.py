@@ -151,3 +151,19 @@ def test_random_numbers_in_every_routine_field() -> None:
         lines.append(set_key(line, key, value))
     for zone in ZONES:
         assert _check(lines, zone) > 1000
+
+
+@pytest.mark.parametrize("raw", ["\t", "\x01", "\x7f", "\\u0041", "é", "中"])
+def test_characters_inside_a_string(raw: str) -> None:
+    """A raw control character (Python's JSON refuses it), an escape (the raw bodies could not be cut by
+    text) or a non-ASCII character in a member id: typed exactly as parse_line types it, or not at all."""
+    line = next(ln for ln in base_lines() if '"requestApiKey":12,' in ln and '"memberId":"' in ln)
+    changed = line.replace('"memberId":"', '"memberId":"x' + raw, 1)
+    rows = parse_routine_lines([changed], ZoneInfo("UTC"))
+    expected = parse_line(changed, ZoneInfo("UTC"))
+    if raw in ("\t", "\x01", "\x7f", "\\u0041"):
+        assert not len(rows.positions)
+    else:
+        assert rows.positions.tolist() == [0]
+        assert expected.record is not None
+        assert rows.records.to_pylist()[0]["member_id"] == expected.record["member_id"]
