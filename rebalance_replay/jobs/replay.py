@@ -86,23 +86,13 @@ def _union_output() -> TableDef:
         Column("replayed", "bigint"),
         Column("late", "bigint"),
         Column("bulk", "bigint"),
+        Column("predicted", "bigint"),
     ):
         cols[c.name] = c
     return TableDef(name="_replay_output", columns=tuple(cols.values()))
 
 
 UNION = _union_output()
-SIDE = "side"
-#: What the stateful function emits: ``predictions`` rows (``side`` null), and one row a call whose
-#: ``side`` holds the call's other rows (small tables, the group's status: :data:`UNION` rows) as an
-#: Arrow IPC stream — narrow, so the micro-batch's rows cost half of what the union's would.
-STATEFUL_OUTPUT = TableDef(
-    name="_replay_stateful_output",
-    columns=(
-        *(Column(c.name, c.type, True, c.doc) for c in PREDICTIONS.columns),
-        Column(SIDE, "binary", True, "the call's other output rows (UNION schema), Arrow IPC"),
-    ),
-)
 
 #: What the stateful function and the fast path read: the replay columns, plus the feed's bucket end and
 #: whether this is the last call of a batch replay.
@@ -202,7 +192,6 @@ def settings_from(config: Config) -> ReplaySettings:
 
 
 _UNION_SCHEMA = UNION.arrow_schema()
-_STATEFUL_SCHEMA = STATEFUL_OUTPUT.arrow_schema()
 
 
 def _as_union(table: pa.Table, kind: str) -> pa.Table:
@@ -245,6 +234,7 @@ def split_output(replayer: GroupReplayer, out: ReplayOutput) -> tuple[pa.Table, 
         "replayed": out.replayed,
         "late": out.late,
         "bulk": sum(t.num_rows for t in out.prediction_tables),
+        "predicted": predictions.num_rows,
     }
     parts.append(_as_union(pa.Table.from_pylist([status]), "status"))
     return predictions, pa.concat_tables(parts)
@@ -268,9 +258,11 @@ def _step(replayer: GroupReplayer, rows: pa.Table) -> ReplayOutput:
 # ----------------------------------------------------------------------------------------------------
 
 
-def stateful_function(settings: ReplaySettings) -> Callable[..., Iterator[Any]]:
+def stateful_function(settings: ReplaySettings, side_dir: str) -> Callable[..., Iterator[Any]]:
     """The ``applyInPandasWithState`` function (over rows packed by :func:`pack`): state = the group's
-    replayer bytes."""
+    replayer bytes. Yields the call's ``predictions`` rows; its other rows (small tables, the group's
+    status) go to a side file in ``side_dir`` (a fresh name each attempt: the driver keeps one call a
+    group per micro-batch, see :func:`_read_side`)."""
 
     def fn(key: tuple[str], pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
         group_id = key[0]
@@ -290,12 +282,8 @@ def stateful_function(settings: ReplaySettings) -> Callable[..., Iterator[Any]]:
         out = _step(replayer, rows)
         state.update((replayer.to_bytes(),))
         predictions, rest = split_output(replayer, out)
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, rest.schema) as writer:
-            writer.write_table(rest)
-        side = pa.table({SIDE: pa.array([sink.getvalue().to_pybytes()], pa.binary())})
-        table = pa.concat_tables([_shaped(predictions, _STATEFUL_SCHEMA), _shaped(side, _STATEFUL_SCHEMA)])
-        yield table.to_pandas(integer_object_nulls=True, date_as_object=True)
+        _write_side(side_dir, f"call-{uuid.uuid4().hex}", [rest])
+        yield predictions.to_pandas(integer_object_nulls=True, date_as_object=True)
 
     return fn
 
@@ -675,35 +663,46 @@ def _split_and_write(
     spark: SparkSession,
     store: DeltaStore,
     out: DataFrame,
+    side_dir: Path,
     *,
     overwrite: bool,
     app_id: str | None = None,
     txn_version: int | None = None,
 ) -> tuple[dict[str, int], list[dict[str, Any]]]:
-    """Write a stateful micro-batch's output rows (:data:`STATEFUL_OUTPUT`) into the output tables; return
-    row counts and the per-group status rows.
-
-    ``out`` is computed once (cached for two passes): ``predictions``, the big table, is written
-    straight from it; the side rows (each call's small-table and status rows) are collected to the
-    driver once, and each small table written from a local frame. Counts come from the commits (a write
-    skipped as already committed is counted).
-    """
-    from pyspark.sql import functions as F
-
+    """Write a stateful micro-batch into the output tables; return row counts and the per-group status
+    rows. ``out``: the micro-batch's ``predictions`` rows, computed once — written straight into their
+    commit, nothing cached; the calls leave their other rows in ``side_dir`` (emptied first: what is
+    there after the write is this micro-batch's), read on the driver for the small tables. Counts come
+    from the commits (a write skipped as already committed counts what the calls predicted)."""
     mode: WriteMode = "overwrite" if overwrite else "append"
-    out = out.persist()
-    try:
-        sides = [bytes(r[SIDE]) for r in out.filter(F.col(SIDE).isNotNull()).select(SIDE).collect()]
-        predictions = out.filter(F.col(SIDE).isNull())
-        written = store.write(predictions, PREDICTIONS, mode, app_id=app_id, txn_version=txn_version)
-        counts = {"predictions": predictions.count() if written is None else written}
-    finally:
-        out.unpersist()
-    small = pa.concat_tables(
-        [pa.ipc.open_stream(pa.py_buffer(b)).read_all() for b in sides] or [_UNION_SCHEMA.empty_table()]
-    )
+    shutil.rmtree(side_dir, ignore_errors=True)
+    written = store.write(out, PREDICTIONS, mode, app_id=app_id, txn_version=txn_version)
+    if written is None:  # committed by an earlier attempt: run the calls for their side files only
+        out.write.format("noop").mode("overwrite").save()
+    small = _read_side(side_dir)
+    status = _status_rows(small)
+    counts = {"predictions": sum(s["predicted"] or 0 for s in status) if written is None else written}
     counts.update(_write_small(spark, store, small, mode, app_id=app_id, txn_version=txn_version))
-    return counts, _status_rows(small)
+    shutil.rmtree(side_dir, ignore_errors=True)
+    return counts, status
+
+
+def _read_side(side_dir: Path) -> pa.Table:
+    """The side files of one micro-batch (or one fast replay): one call a group is kept — a task that ran
+    again (a retry, a speculative copy) left a second, identical file."""
+    import pyarrow.parquet as pq
+
+    files = sorted(side_dir.glob("*.parquet")) if side_dir.exists() else []
+    tables = [pq.read_table(f, schema=_UNION_SCHEMA) for f in files]
+    keep: list[pa.Table] = []
+    seen: set[tuple[str, ...]] = set()
+    for table in tables:
+        groups = tuple(sorted(set(table.column("group_id").to_pylist()) - {None}))
+        if groups in seen:
+            continue
+        seen.add(groups)
+        keep.append(table)
+    return pa.concat_tables(keep) if keep else _UNION_SCHEMA.empty_table()
 
 
 def _write_small(
@@ -732,7 +731,7 @@ def _write_small(
 def _status_rows(small: pa.Table) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = (
         small.filter(pc.equal(small.column("kind"), "status"))
-        .select(["group_id", "pending", "kip848", "replayed", "late", "bulk"])
+        .select(["group_id", "pending", "kip848", "replayed", "late", "bulk", "predicted"])
         .to_pylist()
     )
     return rows
@@ -786,7 +785,7 @@ def _replay_fast(
     predictions = ordered.mapInArrow(fast_function(settings, str(side_dir)), PREDICTIONS.spark_schema())
     try:
         written = store.write(predictions, PREDICTIONS, "overwrite")
-        small = spark.read.schema(UNION.spark_schema()).parquet(str(side_dir)).toArrow()
+        small = _read_side(side_dir)
         counts = {"predictions": predictions.count() if written is None else written}
         counts.update(_write_small(spark, store, small, "overwrite"))
     finally:
@@ -800,9 +799,11 @@ def _stateful_query(
     checkpoint: Path,
     settings: ReplaySettings,
     on_batch: Callable[[DataFrame, int], None],
+    side_dir: Path,
     files_per_trigger: int = 1,
 ) -> None:
-    """Run the stateful query over the feed (``files_per_trigger`` feed files per micro-batch). On a
+    """Run the stateful query over the feed (``files_per_trigger`` feed files per micro-batch; the calls'
+    side files go to ``side_dir``, see :func:`_split_and_write`). On a
     local master a new checkpoint gets one shuffle partition (one state store) per core: the query's
     cost is partly per partition and micro-batch, and more partitions than cores buy nothing there. On a
     cluster the session's setting stands (an existing checkpoint keeps the count it was created with)."""
@@ -817,8 +818,8 @@ def _stateful_query(
             .parquet(str(feed_dir))
         )
         replayed = stream.groupBy("group_id").applyInPandasWithState(
-            stateful_function(settings),
-            STATEFUL_OUTPUT.spark_schema(),
+            stateful_function(settings, str(side_dir)),
+            PREDICTIONS.spark_schema(),
             "replayer binary",
             "append",
             "NoTimeout",
@@ -861,7 +862,7 @@ def _replay_stateful_batch(
     the most rows any group has — when it fits ``replay.max_rows_per_call``, the feed is one micro-batch
     instead of one per arrival bucket."""
     work = dirs.root / f"batch-{uuid.uuid4().hex[:12]}"
-    feed_dir, checkpoint = work / "feed", work / "checkpoint"
+    feed_dir, checkpoint, side_dir = work / "feed", work / "checkpoint", work / "side"
     whole = busiest_group <= config.replay.max_rows_per_call
     try:
         if whole:
@@ -888,7 +889,7 @@ def _replay_stateful_batch(
 
         def on_batch(df: DataFrame, batch_id: int) -> None:
             counts, status = _split_and_write(
-                spark, store, df, overwrite=not done, app_id=app_id, txn_version=batch_id
+                spark, store, df, side_dir, overwrite=not done, app_id=app_id, txn_version=batch_id
             )
             for k, v in counts.items():
                 totals[k] += v
@@ -897,11 +898,16 @@ def _replay_stateful_batch(
             say(f"replay: micro-batch {len(done)}/{batches} done")
 
         _stateful_query(
-            spark, feed_dir, checkpoint, settings, on_batch, files_per_trigger=max(1, files) if whole else 1
+            spark,
+            feed_dir,
+            checkpoint,
+            settings,
+            on_batch,
+            side_dir,
+            files_per_trigger=max(1, files) if whole else 1,
         )
         if not done:  # no micro-batch ran: the run's output is empty
-            empty = spark.createDataFrame([], STATEFUL_OUTPUT.spark_schema())
-            _split_and_write(spark, store, empty, overwrite=True)
+            _split_and_write(spark, store, store.empty(PREDICTIONS), side_dir, overwrite=True)
         return _finish_result("batch", "stateful", horizon, n_rows, totals, statuses)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -973,15 +979,16 @@ def _replay_incremental(
         totals: dict[str, int] = {k: 0 for k in OUTPUT_KINDS}
         statuses: list[dict[str, Any]] = []
         done: list[int] = []  # micro-batches of this run (the checkpoint numbers them across runs)
+        side_dir = inc / "side"
         if fresh:  # a fresh scheduled audit starts from empty output tables
-            empty = spark.createDataFrame([], STATEFUL_OUTPUT.spark_schema())
-            _split_and_write(spark, store, empty, overwrite=True)
+            _split_and_write(spark, store, store.empty(PREDICTIONS), side_dir, overwrite=True)
 
         def on_batch(df: DataFrame, batch_id: int) -> None:
             counts, status = _split_and_write(
                 spark,
                 store,
                 df,
+                side_dir,
                 overwrite=False,
                 app_id=f"{APP_ID}/{state['checkpoint_id']}",
                 txn_version=batch_id,
@@ -993,7 +1000,7 @@ def _replay_incremental(
             say(f"replay: micro-batch {len(done)}/{files} committed ({counts['predictions']} predictions)")
 
         try:
-            _stateful_query(spark, feed_dir, inc / "checkpoint", settings, on_batch)
+            _stateful_query(spark, feed_dir, inc / "checkpoint", settings, on_batch, side_dir)
         except Exception as e:
             if fresh or done:
                 raise
