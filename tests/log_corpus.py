@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -209,3 +210,14 @@ def aimed_lines(lines: list[str]) -> Iterator[str]:
                 )
                 + tail
             )
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal values of the same Python type, NaN equal to NaN, lists and dicts compared member by member."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    return bool(a == b and type(a) is type(b))

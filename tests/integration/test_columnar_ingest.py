@@ -8,7 +8,6 @@ blocks, line numbers, files, the side files of quarantined lines and counts."""
 from __future__ import annotations
 
 import gzip
-import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from rebalance_replay.jobs.delta import open_store
 from rebalance_replay.jobs.ingest import BLOCK_LINES, ingest
 from rebalance_replay.schemas import INGEST_FILES, QUARANTINE, REQUESTS
 from simulator.mutations import base_lines, mutated_lines, write_bad_files
-from tests.log_corpus import aimed_lines, suite_lines
+from tests.log_corpus import aimed_lines, same_value, suite_lines
 
 pytestmark = pytest.mark.spark
 
@@ -65,16 +64,6 @@ def _rows(spark: Any, warehouse: Path, table: Any) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: tuple(r[k] for k in key))
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return bool(a == b and type(a) is type(b))
-
-
 def test_columnar_and_per_line_ingests_write_the_same_rows(spark: Any, tmp_path: Path) -> None:
     logs = _corpus(tmp_path / "corpus")
     warehouses = {}
@@ -93,6 +82,7 @@ def test_columnar_and_per_line_ingests_write_the_same_rows(spark: Any, tmp_path:
         assert len(per_line) == len(columnar_rows), table.name
         for p, c in zip(per_line, columnar_rows, strict=True):
             for column in p:
-                assert _same(p[column], c[column]), (table.name, p["source_file"], p.get("line_no"), column)
+                where = (table.name, p["source_file"], p.get("line_no"), column)
+                assert same_value(p[column], c[column]), where
     assert len(_rows(spark, warehouses[False], QUARANTINE)) > 1000  # the corpus is mostly bad lines
     assert len(_rows(spark, warehouses[False], REQUESTS)) > 2 * BLOCK_LINES

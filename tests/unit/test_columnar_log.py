@@ -8,10 +8,8 @@ stop its neighbours from being typed."""
 from __future__ import annotations
 
 import gzip
-import math
 import random
 from pathlib import Path
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -19,7 +17,7 @@ import pytest
 from rebalance_replay.transforms.columnar_log import parse_routine_lines
 from rebalance_replay.transforms.request_log import RECORD_COLUMNS, LineKind, parse_line
 from simulator.mutations import base_lines, mutated_lines
-from tests.log_corpus import aimed_lines, set_key, suite_lines
+from tests.log_corpus import aimed_lines, same_value, set_key, suite_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 ZONES = ("UTC", "Europe/Berlin")
@@ -48,16 +46,6 @@ def corpus() -> list[str]:
     return [ln for ln in lines if isinstance(ln, str)]
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return bool(a == b and type(a) is type(b))
-
-
 def _check(lines: list[str], zone: str, block: int = 4096) -> int:
     """Type ``lines`` in blocks; every typed line equals parse_line's record. Returns how many were typed."""
     tz = ZoneInfo(zone)
@@ -71,7 +59,7 @@ def _check(lines: list[str], zone: str, block: int = 4096) -> int:
             assert expected.kind is LineKind.REQUEST, (chunk[pos], expected.reason)
             assert expected.record is not None
             for column in RECORD_COLUMNS:
-                assert _same(expected.record[column], record[column]), (
+                assert same_value(expected.record[column], record[column]), (
                     column,
                     expected.record[column],
                     record[column],
