@@ -129,6 +129,12 @@ class InputConfig:
         ("kafka-request.log", "kafka-request.log.*", "*.log", "*.log.gz"),
         "File names taken from directories (fnmatch): the live file, hourly rotations, gzipped ones.",
     )
+    max_slice_bytes: int = setting(
+        128 << 20,
+        "An uncompressed file larger than this is read by several Spark tasks, in slices of about this "
+        "many bytes cut at line starts (a gzipped file: one task).",
+        minimum=1 << 20,
+    )
 
     @property
     def tz(self) -> ZoneInfo:

@@ -1,11 +1,12 @@
 """Ingest: broker request-log files → bronze Delta tables ``requests`` and ``quarantine``.
 
 Flow: the driver discovers files and plans the slices not yet read (``ingest_files`` remembers how far
-each file identity was read); Spark tasks read and parse the slices in parallel (``mapInArrow``), each
+each file identity was read) and cuts large uncompressed files into slices at line starts
+(``input.max_slice_bytes``); Spark tasks read and parse the slices in parallel (``mapInArrow``), each
 line becoming a request row, a quarantine row, or a count (other APIs, other loggers); the driver
-commits both tables and then the progress rows, all under one application transaction id, so a retried
-or repeated ingest never adds a row twice. Accounting identity, checked and reported:
-``lines_read = requests + quarantined + other_api_lines + other_lines``.
+commits both tables and then the progress rows (one a file: its slices' statistics merged), all under one
+application transaction id, so a retried or repeated ingest never adds a row twice. Accounting
+identity, checked and reported: ``lines_read = requests + quarantined + other_api_lines + other_lines``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +35,7 @@ from rebalance_replay.jobs.log_files import (
     discover_files,
     plan_slices,
     read_slice,
+    split_slice,
 )
 from rebalance_replay.jobs.warehouse import open_warehouse, redaction_key
 from rebalance_replay.schemas import INGEST_FILES, QUARANTINE, REQUESTS
@@ -263,6 +265,66 @@ def _progress(spark: SparkSession, store: DeltaStore) -> tuple[dict[str, FilePro
     return progress, last_batch, total
 
 
+@dataclass
+class FileRead:
+    """The statistics rows of the slices of one file merged: its one ``ingest_files`` row of the batch."""
+
+    first: FileSlice  # the slice that starts where the file was left
+    end_line: int  # last line read (``first.start_line - 1``: none)
+    end_offset: int
+    counts: IngestCounts
+    errors: list[str] = field(default_factory=list)
+    # the rows of this file from this line on were read by slices after one that stopped short (the file
+    # changed, vanished or broke off while it was read): they are not kept, as if one task had read it
+    dropped_from_line: int | None = None
+
+
+def merge_slice_stats(rows: Sequence[Mapping[str, Any]]) -> list[FileRead]:
+    """Merge the tasks' statistics rows (see :func:`parse_slices`) by file identity, slices in file order:
+    the counts add up; the end is that of the last slice that read a line. A slice that stopped short of
+    its end (missing file, read error, fewer bytes than planned) ends the file's read: the slices after it
+    are dropped (``dropped_from_line``), so the file's rows and progress stay contiguous."""
+    by_key: dict[str, list[tuple[FileSlice, Mapping[str, Any]]]] = {}
+    for r in rows:
+        s = FileSlice.from_dict(json.loads(r["slice_json"]))
+        by_key.setdefault(s.file_key, []).append((s, r))
+    merged = []
+    for key in sorted(by_key):
+        pieces = sorted(by_key[key], key=lambda p: p[0].start_offset)
+        first = pieces[0][0]
+        read = FileRead(first, first.start_line - 1, first.start_offset, IngestCounts())
+        for n, (s, r) in enumerate(pieces):
+            read.counts.add(
+                IngestCounts(
+                    r["lines_read"],
+                    r["n_requests"],
+                    r["n_quarantined"],
+                    r["n_other_api"],
+                    r["n_other"],
+                    json.loads(r["other_api_counts"]),
+                )
+            )
+            if r["error"]:
+                read.errors.append(r["error"])
+            if r["lines_read"]:
+                read.end_line, read.end_offset = r["end_line"], r["end_offset"]
+            short = s.end_offset is not None and r["end_offset"] < s.end_offset
+            if n + 1 < len(pieces) and (r["missing"] or r["error"] or short):
+                # an error's quarantined rest-of-file row is line end_line + 1: it stays
+                read.dropped_from_line = max(pieces[n + 1][0].start_line, r["end_line"] + 2)
+                break
+        merged.append(read)
+    return merged
+
+
+def _plan_frame(spark: SparkSession, slices: Sequence[FileSlice]) -> DataFrame:
+    """One row per slice, one slice per partition (a Spark task each) up to 4 × the default parallelism
+    (more slices: about equally many per partition)."""
+    n = max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4))
+    rows = spark.sparkContext.parallelize([(json.dumps(s.to_dict()),) for s in slices], n)
+    return spark.createDataFrame(rows, "slice string")
+
+
 def _plan_path(warehouse: str, batch_id: int) -> Path:
     return Path(warehouse) / "_ingest" / f"batch-{batch_id:08d}.json"
 
@@ -313,18 +375,22 @@ def ingest(
         duplicates = 0
         say(f"ingest: resuming batch {batch_id} ({len(slices)} slices) from an interrupted run")
     else:
-        slices, duplicates = plan_slices(files, progress)
+        planned, duplicates = plan_slices(files, progress)
+        slices = [p for s in planned for p in split_slice(s, config.input.max_slice_bytes)]
+    n_files = len({s.file_key for s in slices})
     run = IngestCounts()
     if not slices:
         say(f"ingest: {len(files)} file(s), nothing new to read")
         return IngestResult(None, len(files), 0, duplicates, run, total, time.monotonic() - started)
     write_json(plan_file, {"batch_id": batch_id, "slices": [s.to_dict() for s in slices]}, indent=1)
-    mb = sum(s.file_size - s.start_offset if not s.compressed else s.file_size for s in slices) / 1e6
-    say(f"ingest: batch {batch_id}: reading {len(slices)} slice(s) of {len(files)} file(s), ~{mb:.1f} MB")
+    mb = sum(s.file_size if s.end_offset is None else s.end_offset - s.start_offset for s in slices) / 1e6
+    say(
+        f"ingest: batch {batch_id}: reading {n_files} slice(s) of {len(files)} file(s) in {len(slices)} "
+        f"task slice(s), ~{mb:.1f} MB"
+    )
 
     ingested_at = datetime.now(UTC).replace(microsecond=0)
-    plan_df = spark.createDataFrame([(json.dumps(s.to_dict()),) for s in slices], "slice string")
-    plan_df = plan_df.repartition(max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4)))
+    plan_df = _plan_frame(spark, slices)
     out = plan_df.mapInArrow(
         _arrow_task(config.input.timezone, ingested_at, config.output.redact, _key_hex(config)),
         TASK_OUTPUT.spark_schema(),
@@ -332,14 +398,6 @@ def ingest(
     try:
         stats_rows = out.filter(F.col("row_kind") == "stats").collect()
         for r in stats_rows:
-            counts = IngestCounts(
-                r["lines_read"],
-                r["n_requests"],
-                r["n_quarantined"],
-                r["n_other_api"],
-                r["n_other"],
-                json.loads(r["other_api_counts"]),
-            )
             if r["missing"]:
                 path = FileSlice.from_dict(json.loads(r["slice_json"])).path
                 if os.path.exists(path):
@@ -347,16 +405,28 @@ def ingest(
                         f"input: {path}: the Spark executors cannot open it although the driver can: "
                         "give a path every executor can read (shared storage such as /dbfs or NFS)"
                     )
-            run.add(counts)
-            if r["error"]:
-                say(f"ingest: quarantined the unreadable rest of a file: {r['error']}")
+        reads = merge_slice_stats(stats_rows)
+        dropped = F.lit(False)
+        for fr in reads:
+            run.add(fr.counts)
+            for error in fr.errors:
+                say(f"ingest: quarantined the unreadable rest of a file: {error}")
+            if fr.dropped_from_line is not None:
+                say(
+                    f"ingest: {fr.first.path}: changed or broke off while read: lines from "
+                    f"{fr.dropped_from_line} on are not kept"
+                )
+                dropped = dropped | (
+                    (F.col("source_file") == fr.first.path) & (F.col("line_no") >= fr.dropped_from_line)
+                )
+        rows = out.filter(F.col("row_kind") != "stats").filter(~dropped)
         say(
             f"ingest: parsed {run.lines_read} lines: {run.requests} requests, {run.quarantined} quarantined, "
             f"{run.other_api_lines} other-API, {run.other_lines} other"
         )
-        requests_df = _select(out.filter(F.col("row_kind") == "request"), REQUESTS)
+        requests_df = _select(rows.filter(F.col("row_kind") == "request"), REQUESTS)
         quarantine_df = _select(
-            out.filter(F.col("row_kind") == "quarantine")
+            rows.filter(F.col("row_kind") == "quarantine")
             .drop("reason")
             .withColumnRenamed("quarantine_reason", "reason"),
             QUARANTINE,
@@ -365,9 +435,9 @@ def ingest(
         store.append(quarantine_df, QUARANTINE, app_id=APP_ID, txn_version=batch_id)
         crash_point("ingest:before_progress")  # bronze committed, progress not yet recorded
         progress_rows = []
-        for r in stats_rows:
-            s = FileSlice.from_dict(json.loads(r["slice_json"]))
-            if r["lines_read"] == 0:
+        for fr in reads:
+            s, c = fr.first, fr.counts
+            if c.lines_read == 0:
                 continue
             progress_rows.append(
                 (
@@ -379,14 +449,14 @@ def ingest(
                     s.file_size,
                     s.file_mtime_ms,
                     s.start_line,
-                    r["end_line"],
+                    fr.end_line,
                     s.start_offset,
-                    r["end_offset"],
-                    r["lines_read"],
-                    r["n_requests"],
-                    r["n_quarantined"],
-                    r["n_other_api"],
-                    r["n_other"],
+                    fr.end_offset,
+                    c.lines_read,
+                    c.requests,
+                    c.quarantined,
+                    c.other_api_lines,
+                    c.other_lines,
                     ingested_at,
                 )
             )
@@ -396,7 +466,7 @@ def ingest(
         out.unpersist()
     plan_file.unlink(missing_ok=True)
     total.add(run)
-    return IngestResult(batch_id, len(files), len(slices), duplicates, run, total, time.monotonic() - started)
+    return IngestResult(batch_id, len(files), n_files, duplicates, run, total, time.monotonic() - started)
 
 
 def _select(df: DataFrame, table: TableDef) -> DataFrame:

@@ -15,7 +15,7 @@ import os
 import re
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from rebalance_replay.jobs.errors import (
 GZIP_MAGIC = b"\x1f\x8b"
 _COMPLETE_TAIL = re.compile(rb"\(kafka\.request\.logger(?::\d+)?\)(?: \[[^\]]*\])?\s*$")
 READ_BLOCK = 1 << 20
+SPLIT_BLOCK = 8 << 20  # split_slice's read size: it only counts newlines
 
 
 @dataclass(frozen=True)
@@ -263,3 +264,46 @@ def plan_slices(files: Sequence[LogFile], progress: dict[str, FileProgress]) -> 
             )
         )
     return slices, duplicates
+
+
+def split_slice(s: FileSlice, max_bytes: int) -> list[FileSlice]:
+    """``s`` cut into pieces of about equal size, at most about ``max_bytes``, that Spark tasks read in
+    parallel.
+
+    Each cut is moved forward to just after the next newline, so every piece starts at a line start, and
+    the newlines before it are counted so the piece's ``start_line`` is exact. Every piece but the last
+    ends at its cut; the last keeps ``s.end_offset`` (a live file's incomplete last line is still left
+    for the next ingest). Together the pieces read exactly the lines ``s`` reads. A gzipped slice, one
+    of at most ``max_bytes``, or a file that cannot be opened here (its task reports it), stays whole.
+    """
+    if s.compressed or s.end_offset is None or s.end_offset - s.start_offset <= max_bytes:
+        return [s]
+    end = s.end_offset
+    n = -(-(end - s.start_offset) // max_bytes)
+    step = -(-(end - s.start_offset) // n)  # n pieces of about equal size: the last is no small remainder
+    pieces: list[FileSlice] = []
+    start, line = s.start_offset, s.start_line  # the piece being cut
+    newlines = 0  # newlines from start to pos
+    pos = start  # file offset of the next block
+    try:
+        with open(s.path, "rb") as f:
+            f.seek(pos)
+            while end - start > step:
+                block = f.read(min(SPLIT_BLOCK, end - pos))
+                if not block:  # shorter than planned: the rest stays one piece
+                    break
+                at = 0  # the newlines before block[at] are counted
+                while end - start > step:
+                    i = block.find(b"\n", max(at, start + step - 1 - pos))
+                    if i < 0 or pos + i + 1 >= end:  # no line ends in the rest of the block
+                        newlines += block.count(b"\n", at)
+                        break
+                    newlines += block.count(b"\n", at, i + 1)
+                    at = i + 1
+                    pieces.append(replace(s, start_line=line, start_offset=start, end_offset=pos + at))
+                    start, line, newlines = pos + at, line + newlines, 0
+                pos += len(block)
+    except OSError:  # its task reports it
+        return [s]
+    pieces.append(replace(s, start_line=line, start_offset=start))
+    return pieces
