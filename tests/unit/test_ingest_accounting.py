@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rebalance_replay.jobs.ingest import parse_slices
-from rebalance_replay.jobs.log_files import describe_file, plan_slices
+from rebalance_replay.jobs.ingest import IngestCounts, merge_slice_stats, parse_slices
+from rebalance_replay.jobs.log_files import FileSlice, describe_file, plan_slices, split_slice
 from tests.integration.test_ingest import JSON_FETCH, JSON_HEARTBEAT, JSON_JOIN, OTHER_LOGGER, TEXT_HEARTBEAT
 
 VALID = [JSON_JOIN, JSON_HEARTBEAT, JSON_FETCH, TEXT_HEARTBEAT, OTHER_LOGGER]
@@ -77,3 +78,81 @@ def test_every_line_is_accounted_for(tmp_path: Path, lines: list[str]) -> None:
     for n, line in enumerate(lines, 1):
         if line in (JSON_JOIN, JSON_HEARTBEAT, TEXT_HEARTBEAT):
             assert n in kept
+
+
+AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _kept_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    kept = [r for r in rows if r["row_kind"] != "stats"]
+    return sorted(kept, key=lambda r: (r["row_kind"], r["line_no"]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=lines_strategy, max_bytes=st.integers(1, 3000), crlf=st.booleans(), newline_at_end=st.booleans())
+def test_split_slices_merge_to_what_one_slice_reads(
+    tmp_path: Path, lines: list[str], max_bytes: int, crlf: bool, newline_at_end: bool
+) -> None:
+    path = tmp_path / "broker-1" / "kafka-request.log.1"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    eol = "\r\n" if crlf else "\n"
+    text = eol.join(lines) + (eol if newline_at_end else "")
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    described = describe_file(str(path), r"(?P<broker_id>[^/]+)/[^/]+$")
+    if described is None:
+        return
+    (whole,) = plan_slices([described], {})[0]
+    pieces = split_slice(whole, max_bytes)
+    one = list(parse_slices([whole], "UTC", AT))
+    split = list(parse_slices(pieces, "UTC", AT))
+    assert _kept_rows(split) == _kept_rows(one)
+    (read_one,) = merge_slice_stats([r for r in one if r["row_kind"] == "stats"])
+    (read,) = merge_slice_stats([r for r in split if r["row_kind"] == "stats"])
+    assert read.first == pieces[0] and (read.first.start_line, read.first.start_offset) == (1, 0)
+    assert (read.end_line, read.end_offset, read.counts) == (
+        read_one.end_line,
+        read_one.end_offset,
+        read_one.counts,
+    )
+    assert read.counts.balanced and read.counts.lines_read == read_one.counts.lines_read
+    assert read.dropped_from_line is None and read.errors == []
+
+
+def test_a_slice_that_stops_short_drops_the_slices_after_it(tmp_path: Path) -> None:
+    path = tmp_path / "broker-1" / "kafka-request.log.1"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(line + "\n" for line in VALID * 8))
+    described = describe_file(str(path), r"(?P<broker_id>[^/]+)/[^/]+$")
+    assert described is not None
+    (whole,) = plan_slices([described], {})[0]
+    pieces = split_slice(whole, 2000)
+    assert len(pieces) >= 4
+
+    def stats(slices: list[FileSlice]) -> list[dict[str, Any]]:
+        return [r for r in parse_slices(slices, "UTC", AT) if r["row_kind"] == "stats"]
+
+    # the file vanishes after the first slice was read: the first counts, the rest is read next time
+    first = stats(pieces[:1])
+    second = stats(pieces[1:2])
+    later = stats(pieces[2:])
+    path.rename(path.with_suffix(".moved"))
+    missing = stats(pieces[1:2])
+    assert missing[0]["missing"]
+    (read,) = merge_slice_stats(later + missing + first)  # in any order
+    assert read.dropped_from_line == pieces[2].start_line
+    assert (read.end_line, read.end_offset) == (first[0]["end_line"], first[0]["end_offset"])
+    assert read.end_offset == pieces[1].start_offset
+    assert read.counts.lines_read == first[0]["lines_read"] == pieces[1].start_line - 1
+    # ... or before the first slice was read (later ones were): nothing counts, nothing is recorded
+    (read,) = merge_slice_stats(second + later + stats(pieces[:1]))
+    assert read.dropped_from_line == pieces[1].start_line
+    assert read.counts == IngestCounts() and (read.end_line, read.end_offset) == (0, 0)
+    # a read error: the quarantined rest-of-file line (end_line + 1) is kept, the slices after it are not
+    errored = dict(missing[0], missing=False, error="input: x: unreadable file after line 3 (boom)")
+    errored.update(
+        lines_read=1, n_quarantined=1, end_line=pieces[1].start_line - 1, end_offset=pieces[1].start_offset
+    )
+    (read,) = merge_slice_stats([*first, errored, *later])
+    assert read.errors == [errored["error"]]
+    assert read.dropped_from_line == pieces[2].start_line
+    assert read.counts.lines_read == first[0]["lines_read"] + 1 and read.counts.balanced
