@@ -318,11 +318,13 @@ def merge_slice_stats(rows: Sequence[Mapping[str, Any]]) -> list[FileRead]:
 
 
 def _plan_frame(spark: SparkSession, slices: Sequence[FileSlice]) -> DataFrame:
-    """One row per slice, one slice per partition (a Spark task each) up to 4 × the default parallelism
-    (more slices: about equally many per partition)."""
+    """One row per slice, one slice per partition (a Spark task each) up to 4 × the default parallelism;
+    more slices are dealt round-robin (partition sizes differ by one at most)."""
     n = max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4))
-    rows = spark.sparkContext.parallelize([(json.dumps(s.to_dict()),) for s in slices], n)
-    return spark.createDataFrame(rows, "slice string")
+    rows = [(json.dumps(s.to_dict()),) for s in slices]
+    # one list per partition: parallelize splits a list of n items into n partitions of one
+    dealt = spark.sparkContext.parallelize([rows[i::n] for i in range(n)], n).flatMap(lambda part: part)
+    return spark.createDataFrame(dealt, "slice string")
 
 
 def _plan_path(warehouse: str, batch_id: int) -> Path:
