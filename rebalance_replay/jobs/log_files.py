@@ -1,9 +1,10 @@
 """Finding and reading broker request-log files: discovery, broker ids, file identity and resumable slices.
 
-No Spark here: the ingest job plans :class:`FileSlice` s on the driver and reads them in Spark tasks with
-:func:`read_slice`. A file's identity is its broker plus a hash of its first line, so the live
-``kafka-request.log``, its hourly rotation ``kafka-request.log.2024-05-01-13`` and a gzipped copy of that
-are recognised as one file that is read once, resuming where the last ingest stopped.
+No Spark here: the ingest job plans :class:`FileSlice` s on the driver (a large uncompressed file cut into
+several at line starts by :func:`split_slice`) and reads them in Spark tasks with :func:`read_slice`.
+A file's identity is its broker plus a hash of its first line, so the live ``kafka-request.log``, its
+hourly rotation ``kafka-request.log.2024-05-01-13`` and a gzipped copy of that are recognised as one file
+that is read once, resuming where the last ingest stopped.
 """
 
 from __future__ import annotations
