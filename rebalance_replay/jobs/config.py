@@ -135,6 +135,13 @@ class InputConfig:
         "time with Arrow instead of one parse_line call a line; every other line still goes through "
         "parse_line. The rows are the same either way (false: every line through parse_line).",
     )
+    max_slice_bytes: int = setting(
+        128 << 20,
+        "A rotated uncompressed file larger than this is read by several Spark tasks, in slices of about "
+        "this many bytes cut at line starts (a gzipped file, or the live file still being written: one "
+        "task).",
+        minimum=1 << 20,
+    )
 
     @property
     def tz(self) -> ZoneInfo:

@@ -1,18 +1,19 @@
 """Ingest: broker request-log files → bronze Delta tables ``requests`` and ``quarantine``.
 
 Flow: the driver discovers files and plans the slices not yet read (``ingest_files`` remembers how far
-each file identity was read); Spark tasks read and parse the slices in parallel (``mapInArrow``), each
+each file identity was read) and cuts large rotated uncompressed files into slices at line starts
+(``input.max_slice_bytes``); Spark tasks read and parse the slices in parallel (``mapInArrow``), each
 line becoming a request row, a quarantine row, or a count (other APIs, other loggers). The routine
 JSON-era lines (heartbeats, offset commits) are typed a block at a time by ``transforms.columnar_log``,
 every other line by ``parse_line`` (``input.columnar_json``; the rows are the same either way).
 
 One pass: the request rows stream from the tasks straight into the ``requests`` commit; each task leaves
 its slices' quarantined lines and counts in a side file (``_ingest/batch-N-side/slice-K.parquet``), which
-the driver then reads for the ``quarantine`` commit and the progress rows. All commits carry one
-application transaction id, so a retried or repeated ingest never adds a row twice (a batch whose
-requests are committed but whose side files are gone reads its slices again for them). Accounting
-identity, checked and reported: ``lines_read = requests + quarantined + other_api_lines + other_lines``,
-and the rows committed to ``requests`` equal the request lines counted.
+the driver then reads for the ``quarantine`` commit and the progress rows (one a file: its slices'
+statistics merged). All commits carry one application transaction id, so a retried or repeated ingest
+never adds a row twice (a batch whose requests are committed but whose side files are gone reads its
+slices again for them). Accounting identity, checked and reported: ``lines_read = requests + quarantined
++ other_api_lines + other_lines``, and the rows committed to ``requests`` equal the request lines counted.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +43,7 @@ from rebalance_replay.jobs.log_files import (
     discover_files,
     plan_slices,
     read_slice,
+    split_slice,
 )
 from rebalance_replay.jobs.spark_session import local_cores
 from rebalance_replay.jobs.warehouse import open_warehouse, redaction_key
@@ -346,6 +348,75 @@ def _progress(spark: SparkSession, store: DeltaStore) -> tuple[dict[str, FilePro
     return progress, last_batch, total
 
 
+@dataclass
+class FileRead:
+    """The statistics rows of the slices of one file merged: its one ``ingest_files`` row of the batch."""
+
+    first: FileSlice  # the slice that starts where the file was left
+    end_line: int  # last line read (``first.start_line - 1``: none)
+    end_offset: int
+    counts: IngestCounts
+    errors: list[str] = field(default_factory=list)
+    # lines a slice did not read although a slice after it did (the file changed or vanished while it
+    # was read): said in the run's output, since the progress moves past them
+    problems: list[str] = field(default_factory=list)
+
+
+def merge_slice_stats(rows: Sequence[Mapping[str, Any]]) -> list[FileRead]:
+    """Merge the tasks' statistics rows (see :func:`parse_slices`) by file identity, slices in file order:
+    the counts add up (every slice's rows are committed); the end is that of the last slice that read a
+    line. A slice that stopped short of its end (missing file, read error, fewer bytes than planned)
+    before a slice that read lines leaves a gap, named in ``problems``. (A slice checks the file's
+    identity when it opens it, so a live file rotated while it was read makes its later slices read
+    nothing: they are read next run where the file now lives, no gap.)"""
+    by_key: dict[str, list[tuple[FileSlice, Mapping[str, Any]]]] = {}
+    for r in rows:
+        s = FileSlice.from_dict(json.loads(r["slice_json"]))
+        by_key.setdefault(s.file_key, []).append((s, r))
+    merged = []
+    for key in sorted(by_key):
+        pieces = sorted(by_key[key], key=lambda p: p[0].start_offset)
+        first = pieces[0][0]
+        read = FileRead(first, first.start_line - 1, first.start_offset, IngestCounts())
+        stopped: int | None = None  # the last line read before a slice that stopped short
+        for s, r in pieces:
+            read.counts.add(
+                IngestCounts(
+                    r["lines_read"],
+                    r["n_requests"],
+                    r["n_quarantined"],
+                    r["n_other_api"],
+                    r["n_other"],
+                    json.loads(r["other_api_counts"]),
+                )
+            )
+            if r["error"]:
+                read.errors.append(r["error"])
+            if r["lines_read"]:
+                if stopped is not None and s.start_line > stopped + 1:
+                    read.problems.append(
+                        f"lines {stopped + 1}-{s.start_line - 1} were not read (the file changed or vanished "
+                        "while it was read)"
+                    )
+                stopped = None
+                read.end_line, read.end_offset = r["end_line"], r["end_offset"]
+            short = s.end_offset is not None and r["end_offset"] < s.end_offset
+            if (r["missing"] or r["error"] or short) and stopped is None:
+                stopped = r["end_line"] + (1 if r["error"] else 0)  # (an error's rest-of-file line)
+        merged.append(read)
+    return merged
+
+
+def _plan_frame(spark: SparkSession, slices: Sequence[FileSlice]) -> DataFrame:
+    """One row per slice, one slice per partition (a Spark task each) up to 4 × the default parallelism;
+    more slices are dealt round-robin (partition sizes differ by one at most)."""
+    n = max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4))
+    rows = [(json.dumps(s.to_dict()), i) for i, s in enumerate(slices)]
+    # one list per partition: parallelize splits a list of n items into n partitions of one
+    dealt = spark.sparkContext.parallelize([rows[i::n] for i in range(n)], n).flatMap(lambda part: part)
+    return spark.createDataFrame(dealt, "slice string, slice_no int")
+
+
 def _plan_path(warehouse: str, batch_id: int) -> Path:
     return Path(warehouse) / "_ingest" / f"batch-{batch_id:08d}.json"
 
@@ -421,21 +492,23 @@ def ingest(
         duplicates = 0
         say(f"ingest: resuming batch {batch_id} ({len(slices)} slices) from an interrupted run")
     else:
-        slices, duplicates = plan_slices(files, progress)
+        planned, duplicates = plan_slices(files, progress)
+        slices = [p for s in planned for p in split_slice(s, config.input.max_slice_bytes)]
+    n_files = len({s.file_key for s in slices})
     run = IngestCounts()
     if not slices:
         say(f"ingest: {len(files)} file(s), nothing new to read")
         return IngestResult(None, len(files), 0, duplicates, run, total, time.monotonic() - started)
     write_json(plan_file, {"batch_id": batch_id, "slices": [s.to_dict() for s in slices]}, indent=1)
-    mb = sum(s.file_size - s.start_offset if not s.compressed else s.file_size for s in slices) / 1e6
-    say(f"ingest: batch {batch_id}: reading {len(slices)} slice(s) of {len(files)} file(s), ~{mb:.1f} MB")
+    mb = sum(s.file_size if s.end_offset is None else s.end_offset - s.start_offset for s in slices) / 1e6
+    say(
+        f"ingest: batch {batch_id}: reading {n_files} slice(s) of {len(files)} file(s) in {len(slices)} "
+        f"task slice(s), ~{mb:.1f} MB"
+    )
 
     ingested_at = datetime.now(UTC).replace(microsecond=0)
     side_dir = _side_dir(warehouse, batch_id)
-    plan_df = spark.createDataFrame(
-        [(json.dumps(s.to_dict()), i) for i, s in enumerate(slices)], "slice string, slice_no int"
-    )
-    plan_df = plan_df.repartition(max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4)))
+    plan_df = _plan_frame(spark, slices)
     if local_cores(spark) is None:  # on a cluster: can every executor open the files?
         _check_executors_can_open(plan_df)
     task = _arrow_task(
@@ -458,22 +531,13 @@ def ingest(
     if written is None and len(list(side_dir.glob("slice-*.parquet"))) < len(slices):
         requests_df.count()  # committed by an attempt whose side files are gone: read the slices again
     side = spark.read.schema(TASK_OUTPUT.spark_schema()).parquet(str(side_dir))
-    stats_rows = side.filter(F.col("row_kind") == "stats").collect()
-    for r in stats_rows:
-        counts = IngestCounts(
-            r["lines_read"],
-            r["n_requests"],
-            r["n_quarantined"],
-            r["n_other_api"],
-            r["n_other"],
-            json.loads(r["other_api_counts"]),
-        )
-        run.add(counts)
-        if r["missing"]:
-            path = FileSlice.from_dict(json.loads(r["slice_json"])).path
-            say(f"ingest: {path} could not be opened (rotated away?); it is read again next run")
-        if r["error"]:
-            say(f"ingest: quarantined the unreadable rest of a file: {r['error']}")
+    reads = merge_slice_stats(side.filter(F.col("row_kind") == "stats").collect())
+    for fr in reads:
+        run.add(fr.counts)
+        for error in fr.errors:
+            say(f"ingest: quarantined the unreadable rest of a file: {error}")
+        for problem in fr.problems:
+            say(f"ingest: {fr.first.path}: {problem}")
     if written is not None and written != run.requests:
         raise RuntimeError(f"ingest: {run.requests} request lines parsed but {written} rows written")
     say(
@@ -489,9 +553,9 @@ def ingest(
     store.append(quarantine_df, QUARANTINE, app_id=APP_ID, txn_version=batch_id)
     crash_point("ingest:before_progress")  # bronze committed, progress not yet recorded
     progress_rows = []
-    for r in stats_rows:
-        s = FileSlice.from_dict(json.loads(r["slice_json"]))
-        if r["lines_read"] == 0:
+    for fr in reads:
+        s, c = fr.first, fr.counts
+        if c.lines_read == 0:
             continue
         progress_rows.append(
             (
@@ -503,14 +567,14 @@ def ingest(
                 s.file_size,
                 s.file_mtime_ms,
                 s.start_line,
-                r["end_line"],
+                fr.end_line,
                 s.start_offset,
-                r["end_offset"],
-                r["lines_read"],
-                r["n_requests"],
-                r["n_quarantined"],
-                r["n_other_api"],
-                r["n_other"],
+                fr.end_offset,
+                c.lines_read,
+                c.requests,
+                c.quarantined,
+                c.other_api_lines,
+                c.other_lines,
                 ingested_at,
             )
         )
@@ -519,7 +583,7 @@ def ingest(
     shutil.rmtree(side_dir, ignore_errors=True)
     plan_file.unlink(missing_ok=True)
     total.add(run)
-    return IngestResult(batch_id, len(files), len(slices), duplicates, run, total, time.monotonic() - started)
+    return IngestResult(batch_id, len(files), n_files, duplicates, run, total, time.monotonic() - started)
 
 
 def _select(df: DataFrame, table: TableDef) -> DataFrame:

@@ -1,9 +1,10 @@
 """Finding and reading broker request-log files: discovery, broker ids, file identity and resumable slices.
 
-No Spark here: the ingest job plans :class:`FileSlice` s on the driver and reads them in Spark tasks with
-:func:`read_slice`. A file's identity is its broker plus a hash of its first line, so the live
-``kafka-request.log``, its hourly rotation ``kafka-request.log.2024-05-01-13`` and a gzipped copy of that
-are recognised as one file that is read once, resuming where the last ingest stopped.
+No Spark here: the ingest job plans :class:`FileSlice` s on the driver (a large uncompressed file cut into
+several at line starts by :func:`split_slice`) and reads them in Spark tasks with :func:`read_slice`.
+A file's identity is its broker plus a hash of its first line, so the live ``kafka-request.log``, its
+hourly rotation ``kafka-request.log.2024-05-01-13`` and a gzipped copy of that are recognised as one file
+that is read once, resuming where the last ingest stopped.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import re
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from rebalance_replay.jobs.errors import (
 GZIP_MAGIC = b"\x1f\x8b"
 _COMPLETE_TAIL = re.compile(rb"\(kafka\.request\.logger(?::\d+)?\)(?: \[[^\]]*\])?\s*$")
 READ_BLOCK = 1 << 20
+SPLIT_BLOCK = 8 << 20  # split_slice's read size: it only counts newlines
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,7 @@ def describe_file(path: str, broker_pattern: str) -> LogFile | None:
         raise InputError(f"input: {path}: {kind} ({e})") from None
     if not first:
         return None
-    digest = hashlib.sha1(first.rstrip(b"\r\n")).hexdigest()[:20]
+    digest = first_line_digest(first)
     return LogFile(
         path=path,
         broker_id=broker_id,
@@ -134,6 +136,11 @@ def describe_file(path: str, broker_pattern: str) -> LogFile | None:
         file_key=f"{broker_id}:{digest}",
         live=Path(path).name == "kafka-request.log",
     )
+
+
+def first_line_digest(first: bytes) -> str:
+    """The part of a file's identity that its first line gives (``file_key`` = broker id + this)."""
+    return hashlib.sha1(first.rstrip(b"\r\n")).hexdigest()[:20]
 
 
 @dataclass
@@ -166,11 +173,15 @@ def read_slice(s: FileSlice, stats: SliceStats) -> Iterator[tuple[int, str]]:
         return
     try:
         with f:
-            if offset:
-                if s.compressed:
-                    _skip(f, offset)
-                else:
-                    f.seek(offset)
+            if not s.compressed and first_line_digest(f.readline()) != s.file_key.rsplit(":", 1)[-1]:
+                # another file under this name (the live file rotated since the slice was planned): this
+                # identity is read again where it now lives, next run
+                stats.missing = True
+                return
+            if s.compressed:
+                _skip(f, offset)
+            else:
+                f.seek(offset)
             # read1: on a gzip stream that breaks off, the data before the break comes back first
             read = f.read1 if s.compressed else f.read
             pending = b""
@@ -263,3 +274,46 @@ def plan_slices(files: Sequence[LogFile], progress: dict[str, FileProgress]) -> 
             )
         )
     return slices, duplicates
+
+
+def split_slice(s: FileSlice, max_bytes: int) -> list[FileSlice]:
+    """``s`` cut into pieces of about equal size, at most about ``max_bytes``, that Spark tasks read in
+    parallel.
+
+    Each cut is moved forward to just after the next newline, so every piece starts at a line start, and
+    the newlines before it are counted so the piece's ``start_line`` is exact. Every piece but the last
+    ends at its cut; the last keeps ``s.end_offset`` (a live file's incomplete last line is still left
+    for the next ingest). Together the pieces read exactly the lines ``s`` reads. A gzipped slice, one
+    of at most ``max_bytes``, or a file that cannot be opened here (its task reports it), stays whole.
+    """
+    if s.compressed or s.end_offset is None or s.end_offset - s.start_offset <= max_bytes:
+        return [s]
+    end = s.end_offset
+    n = -(-(end - s.start_offset) // max_bytes)
+    step = -(-(end - s.start_offset) // n)  # n pieces of about equal size: the last is no small remainder
+    pieces: list[FileSlice] = []
+    start, line = s.start_offset, s.start_line  # the piece being cut
+    newlines = 0  # newlines from start to pos
+    pos = start  # file offset of the next block
+    try:
+        with open(s.path, "rb") as f:
+            f.seek(pos)
+            while end - start > step:
+                block = f.read(min(SPLIT_BLOCK, end - pos))
+                if not block:  # shorter than planned: the rest stays one piece
+                    break
+                at = 0  # the newlines before block[at] are counted
+                while end - start > step:
+                    i = block.find(b"\n", max(at, start + step - 1 - pos))
+                    if i < 0 or pos + i + 1 >= end:  # no line ends in the rest of the block
+                        newlines += block.count(b"\n", at)
+                        break
+                    newlines += block.count(b"\n", at, i + 1)
+                    at = i + 1
+                    pieces.append(replace(s, start_line=line, start_offset=start, end_offset=pos + at))
+                    start, line, newlines = pos + at, line + newlines, 0
+                pos += len(block)
+    except OSError:  # its task reports it
+        return [s]
+    pieces.append(replace(s, start_line=line, start_offset=start))
+    return pieces

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from deltalake import DeltaTable
 
 from rebalance_replay.jobs.cli import main
-from tests.helpers import read_table
+from tests.helpers import canonical, read_table
 
 pytestmark = pytest.mark.spark
 
@@ -181,3 +183,125 @@ def test_timezone_shifts_completion(tmp_path: Path, spark: object) -> None:
     (row,) = read_table(wh / "requests")
     # 10:00:04.001 in Berlin (CEST, UTC+2) is 08:00:04.001 UTC
     assert row["completion_ms"] == 1714550404001
+
+
+# ---- large files read as several slices (input.max_slice_bytes) ------------------------------------------
+
+SPLIT = ["--set", f"input.max_slice_bytes={1 << 20}"]  # the smallest allowed: files of ~2.5 MB → 3 slices
+CYCLE = [JSON_JOIN, JSON_HEARTBEAT, JSON_FETCH, JSON_BROKEN, OTHER_LOGGER, TEXT_HEARTBEAT, ""]
+INCOMPLETE = "[2024-05-01 10:00:09,000] DEBUG Completed request:{"
+
+
+def _cycle(n: int, eol: str = "\n", start: int = 0) -> bytes:
+    return "".join(CYCLE[(start + i) % len(CYCLE)] + eol for i in range(n)).encode()
+
+
+def _tables(wh: Path) -> dict[str, list[str]]:
+    return {t: canonical(read_table(wh / t), drop=("ingested_at",)) for t in ("requests", "quarantine")}
+
+
+def _files(wh: Path) -> list[dict[str, object]]:
+    rows = [{k: v for k, v in r.items() if k != "ingested_at"} for r in read_table(wh / "ingest_files")]
+    return sorted(rows, key=lambda r: (str(r["file_key"]), int(str(r["batch_id"]))))
+
+
+def _ingest(logs: Path, wh: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, int]:
+    """Run ingest; (file slices, Spark task slices) it read, from its log line (0, 0: nothing new)."""
+    capsys.readouterr()
+    assert main(["ingest", "--input", str(logs), "--warehouse", str(wh), *extra]) == 0
+    m = re.search(r"reading (\d+) slice\(s\) of \d+ file\(s\) in (\d+) task slice", capsys.readouterr().err)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def test_large_files_read_in_slices_give_the_same_tables(
+    tmp_path: Path, spark: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs, whole, split = tmp_path / "logs", tmp_path / "whole", tmp_path / "split"
+    rotated = logs / "broker-1" / "kafka-request.log.2024-05-01-09"
+    live = logs / "broker-2" / "kafka-request.log"
+    rotated.parent.mkdir(parents=True)
+    live.parent.mkdir(parents=True)
+    # CRLF lines in the middle, no newline at the end of the rotated file; the live one is still writing
+    rotated.write_bytes(
+        _cycle(2500) + _cycle(1000, "\r\n", 2500) + _cycle(2500, start=3500) + JSON_JOIN.encode()
+    )
+    live.write_bytes(_cycle(6000) + INCOMPLETE.encode())
+    _write(logs / "broker-3" / "kafka-request.log.1.gz", [JSON_JOIN, JSON_HEARTBEAT] * 2000, gz=True)
+    assert all(p.stat().st_size > 2 << 20 for p in (rotated, live))
+
+    assert _ingest(logs, whole, capsys) == (3, 3)
+    files, tasks = _ingest(logs, split, capsys, *SPLIT)
+    assert files == 3 and tasks == 3 + 3 + 1  # the gzipped file is never cut
+    assert _tables(split) == _tables(whole)
+    assert len(_tables(whole)["requests"]) == 2573 + 2572 + 4000  # 3 of every 7 lines, 1 final JOIN
+    assert _files(split) == _files(whole)  # one ingest_files row a file, the same counts and ends
+    assert len(_files(split)) == 3
+    (live_row,) = [r for r in _files(split) if r["source_file"] == str(live)]
+    assert (live_row["start_line"], live_row["end_line"], live_row["lines_read"]) == (1, 6000, 6000)
+    assert live_row["end_offset"] == len(_cycle(6000))
+    keys = ("lines_read", "requests", "quarantined", "other_api_lines", "other_lines", "accounting_ok")
+    assert {k: _summary(split)[k] for k in keys} == {k: _summary(whole)[k] for k in keys}
+    assert _summary(split)["accounting_ok"] is True
+
+    # the live file's last line completes and it grows: only the new lines are read, in slices again
+    with open(live, "ab") as f:
+        f.write(b'"x":1} (kafka.request.logger)\n' + _cycle(3000, start=6001))
+    assert _ingest(logs, whole, capsys) == (1, 1)
+    assert _ingest(logs, split, capsys, *SPLIT) == (1, 2)
+    assert _tables(split) == _tables(whole)
+    assert _files(split) == _files(whole)
+    (_, grown) = [r for r in _files(split) if r["source_file"] == str(live)]
+    assert (grown["batch_id"], grown["start_line"], grown["end_line"], grown["lines_read"]) == (
+        2,
+        6001,
+        9001,
+        3001,
+    )
+    assert grown["start_offset"] == live_row["end_offset"] and grown["end_offset"] == live.stat().st_size
+    assert _summary(split)["accounting_ok"] is True
+
+    # and again: nothing new, no commit
+    versions = {t: DeltaTable(str(split / t)).version() for t in ("requests", "quarantine", "ingest_files")}
+    assert _ingest(logs, split, capsys, *SPLIT) == (0, 0)
+    assert {t: DeltaTable(str(split / t)).version() for t in versions} == versions
+
+
+def test_interrupted_batch_of_slices_is_redone_from_its_plan(
+    tmp_path: Path, spark: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The plan file of a batch that died keeps its slices (however input.max_slice_bytes is set now)."""
+    from rebalance_replay.jobs.ingest import _plan_path
+    from rebalance_replay.jobs.log_files import describe_file, plan_slices, split_slice
+
+    logs, whole, resumed = tmp_path / "logs", tmp_path / "whole", tmp_path / "resumed"
+    path = logs / "broker-1" / "kafka-request.log.1"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(_cycle(6000))
+    described = describe_file(str(path), r"(?P<broker_id>[^/]+)/[^/]+$")
+    assert described is not None
+    (planned,) = plan_slices([described], {})[0]
+    pieces = split_slice(planned, 1 << 20)
+    assert len(pieces) == 3
+    plan = _plan_path(str(resumed), 1)
+    plan.parent.mkdir(parents=True)
+    plan.write_text(json.dumps({"batch_id": 1, "slices": [p.to_dict() for p in pieces]}))
+    assert _ingest(logs, resumed, capsys) == (1, 3)
+    assert not plan.exists()
+    assert _ingest(logs, whole, capsys) == (1, 1)
+    assert _tables(resumed) == _tables(whole)
+    assert _files(resumed) == _files(whole) and len(_files(resumed)) == 1
+
+
+def test_plan_frame_gives_each_slice_its_own_task(spark: Any) -> None:
+    from rebalance_replay.jobs.ingest import _plan_frame
+    from rebalance_replay.jobs.log_files import FileSlice
+
+    def slices(n: int) -> list[FileSlice]:
+        return [FileSlice(f"/f{i}", "b", f"b:{i}", False, False, 10, 0, 1, 0, 10) for i in range(n)]
+
+    cap = spark.sparkContext.defaultParallelism * 4
+    for n in (1, 2, 3, 5, cap):
+        per_task = _plan_frame(spark, slices(n)).rdd.glom().map(len).collect()
+        assert per_task == [1] * n
+    per_task = _plan_frame(spark, slices(2 * cap + 3)).rdd.glom().map(len).collect()
+    assert per_task == [3, 3, 3] + [2] * (cap - 3)

@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rebalance_replay.jobs.ingest import parse_slices
-from rebalance_replay.jobs.log_files import describe_file, plan_slices
+from rebalance_replay.jobs.ingest import merge_slice_stats, parse_slices
+from rebalance_replay.jobs.log_files import FileSlice, describe_file, plan_slices, split_slice
 from tests.integration.test_ingest import JSON_FETCH, JSON_HEARTBEAT, JSON_JOIN, OTHER_LOGGER, TEXT_HEARTBEAT
 
 VALID = [JSON_JOIN, JSON_HEARTBEAT, JSON_FETCH, TEXT_HEARTBEAT, OTHER_LOGGER]
@@ -77,3 +78,109 @@ def test_every_line_is_accounted_for(tmp_path: Path, lines: list[str]) -> None:
     for n, line in enumerate(lines, 1):
         if line in (JSON_JOIN, JSON_HEARTBEAT, TEXT_HEARTBEAT):
             assert n in kept
+
+
+AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _kept_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    kept = [r for r in rows if r["row_kind"] != "stats"]
+    return sorted(kept, key=lambda r: (r["row_kind"], r["line_no"]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=lines_strategy, max_bytes=st.integers(1, 3000), crlf=st.booleans(), newline_at_end=st.booleans())
+def test_split_slices_merge_to_what_one_slice_reads(
+    tmp_path: Path, lines: list[str], max_bytes: int, crlf: bool, newline_at_end: bool
+) -> None:
+    path = tmp_path / "broker-1" / "kafka-request.log.1"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    eol = "\r\n" if crlf else "\n"
+    text = eol.join(lines) + (eol if newline_at_end else "")
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    described = describe_file(str(path), r"(?P<broker_id>[^/]+)/[^/]+$")
+    if described is None:
+        return
+    (whole,) = plan_slices([described], {})[0]
+    pieces = split_slice(whole, max_bytes)
+    one = list(parse_slices([whole], "UTC", AT))
+    split = list(parse_slices(pieces, "UTC", AT))
+    assert _kept_rows(split) == _kept_rows(one)
+    (read_one,) = merge_slice_stats([r for r in one if r["row_kind"] == "stats"])
+    (read,) = merge_slice_stats([r for r in split if r["row_kind"] == "stats"])
+    assert read.first == pieces[0] and (read.first.start_line, read.first.start_offset) == (1, 0)
+    assert (read.end_line, read.end_offset, read.counts) == (
+        read_one.end_line,
+        read_one.end_offset,
+        read_one.counts,
+    )
+    assert read.counts.balanced and read.counts.lines_read == read_one.counts.lines_read
+    assert read.problems == [] and read.errors == []
+
+
+def test_a_slice_that_stops_short_is_named_and_every_slice_counts(tmp_path: Path) -> None:
+    """Every slice's rows are committed in one pass, so every slice counts; a slice that read nothing or
+    stopped short before a later slice read lines leaves a gap, which the merge names."""
+    path = tmp_path / "broker-1" / "kafka-request.log.1"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(line + "\n" for line in VALID * 8))
+    described = describe_file(str(path), r"(?P<broker_id>[^/]+)/[^/]+$")
+    assert described is not None
+    (whole,) = plan_slices([described], {})[0]
+    pieces = split_slice(whole, 2000)
+    assert len(pieces) >= 4
+
+    def stats(slices: list[FileSlice]) -> list[dict[str, Any]]:
+        return [r for r in parse_slices(slices, "UTC", AT) if r["row_kind"] == "stats"]
+
+    first = stats(pieces[:1])
+    later = stats(pieces[2:])
+    path.rename(path.with_suffix(".moved"))
+    missing = stats(pieces[1:2])
+    assert missing[0]["missing"]
+    # the second slice found no file, the ones after it had read theirs: a gap, named
+    (read,) = merge_slice_stats(later + missing + first)  # in any order
+    assert read.counts.lines_read == first[0]["lines_read"] + sum(r["lines_read"] for r in later)
+    assert (read.end_line, read.end_offset) == (later[-1]["end_line"], later[-1]["end_offset"])
+    assert read.problems == [
+        f"lines {pieces[1].start_line}-{pieces[2].start_line - 1} were not read (the file changed or "
+        "vanished while it was read)"
+    ]
+    # the file vanished after the first slice, before the rest: no gap, the rest is read next run
+    gone = stats(pieces[2:])
+    (read,) = merge_slice_stats([*first, *missing, *gone])
+    assert read.problems == [] and read.counts.lines_read == first[0]["lines_read"]
+    assert read.end_offset == pieces[1].start_offset
+    # a read error: its quarantined rest-of-file line (end_line + 1) counts, the gap starts after it
+    errored = dict(missing[0], missing=False, error="input: x: unreadable file after line 3 (boom)")
+    errored.update(
+        lines_read=1, n_quarantined=1, end_line=pieces[1].start_line - 1, end_offset=pieces[1].start_offset
+    )
+    (read,) = merge_slice_stats([*first, errored, *later])
+    assert read.errors == [errored["error"]]
+    assert read.problems == [
+        f"lines {pieces[1].start_line + 1}-{pieces[2].start_line - 1} were not read (the file changed or "
+        "vanished while it was read)"
+    ]
+    assert read.counts.balanced
+
+
+def test_a_slice_of_a_file_replaced_under_its_name_reads_nothing(tmp_path: Path) -> None:
+    """The live file rotated between planning and reading: a slice opens the new file under the old
+    name; its first line is not the identity's, so it reads nothing and the identity is read next run."""
+    path = tmp_path / "broker-1" / "kafka-request.log"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(line + "\n" for line in VALID * 8))
+    described = describe_file(str(path), r"(?P<broker_id>[^/]+)/[^/]+$")
+    assert described is not None
+    (whole,) = plan_slices([described], {})[0]
+    pieces = split_slice(whole, 2000)
+    assert len(pieces) >= 2
+    path.rename(path.with_name("kafka-request.log.2024-05-01-10"))
+    path.write_text("".join(line + "\n" for line in reversed(VALID * 9)))  # a new live file, larger
+    (r,) = stats_of(pieces[1:2])
+    assert r["missing"] and r["lines_read"] == 0
+
+
+def stats_of(slices: list[FileSlice]) -> list[dict[str, Any]]:
+    return [r for r in parse_slices(slices, "UTC", AT) if r["row_kind"] == "stats"]

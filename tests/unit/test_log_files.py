@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from rebalance_replay.jobs import log_files
 from rebalance_replay.jobs.log_files import (
     FileProgress,
     InputError,
@@ -17,6 +20,7 @@ from rebalance_replay.jobs.log_files import (
     discover_files,
     plan_slices,
     read_slice,
+    split_slice,
 )
 
 PATTERN = r"(?P<broker_id>[^/]+)/[^/]+$"
@@ -146,3 +150,154 @@ def test_crlf_and_invalid_utf8(tmp_path: Path) -> None:
     p = d / "kafka-request.log.1"
     p.write_bytes(b"a\r\nb\xff\n")
     assert [line for _, line in _read_all(p)] == ["a", "b\ufffd"]
+
+
+# ---- split_slice: one slice cut into pieces at line starts ----------------------------------------------
+
+
+def _reference(data: bytes) -> list[tuple[int, str]]:
+    """The lines of a complete (rotated) file, numbered, read line by line without read_slice."""
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return [(n, raw.removesuffix(b"\r").decode("utf-8", errors="replace")) for n, raw in enumerate(lines, 1)]
+
+
+def _slice_of(path: Path, progress: dict[str, FileProgress] | None = None) -> log_files.FileSlice:
+    f = describe_file(str(path), PATTERN)
+    assert f is not None
+    (s,) = plan_slices([f], progress or {})[0]
+    return s
+
+
+def _check_pieces(s: log_files.FileSlice, pieces: list[log_files.FileSlice], data: bytes) -> None:
+    """The pieces tile the slice, each starts at a line start with its exact line number."""
+    assert pieces[0].start_offset == s.start_offset and pieces[0].start_line == s.start_line
+    assert pieces[-1].end_offset == s.end_offset
+    for a, b in itertools.pairwise(pieces):
+        assert a.end_offset == b.start_offset
+    for p in pieces:
+        assert replace(p, start_line=0, start_offset=0, end_offset=0) == replace(
+            s, start_line=0, start_offset=0, end_offset=0
+        )
+        assert p.end_offset is not None and p.start_offset < p.end_offset
+        assert p.start_offset == 0 or data[p.start_offset - 1 : p.start_offset] == b"\n"
+        assert p.start_line == 1 + data[: p.start_offset].count(b"\n")
+
+
+def _read_pieces(pieces: list[log_files.FileSlice]) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for p in pieces:
+        out.extend(read_slice(p, SliceStats()))
+    return out
+
+
+@pytest.mark.parametrize("block", [1, 3, 64, log_files.SPLIT_BLOCK])
+def test_split_pieces_tile_the_file_with_exact_line_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    monkeypatch.setattr(log_files, "SPLIT_BLOCK", block)
+    p = tmp_path / "b1" / "kafka-request.log.1"
+    p.parent.mkdir()
+    # CRLF lines, empty lines, a line far longer than the pieces, invalid UTF-8, no newline at the end
+    data = (
+        _lines(7).encode()
+        + b"crlf one\r\ncrlf two\r\n\n\n"
+        + b"x" * 300
+        + b"\n"
+        + b"b\xff\n"
+        + _lines(5, start=7).encode()
+        + b"last line without newline"
+    )
+    p.write_bytes(data)
+    s = _slice_of(p)
+    expected = _reference(data)
+    assert _read_pieces([s]) == expected
+    for max_bytes in (1, 2, 5, 17, 64, 100, 299, 300, 301, 512, len(data) - 1):
+        pieces = split_slice(s, max_bytes)
+        _check_pieces(s, pieces, data)
+        assert len(pieces) > 1
+        # about equal pieces of at most about max_bytes: only a cut moved past a long line overshoots
+        assert all(q.end_offset - q.start_offset <= max_bytes + 301 for q in pieces if q.end_offset)
+        assert _read_pieces(pieces) == expected
+    assert split_slice(s, len(data)) == [s]
+    # a piece ends where a line ends (no empty piece when a cut falls on the end of the file)
+    p.write_bytes(b"aaaa\nbbbb\ncccc\n")
+    s = _slice_of(p)
+    for max_bytes in range(1, 16):
+        pieces = split_slice(s, max_bytes)
+        _check_pieces(s, pieces, p.read_bytes())
+        assert _read_pieces(pieces) == [(1, "aaaa"), (2, "bbbb"), (3, "cccc")]
+    assert [(q.start_line, q.start_offset, q.end_offset) for q in split_slice(s, 5)] == [
+        (1, 0, 5),
+        (2, 5, 10),
+        (3, 10, 15),
+    ]
+    # the pieces are about equal: 15 bytes with max 14 is two pieces, not 14 + 1
+    assert [(q.start_offset, q.end_offset) for q in split_slice(s, 14)] == [(0, 10), (10, 15)]
+
+
+def test_split_no_newline_after_a_cut_point_means_no_cut(tmp_path: Path) -> None:
+    p = tmp_path / "b1" / "kafka-request.log.1"
+    p.parent.mkdir()
+    p.write_bytes(b"aaaa\n" + b"b" * 100)
+    s = _slice_of(p)
+    assert split_slice(s, 10) == [s]
+    p.write_bytes(b"a" * 50 + b"\n" + b"b" * 50)
+    s = _slice_of(p)
+    pieces = split_slice(s, 10)
+    assert [(q.start_line, q.start_offset, q.end_offset) for q in pieces] == [(1, 0, 51), (2, 51, 101)]
+    assert _read_pieces(pieces) == [(1, "a" * 50), (2, "b" * 50)]
+
+
+def test_split_live_file_leaves_its_incomplete_last_line(tmp_path: Path) -> None:
+    p = tmp_path / "b1" / "kafka-request.log"
+    p.parent.mkdir()
+    data = _lines(40).encode() + b"[2024-05-01 10:00:09,000] DEBUG Completed req"
+    p.write_bytes(data)
+    s = _slice_of(p)
+    assert s.live
+    pieces = split_slice(s, 1000)
+    _check_pieces(s, pieces, data)
+    assert len(pieces) >= 3
+    assert _read_pieces(pieces) == _read_pieces([s]) == _reference(data)[:40]
+    stats = SliceStats()
+    list(read_slice(pieces[-1], stats))
+    assert (stats.end_line, stats.end_offset) == (40, len(_lines(40)))
+
+
+def test_split_resumed_slice_starts_where_the_last_ingest_stopped(tmp_path: Path) -> None:
+    p = tmp_path / "b1" / "kafka-request.log"
+    p.parent.mkdir()
+    p.write_text(_lines(10))
+    s = _slice_of(p)
+    stats = SliceStats()
+    list(read_slice(s, stats))
+    f = describe_file(str(p), PATTERN)
+    assert f is not None
+    progress = {f.file_key: FileProgress(stats.end_line, stats.end_offset, str(p), f.size, f.mtime_ms)}
+    with open(p, "a") as out:
+        out.write(_lines(30, start=10) + "crlf\r\n")
+    data = p.read_bytes()
+    tail = _slice_of(p, progress)
+    assert (tail.start_line, tail.start_offset) == (11, len(_lines(10)))
+    pieces = split_slice(tail, 700)
+    assert len(pieces) >= 3
+    _check_pieces(tail, pieces, data)
+    assert _read_pieces(pieces) == _reference(data)[10:]
+    assert _read_pieces(pieces)[-1] == (41, "crlf")
+
+
+def test_split_leaves_gzip_and_unreadable_slices_whole(tmp_path: Path) -> None:
+    d = tmp_path / "b1"
+    d.mkdir()
+    gz = d / "kafka-request.log.1.gz"
+    with gzip.open(gz, "wt") as g:
+        g.write(_lines(200))
+    s = _slice_of(gz)
+    assert s.compressed and split_slice(s, 1) == [s]
+    p = d / "kafka-request.log.2"
+    p.write_text(_lines(50))
+    s = _slice_of(p)
+    p.unlink()
+    assert split_slice(s, 100) == [s]
