@@ -100,22 +100,13 @@ def nested_request_column() -> Column:
     empty (most rows: heartbeats, and commits without errors)."""
     from pyspark.sql import functions as F
 
-    def struct_of(e: Column, *fields: str) -> Column:
-        return F.struct(*[e[f].alias(f) for f in fields])
-
-    fields = {
-        "protocol_names": F.filter(F.transform("protocols", lambda p: p["name"]), lambda n: n.isNotNull()),
-        "leave_members": F.transform(
-            "leave_members", lambda m: struct_of(m, "member_id", "group_instance_id", "reason")
+    fields = {  # no lambdas: higher-order functions are interpreted row by row, these are compiled
+        "protocol_names": F.array_compact(F.col("protocols.name")),
+        "leave_members": F.col("leave_members"),  # (member_id, group_instance_id, reason)
+        "commit_errors": F.array_compact(
+            F.array_remove(F.col("response_commit_partitions.error_name"), F.lit("NONE"))
         ),
-        "commit_errors": F.transform(
-            F.filter(
-                "response_commit_partitions",
-                lambda c: c["error_name"].isNotNull() & (c["error_name"] != F.lit("NONE")),
-            ),
-            lambda c: c["error_name"],
-        ),
-        "assignments": F.transform("assignments", lambda a: struct_of(a, "member_id", "assignment")),
+        "assignments": F.col("assignments"),  # (member_id, assignment, assignment_length)
     }
     filled = [F.coalesce(F.size(c), F.lit(0)) > 0 for c in fields.values()]
     any_filled = filled[0]
