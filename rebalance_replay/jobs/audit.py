@@ -2,9 +2,10 @@
 ``findings`` table.
 
 Each group's rows of ``requests``, ``rebalances``, ``member_sessions`` and ``transitions`` are brought
-together (one stacked frame: ``group_id``, ``kind``, the row as JSON) and handed to the pure rules by
-``groupBy("group_id").applyInPandas``; the findings come back as JSON and are typed with ``from_json``
-against the ``findings`` schema.
+together (one stacked frame: ``group_id``, ``kind``, the ``requests`` columns the rules read as typed
+columns with their nested columns reduced in the JVM to one JSON string on the few rows that fill them,
+the other tables' few rows as JSON) and handed to the pure rules by ``groupBy("group_id").applyInArrow``;
+the findings come back as JSON and are typed with ``from_json`` against the ``findings`` schema.
 
 Incremental: a fingerprint per group (row counts and a hash of the row keys of the four tables) and
 one of the run (audit settings, broker bounds, the rules' source) are kept in
@@ -46,18 +47,17 @@ from rebalance_replay.transforms.audit.model import (
     Req,
     Session,
     Transition,
+    _bytes,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
-    from pyspark.sql import DataFrame, SparkSession
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from rebalance_replay.jobs.delta_store import DeltaStore
 
 Log = Callable[[str], object]
 
-#: request columns shipped to the rules besides REQUEST_COLUMNS (nested; decoded by Req.from_row)
-NESTED_REQUEST_COLUMNS = ("protocols", "leave_members", "response_commit_partitions", "assignments")
 #: the row keys whose hash makes a group's fingerprint, per input table
 KEYS = {
     "requests": ("source_file", "line_no"),
@@ -67,6 +67,7 @@ KEYS = {
 }
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 OUT_SCHEMA = "group_id string, kind string, payload string"
+OUT_COLUMNS = ("group_id", "kind", "payload")
 
 
 def broker_bounds(config: Config) -> BrokerBounds:
@@ -79,66 +80,136 @@ def broker_bounds(config: Config) -> BrokerBounds:
     )
 
 
-def group_inputs(
-    group_id: str, kinds: Sequence[str], payloads: Sequence[str], broker: BrokerBounds
-) -> GroupInputs:
-    """One group's :class:`GroupInputs` from the stacked rows (kind, JSON of the row)."""
-    reqs, rbs, sess, trs = [], [], [], []
-    for kind, payload in zip(kinds, payloads, strict=True):
-        row = json.loads(payload)
-        if kind == "requests":
-            reqs.append(Req.from_row(row))
-        elif kind == "rebalances":
-            rbs.append(Rebalance.from_row(row))
-        elif kind == "member_sessions":
-            sess.append(Session.from_row(row))
-        elif kind == "transitions":
-            trs.append(Transition.from_row(row))
+#: the other input tables' columns the rules read (their rows are few: each crosses as one JSON string)
+TABLE_COLUMNS = {
+    "rebalances": REBALANCE_COLUMNS,
+    "member_sessions": SESSION_COLUMNS,
+    "transitions": TRANSITION_COLUMNS,
+}
+#: :class:`Req` fields made from the nested ``requests`` columns (filled on few rows: they cross as one
+#: JSON string, ``nested``; Spark's Arrow writer pays for a nested column on every row, null or not)
+NESTED_FIELDS = ("protocol_names", "leave_members", "commit_errors", "assignments")
+if [f.name for f in dataclasses.fields(Req)] != [*REQUEST_COLUMNS, *NESTED_FIELDS]:
+    raise AssertionError("Req's fields must be REQUEST_COLUMNS then NESTED_FIELDS, in this order")
+
+
+def nested_request_column() -> Column:
+    """``nested``: a JSON object of what :meth:`Req.from_row` keeps of the nested ``requests`` columns
+    (protocol names; member, instance and reason of leaving members; per-partition commit errors other
+    than NONE; member and bytes of the leader's assignments), reduced in the JVM; null when all are
+    empty (most rows: heartbeats, and commits without errors)."""
+    from pyspark.sql import functions as F
+
+    fields = {  # no lambdas: higher-order functions are interpreted row by row, these are compiled
+        "protocol_names": F.array_compact(F.col("protocols.name")),
+        "leave_members": F.col("leave_members"),  # (member_id, group_instance_id, reason)
+        "commit_errors": F.array_compact(
+            F.array_remove(F.col("response_commit_partitions.error_name"), F.lit("NONE"))
+        ),
+        "assignments": F.col("assignments"),  # (member_id, assignment, assignment_length)
+    }
+    filled = [F.coalesce(F.size(c), F.lit(0)) > 0 for c in fields.values()]
+    any_filled = filled[0]
+    for f in filled[1:]:
+        any_filled = any_filled | f
+    return F.when(any_filled, F.to_json(F.struct(*[c.alias(n) for n, c in fields.items()])))
+
+
+def stacked_inputs(frames: dict[str, DataFrame]) -> DataFrame:
+    """One frame stacking every input table's rows of every group: ``group_id``, ``kind``, the
+    ``requests`` columns the rules read (typed; null on the other tables' rows) with
+    :func:`nested_request_column`, and ``payload``: the JSON of another table's row."""
+    from pyspark.sql import functions as F
+
+    out = None
+    for kind, df in frames.items():
+        cols = (
+            [*REQUEST_COLUMNS, nested_request_column().alias("nested")]
+            if kind == "requests"
+            else [F.to_json(F.struct(*TABLE_COLUMNS[kind])).alias("payload")]
+        )
+        part = df.where(F.col("group_id").isNotNull()).select("group_id", F.lit(kind).alias("kind"), *cols)
+        out = part if out is None else out.unionByName(part, allowMissingColumns=True)
+    assert out is not None
+    return out
+
+
+def requests_of(table: pa.Table) -> list[Req]:
+    """The :class:`Req` of a stacked table's ``requests`` rows (see :func:`stacked_inputs`)."""
+    import pyarrow.compute as pc
+
+    if "nested" not in table.column_names:
+        return []
+    part = table.filter(pc.equal(table.column("kind"), "requests"))
+    plain = [part.column(c).to_pylist() for c in REQUEST_COLUMNS]
+    out = []
+    for values, nested in zip(zip(*plain, strict=True), part.column("nested").to_pylist(), strict=True):
+        if nested is None:
+            out.append(Req(*values))
+            continue
+        n = json.loads(nested)
+        out.append(
+            Req(
+                **dict(zip(REQUEST_COLUMNS, values, strict=True)),
+                protocol_names=tuple(n.get("protocol_names") or ()),
+                leave_members=tuple(
+                    (m.get("member_id"), m.get("group_instance_id"), m.get("reason"))
+                    for m in n.get("leave_members") or ()
+                ),
+                commit_errors=tuple(n.get("commit_errors") or ()),
+                assignments=tuple(
+                    (a.get("member_id") or "", _bytes(a.get("assignment")))
+                    for a in n.get("assignments") or ()
+                ),
+            )
+        )
+    return out
+
+
+def group_inputs(group_id: str, table: pa.Table, broker: BrokerBounds) -> GroupInputs:
+    """One group's :class:`GroupInputs` from its rows of the stacked frame (:func:`stacked_inputs`)."""
+    import pyarrow.compute as pc
+
+    rows: dict[str, list[dict[str, Any]]] = {k: [] for k in TABLE_COLUMNS}
+    if "payload" in table.column_names:
+        kinds = table.column("kind")
+        others = table.filter(pc.not_equal(kinds, "requests"))
+        for kind, payload in zip(
+            others.column("kind").to_pylist(), others.column("payload").to_pylist(), strict=True
+        ):
+            rows[kind].append(json.loads(payload))
     return GroupInputs.build(
-        group_id, requests=reqs, rebalances=rbs, sessions=sess, transitions=trs, broker=broker
+        group_id,
+        requests=requests_of(table),
+        rebalances=[Rebalance.from_row(r) for r in rows["rebalances"]],
+        sessions=[Session.from_row(r) for r in rows["member_sessions"]],
+        transitions=[Transition.from_row(r) for r in rows["transitions"]],
+        broker=broker,
     )
 
 
 def audit_function(
     settings: AuditSettings, only: tuple[str, ...] | None, broker: BrokerBounds
-) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    """The per-group function for ``applyInPandas``: findings and unsupported rules as JSON rows."""
+) -> Callable[[pa.Table], pa.Table]:
+    """The per-group function for ``applyInArrow``: findings and unsupported rules as JSON rows."""
 
-    def fn(pdf: pd.DataFrame) -> pd.DataFrame:
-        import pandas as pd
+    def fn(table: pa.Table) -> pa.Table:
+        import pyarrow as pa
 
-        if pdf.empty:
-            return pd.DataFrame({"group_id": [], "kind": [], "payload": []})
-        gid = str(pdf["group_id"].iloc[0])
-        inputs = group_inputs(gid, list(pdf["kind"]), list(pdf["payload"]), broker)
-        result = evaluate(inputs, settings, only)
-        rows = [(gid, "finding", f.to_json()) for f in result.findings]
-        rows += [
-            (gid, "unsupported", json.dumps({"rule_id": r, "reason": why})) for r, why in result.unsupported
-        ]
-        return pd.DataFrame(rows, columns=["group_id", "kind", "payload"])
+        rows: list[tuple[str, str, str]] = []
+        if table.num_rows:
+            gid = str(table.column("group_id")[0].as_py())
+            result = evaluate(group_inputs(gid, table, broker), settings, only)
+            rows = [(gid, "finding", f.to_json()) for f in result.findings]
+            rows += [
+                (gid, "unsupported", json.dumps({"rule_id": r, "reason": why}))
+                for r, why in result.unsupported
+            ]
+        return pa.table(
+            {name: pa.array([r[i] for r in rows], pa.string()) for i, name in enumerate(OUT_COLUMNS)}
+        )
 
     return fn
-
-
-def stacked_inputs(frames: dict[str, DataFrame]) -> DataFrame:
-    """One frame (group_id, kind, payload) stacking every input table's rows of every group."""
-    from pyspark.sql import functions as F
-
-    columns = {
-        "requests": REQUEST_COLUMNS + NESTED_REQUEST_COLUMNS,
-        "rebalances": REBALANCE_COLUMNS,
-        "member_sessions": SESSION_COLUMNS,
-        "transitions": TRANSITION_COLUMNS,
-    }
-    out = None
-    for kind, df in frames.items():
-        part = df.where(F.col("group_id").isNotNull()).select(
-            "group_id", F.lit(kind).alias("kind"), F.to_json(F.struct(*columns[kind])).alias("payload")
-        )
-        out = part if out is None else out.unionByName(part)
-    assert out is not None
-    return out
 
 
 def group_fingerprints(frames: dict[str, DataFrame]) -> dict[str, str]:
@@ -349,7 +420,7 @@ def audit(
         if stacked is not None:
             out = (
                 stacked.groupBy("group_id")
-                .applyInPandas(audit_function(settings, only, broker), OUT_SCHEMA)
+                .applyInArrow(audit_function(settings, only, broker), OUT_SCHEMA)
                 .collect()
             )
             for row in out:

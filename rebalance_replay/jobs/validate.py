@@ -330,23 +330,7 @@ def validate_frames(
     """The core of :func:`validate` on DataFrames. ``gx_root`` None skips Great Expectations; otherwise
     the GX file context lives in ``<gx_root>/gx``."""
     started = time.monotonic()
-    needed = (
-        "source_file",
-        "line_no",
-        "group_id",
-        "api",
-        "scored",
-        "unscored_reason",
-        "matched",
-        "mismatch_kinds",
-    )
-    preds = predictions.select(
-        *needed, *[c for c in PREDICTIONS.column_names if c.startswith(("observed_", "predicted_"))]
-    ).persist()
-    try:
-        result = _agreement(preds, min_agreement)
-    finally:
-        preds.unpersist()
+    result = _agreement(predictions, min_agreement)
     result.tables = {
         "predictions": result.predictions,
         "requests": None,
@@ -431,32 +415,58 @@ def _order_kinds(counts: Mapping[str, int]) -> dict[str, int]:
     return {k: counts[k] for k in (*known, *other)}
 
 
-def _agreement(preds: DataFrame, min_agreement: float) -> ValidationResult:
+def _add_counts(into: dict[Any, dict[str, int]], key: Any, row: Any) -> None:
+    c = into.setdefault(key, {"n": 0, "scored": 0, "matched": 0})
+    for k in c:
+        c[k] += int(row[k] or 0)
+
+
+def _nulls_first(key: str | None) -> tuple[bool, str]:
+    """Spark's ascending order of a string column (nulls first; UTF-8 bytes order like code points)."""
+    return (key is not None, key or "")
+
+
+def _agreement(predictions: DataFrame, min_agreement: float) -> ValidationResult:
+    """The agreement numbers and the mismatch taxonomy, in two passes over ``predictions``: one
+    aggregate per (api, observed error, group, unscored reason) that every count table is summed from,
+    and one over the mismatched rows' kinds; the example rows are read only when there are mismatches."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    by_api = {r["api"]: _counts(r) for r in preds.groupBy("api").agg(*_count_aggs()).orderBy("api").collect()}
+    reason = F.when(~F.col("scored"), F.coalesce(F.col("unscored_reason"), F.lit(MISSING)))
+    cells = (
+        predictions.groupBy(
+            "api",
+            F.coalesce(F.col("observed_error"), F.lit(MISSING)).alias("observed_error"),
+            "group_id",
+            reason.alias("reason"),
+        )
+        .agg(*_count_aggs())
+        .collect()
+    )
+    apis: dict[Any, dict[str, int]] = {}  # api is never null in predictions
+    errors: dict[str, dict[str, int]] = {}
+    per_group: dict[str | None, dict[str, int]] = {}
+    reason_counts: dict[str, int] = {}
+    for r in cells:
+        _add_counts(apis, r["api"], r)
+        _add_counts(errors, r["observed_error"], r)
+        _add_counts(per_group, r["group_id"], r)
+        if r["reason"] is not None:
+            reason_counts[r["reason"]] = reason_counts.get(r["reason"], 0) + int(r["n"])
+    by_api = {api: _counts(apis[api]) for api in sorted(apis, key=_nulls_first)}
     total = sum(v["predictions"] for v in by_api.values())
     scored = sum(v["scored"] for v in by_api.values())
     matched = sum(v["matched"] for v in by_api.values())
-
-    err = F.coalesce(F.col("observed_error"), F.lit(MISSING)).alias("observed_error")
-    by_error = {
-        r["observed_error"]: _counts(r)
-        for r in preds.groupBy(err).agg(*_count_aggs()).orderBy("observed_error").collect()
-    }
-
-    groups = (
-        preds.groupBy("group_id")
-        .agg(*_count_aggs())
-        .withColumn("mismatched", F.col("scored") - F.col("matched"))
-        .orderBy(F.desc("mismatched"), F.asc("group_id"))
-        .limit(TOP_GROUPS)
-        .collect()
+    by_error = {e: _counts(errors[e]) for e in sorted(errors)}
+    ranked = sorted(
+        per_group,
+        key=lambda g: (-(per_group[g]["scored"] - per_group[g]["matched"]), *_nulls_first(g)),
     )
-    top_groups = [{"group_id": r["group_id"], **_counts(r)} for r in groups]
+    top_groups = [{"group_id": g, **_counts(per_group[g])} for g in ranked[:TOP_GROUPS]]
+    reasons = dict(sorted(reason_counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
-    kinds = preds.filter(F.col("scored") & ~F.col("matched")).select(
+    kinds = predictions.filter(F.col("scored") & ~F.col("matched")).select(
         "source_file",
         "line_no",
         "api",
@@ -469,35 +479,30 @@ def _agreement(preds: DataFrame, min_agreement: float) -> ValidationResult:
     for r in kinds.groupBy("api", "kind").count().collect():
         per_api_kind.setdefault(r["api"], {})[r["kind"]] = int(r["count"])
         per_kind[r["kind"]] = per_kind.get(r["kind"], 0) + int(r["count"])
-    w = Window.partitionBy("kind").orderBy("source_file", "line_no")
-    example_rows = (
-        kinds.withColumn("rank", F.row_number().over(w))
-        .filter(F.col("rank") <= EXAMPLES_PER_KIND)
-        .select(
-            F.concat_ws(":", "source_file", F.col("line_no").cast("string")).alias("ref"),
-            "source_file",
-            "line_no",
-            "api",
-            "group_id",
-            F.col("kind").alias("field"),
-            _kind_values(F.col("kind"), "observed").alias("observed"),
-            _kind_values(F.col("kind"), "predicted").alias("predicted"),
+    examples: list[dict[str, Any]] = []
+    if per_kind:  # the example rows (their observed and predicted values) only when there are mismatches
+        w = Window.partitionBy("kind").orderBy("source_file", "line_no")
+        example_rows = (
+            kinds.withColumn("rank", F.row_number().over(w))
+            .filter(F.col("rank") <= EXAMPLES_PER_KIND)
+            .select(
+                F.concat_ws(":", "source_file", F.col("line_no").cast("string")).alias("ref"),
+                "source_file",
+                "line_no",
+                "api",
+                "group_id",
+                F.col("kind").alias("field"),
+                _kind_values(F.col("kind"), "observed").alias("observed"),
+                _kind_values(F.col("kind"), "predicted").alias("predicted"),
+            )
+            .orderBy("source_file", "line_no", "field")
+            .limit(MAX_EXAMPLES)
+            .collect()
         )
-        .orderBy("source_file", "line_no", "field")
-        .limit(MAX_EXAMPLES)
-        .collect()
-    )
-    examples = [
-        {k: r[k] for k in ("ref", "api", "group_id", "field", "observed", "predicted")} for r in example_rows
-    ]
-    reasons = {
-        r["reason"]: int(r["count"])
-        for r in preds.filter(~F.col("scored"))
-        .groupBy(F.coalesce(F.col("unscored_reason"), F.lit(MISSING)).alias("reason"))
-        .count()
-        .orderBy(F.desc("count"), "reason")
-        .collect()
-    }
+        examples = [
+            {k: r[k] for k in ("ref", "api", "group_id", "field", "observed", "predicted")}
+            for r in example_rows
+        ]
     return ValidationResult(
         predictions=total,
         scored=scored,
