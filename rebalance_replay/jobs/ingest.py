@@ -426,6 +426,19 @@ def _side_dir(warehouse: str, batch_id: int) -> Path:
     return Path(warehouse) / "_ingest" / f"batch-{batch_id:08d}-side"
 
 
+def _side_stats(side_dir: Path) -> list[dict[str, Any]]:
+    """The per-slice statistics rows of a batch's side files (small: one a slice), read on the driver."""
+    import pyarrow.parquet as pq
+
+    files = sorted(side_dir.glob("slice-*.parquet"))
+    columns = [c.name for c in _STATS_COLUMNS]
+    tables = [pq.read_table(f, columns=["row_kind", *columns]) for f in files]
+    rows: list[dict[str, Any]] = []
+    for t in tables:
+        rows.extend(r for r in t.to_pylist() if r["row_kind"] == "stats")
+    return rows
+
+
 def _check_executors_can_open(plan_df: DataFrame) -> None:
     """Fail before reading anything when an executor cannot open a file the driver can (a path that is
     not on storage every node shares)."""
@@ -530,8 +543,7 @@ def ingest(
     )
     if written is None and len(list(side_dir.glob("slice-*.parquet"))) < len(slices):
         requests_df.count()  # committed by an attempt whose side files are gone: read the slices again
-    side = spark.read.schema(TASK_OUTPUT.spark_schema()).parquet(str(side_dir))
-    reads = merge_slice_stats(side.filter(F.col("row_kind") == "stats").collect())
+    reads = merge_slice_stats(_side_stats(side_dir))
     for fr in reads:
         run.add(fr.counts)
         for error in fr.errors:
@@ -544,11 +556,17 @@ def ingest(
         f"ingest: parsed {run.lines_read} lines: {run.requests} requests, {run.quarantined} quarantined, "
         f"{run.other_api_lines} other-API, {run.other_lines} other"
     )
-    quarantine_df = _select(
-        side.filter(F.col("row_kind") == "quarantine")
-        .drop("reason")
-        .withColumnRenamed("quarantine_reason", "reason"),
-        QUARANTINE,
+    quarantine_df = (
+        _select(
+            spark.read.schema(TASK_OUTPUT.spark_schema())
+            .parquet(str(side_dir))
+            .filter(F.col("row_kind") == "quarantine")
+            .drop("reason")
+            .withColumnRenamed("quarantine_reason", "reason"),
+            QUARANTINE,
+        )
+        if run.quarantined
+        else store.empty(QUARANTINE)  # the usual case: no Spark job to find none
     )
     store.append(quarantine_df, QUARANTINE, app_id=APP_ID, txn_version=batch_id)
     crash_point("ingest:before_progress")  # bronze committed, progress not yet recorded

@@ -122,16 +122,9 @@ def test_a_slice_that_stops_short_is_named_and_every_slice_counts(tmp_path: Path
     """Every slice's rows are committed in one pass, so every slice counts; a slice that read nothing or
     stopped short before a later slice read lines leaves a gap, which the merge names."""
     path = tmp_path / "broker-1" / "kafka-request.log.1"
-    path.parent.mkdir(parents=True)
-    path.write_text("".join(line + "\n" for line in VALID * 8))
-    described = describe_file(str(path), r"(?P<broker_id>[^/]+)/[^/]+$")
-    assert described is not None
-    (whole,) = plan_slices([described], {})[0]
-    pieces = split_slice(whole, 2000)
+    pieces = _pieces(path)
     assert len(pieces) >= 4
-
-    def stats(slices: list[FileSlice]) -> list[dict[str, Any]]:
-        return [r for r in parse_slices(slices, "UTC", AT) if r["row_kind"] == "stats"]
+    stats = stats_of
 
     first = stats(pieces[:1])
     later = stats(pieces[2:])
@@ -169,17 +162,22 @@ def test_a_slice_of_a_file_replaced_under_its_name_reads_nothing(tmp_path: Path)
     """The live file rotated between planning and reading: a slice opens the new file under the old
     name; its first line is not the identity's, so it reads nothing and the identity is read next run."""
     path = tmp_path / "broker-1" / "kafka-request.log"
-    path.parent.mkdir(parents=True)
-    path.write_text("".join(line + "\n" for line in VALID * 8))
-    described = describe_file(str(path), r"(?P<broker_id>[^/]+)/[^/]+$")
-    assert described is not None
-    (whole,) = plan_slices([described], {})[0]
-    pieces = split_slice(whole, 2000)
+    pieces = _pieces(path)
     assert len(pieces) >= 2
     path.rename(path.with_name("kafka-request.log.2024-05-01-10"))
     path.write_text("".join(line + "\n" for line in reversed(VALID * 9)))  # a new live file, larger
     (r,) = stats_of(pieces[1:2])
     assert r["missing"] and r["lines_read"] == 0
+
+
+def _pieces(path: Path) -> list[FileSlice]:
+    """A file of valid lines at ``path``, planned and split into slices of about 2,000 bytes."""
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(line + "\n" for line in VALID * 8))
+    described = describe_file(str(path), r"(?P<broker_id>[^/]+)/[^/]+$")
+    assert described is not None
+    (whole,) = plan_slices([described], {})[0]
+    return split_slice(whole, 2000)
 
 
 def stats_of(slices: list[FileSlice]) -> list[dict[str, Any]]:
