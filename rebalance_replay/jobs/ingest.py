@@ -48,7 +48,7 @@ from rebalance_replay.jobs.log_files import (
 from rebalance_replay.jobs.spark_session import local_cores
 from rebalance_replay.jobs.warehouse import open_warehouse, redaction_key
 from rebalance_replay.schemas import INGEST_FILES, QUARANTINE, REQUESTS
-from rebalance_replay.schemas.core import Column, TableDef
+from rebalance_replay.schemas.core import Column, TableDef, arrow_table
 from rebalance_replay.transforms.columnar_log import parse_routine_lines
 from rebalance_replay.transforms.redaction import Redactor
 from rebalance_replay.transforms.request_log import LineKind, parse_line
@@ -269,10 +269,8 @@ def _typed_batch(records: pa.Table, s: FileSlice, line_nos: pa.Array) -> pa.Reco
         "line_no": line_nos,
         "broker_id": pa.array([s.broker_id] * n, pa.string()),
     }
-    arrays = [
-        given[f.name] if f.name in given else records.column(f.name).combine_chunks() for f in _REQUEST_SCHEMA
-    ]
-    return pa.RecordBatch.from_arrays(arrays, schema=_REQUEST_SCHEMA)
+    columns = {name: records.column(name) for name in records.column_names}
+    return arrow_table(_REQUEST_SCHEMA, n, {**columns, **given}).combine_chunks().to_batches()[0]
 
 
 def _arrow_task(

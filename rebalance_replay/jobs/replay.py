@@ -44,7 +44,7 @@ from rebalance_replay.jobs.bookkeeping import crash_point, write_json
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.errors import MissingTableError
 from rebalance_replay.schemas import MEMBER_SESSIONS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
-from rebalance_replay.schemas.core import Column, TableDef
+from rebalance_replay.schemas.core import Column, TableDef, arrow_table
 from rebalance_replay.transforms.kafka_protocol import STATE_CHANGING_APIS, ApiKey
 from rebalance_replay.transforms.ordering import SORT_COLUMNS
 from rebalance_replay.transforms.replay import (
@@ -201,15 +201,8 @@ def _as_union(table: pa.Table, kind: str) -> pa.Table:
 
 def _shaped(table: pa.Table, schema: pa.Schema, given: Mapping[str, pa.Array] | None = None) -> pa.Table:
     """``table`` (any subset of ``schema``'s columns) in ``schema``: the rest from ``given``, else null."""
-    n = table.num_rows
-    names = set(table.column_names)
-    columns = [
-        given[f.name]
-        if given and f.name in given
-        else (table.column(f.name).cast(f.type) if f.name in names else pa.nulls(n, f.type))
-        for f in schema
-    ]
-    return pa.Table.from_arrays(columns, schema=schema)
+    columns = {name: table.column(name) for name in table.column_names}
+    return arrow_table(schema, table.num_rows, {**columns, **(given or {})})
 
 
 def split_output(replayer: GroupReplayer, out: ReplayOutput) -> tuple[pa.Table, pa.Table]:

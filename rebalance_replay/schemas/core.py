@@ -183,6 +183,15 @@ def arrow_type(t: str) -> pa.DataType:
     raise ValueError(f"unknown column type {t!r}")
 
 
+def arrow_table(schema: pa.Schema, n: int, columns: Mapping[str, Any]) -> pa.Table:
+    """A table of ``n`` rows in ``schema`` from ``columns`` (name → array, any subset of the schema's
+    names, cast to its types); every other column null."""
+    import pyarrow as pa
+
+    arrays = [columns[f.name].cast(f.type) if f.name in columns else pa.nulls(n, f.type) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
 # ---------------------------------------------------------------------------------------------------
 # Value checks: a row that passes ``TableDef.conform`` converts to the Arrow/Spark schema without error
 # ---------------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rebalance_replay.schemas import PREDICTIONS
+from rebalance_replay.schemas.core import arrow_table
 from rebalance_replay.transforms.coordinator.types import (
     EventKind,
     GroupState,
@@ -384,8 +385,4 @@ def liveness_predictions(table: pa.Table, summary: RunSummary, base_seq: int, ge
         "reconciled": _constant(False, n, pa.bool_()),
         "log_date": days.cast(pa.date32()),
     }
-    arrays = [
-        columns[f.name].cast(f.type) if f.name in columns else pa.nulls(n, f.type)
-        for f in _PREDICTIONS_SCHEMA
-    ]
-    return pa.Table.from_arrays(arrays, schema=_PREDICTIONS_SCHEMA)
+    return arrow_table(_PREDICTIONS_SCHEMA, n, columns)

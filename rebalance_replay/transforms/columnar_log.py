@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from rebalance_replay.schemas.core import arrow_type
+from rebalance_replay.schemas.core import arrow_table, arrow_type
 from rebalance_replay.schemas.tables import COMMIT_PARTITION, COMMIT_PARTITION_RESPONSE
 from rebalance_replay.transforms.kafka_protocol import MAX_API_VERSION, ApiKey, Errors
 from rebalance_replay.transforms.request_log import RECORD_COLUMNS, split_connection
@@ -489,6 +489,4 @@ _RECORD_SCHEMA = _record_schema()
 
 
 def _record_table(cols: dict[str, pa.Array]) -> pa.Table:
-    n = len(next(iter(cols.values())))
-    arrays = [cols[f.name].cast(f.type) if f.name in cols else pa.nulls(n, f.type) for f in _RECORD_SCHEMA]
-    return pa.Table.from_arrays(arrays, schema=_RECORD_SCHEMA)
+    return arrow_table(_RECORD_SCHEMA, len(next(iter(cols.values()))), cols)
