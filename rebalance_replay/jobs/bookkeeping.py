@@ -1,12 +1,16 @@
-"""The small JSON files the jobs keep beside the tables (summary, replay manifest and state, ingest plans,
-incremental progress), written atomically so a crash never leaves half a file behind."""
+"""The small files the jobs keep beside the tables (summary, replay manifest and state, ingest plans,
+incremental progress as JSON; the tasks' side files as parquet), written atomically so a crash never
+leaves half a file behind."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
 
 
 def write_json(path: Path, data: Any, *, indent: int | None = None) -> None:
@@ -15,6 +19,16 @@ def write_json(path: Path, data: Any, *, indent: int | None = None) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=indent, sort_keys=True, default=str) + "\n", encoding="utf-8")
     os.replace(tmp, path)
+
+
+def write_parquet(path: str, table: pa.Table) -> None:
+    """Write ``table`` as a parquet file at ``path`` through a temporary file and an atomic rename (a task
+    that runs again replaces it whole; a reader never sees half a file)."""
+    import pyarrow.parquet as pq
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    pq.write_table(table, path + ".tmp")
+    os.replace(path + ".tmp", path)
 
 
 #: Environment variable naming a crash point (tests only): the process dies there as if killed.

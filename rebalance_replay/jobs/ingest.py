@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from rebalance_replay.jobs.bookkeeping import crash_point, write_json
+from rebalance_replay.jobs.bookkeeping import crash_point, write_json, write_parquet
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.log_files import (
     FileProgress,
@@ -286,15 +286,12 @@ def _arrow_task(
     ``<side_dir>/slice-<slice_no>.parquet`` (the same name on a retry, written whole, then renamed)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow.parquet as pq
-
         planned = [
             (int(n), FileSlice.from_dict(json.loads(s)))
             for b in batches
             for s, n in zip(b.column("slice").to_pylist(), b.column("slice_no").to_pylist(), strict=True)
         ]
         redactor = Redactor(bytes.fromhex(key_hex), redact) if redact and key_hex else None
-        os.makedirs(side_dir, exist_ok=True)
         for slice_no, s in planned:
             buf: list[dict[str, Any]] = []
             side: list[dict[str, Any]] = []
@@ -311,8 +308,7 @@ def _arrow_task(
             if buf:
                 yield pa.RecordBatch.from_pylist(buf, schema=_REQUEST_SCHEMA)
             target = os.path.join(side_dir, f"slice-{slice_no:06d}.parquet")
-            pq.write_table(pa.Table.from_pylist(side, schema=_TASK_SCHEMA), target + ".tmp")
-            os.replace(target + ".tmp", target)
+            write_parquet(target, pa.Table.from_pylist(side, schema=_TASK_SCHEMA))
 
     return run
 

@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rebalance_replay.jobs.bookkeeping import crash_point, write_json
+from rebalance_replay.jobs.bookkeeping import crash_point, write_json, write_parquet
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.errors import MissingTableError
 from rebalance_replay.schemas import MEMBER_SESSIONS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
@@ -366,13 +366,8 @@ def _partition_id() -> int:
 
 def _write_side(side_dir: str, name: str, tables: Sequence[pa.Table]) -> None:
     """One task's small output rows (union schema) as ``<side_dir>/<name>.parquet``, written whole."""
-    import pyarrow.parquet as pq
-
-    os.makedirs(side_dir, exist_ok=True)
-    target = os.path.join(side_dir, f"{name}.parquet")
     table = pa.concat_tables(tables) if tables else _UNION_SCHEMA.empty_table()
-    pq.write_table(table, target + ".tmp")
-    os.replace(target + ".tmp", target)
+    write_parquet(os.path.join(side_dir, f"{name}.parquet"), table)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -674,7 +669,7 @@ def _split_and_write(
         out.write.format("noop").mode("overwrite").save()
     small = _read_side(side_dir)
     status = _status_rows(small)
-    counts = {"predictions": sum(s["predicted"] or 0 for s in status) if written is None else written}
+    counts = {"predictions": _predicted(status) if written is None else written}
     counts.update(_write_small(spark, store, small, mode, app_id=app_id, txn_version=txn_version))
     shutil.rmtree(side_dir, ignore_errors=True)
     return counts, status
@@ -719,6 +714,12 @@ def _write_small(
         written = store.write(df, table, mode, app_id=app_id, txn_version=txn_version)
         counts[kind] = rows.num_rows if written is None else written
     return counts
+
+
+def _predicted(status: Sequence[Mapping[str, Any]]) -> int:
+    """The ``predictions`` rows the calls emitted, from their status rows (for a write that was skipped
+    as already committed: nothing is computed twice to count them)."""
+    return sum(s["predicted"] or 0 for s in status)
 
 
 def _status_rows(small: pa.Table) -> list[dict[str, Any]]:
@@ -779,11 +780,12 @@ def _replay_fast(
     try:
         written = store.write(predictions, PREDICTIONS, "overwrite")
         small = _read_side(side_dir)
-        counts = {"predictions": predictions.count() if written is None else written}
+        status = _status_rows(small)
+        counts = {"predictions": _predicted(status) if written is None else written}
         counts.update(_write_small(spark, store, small, "overwrite"))
     finally:
         shutil.rmtree(side_dir, ignore_errors=True)
-    return _finish_result("batch", "fast", horizon, n_rows, counts, _status_rows(small))
+    return _finish_result("batch", "fast", horizon, n_rows, counts, status)
 
 
 def _stateful_query(
