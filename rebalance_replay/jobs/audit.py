@@ -47,7 +47,6 @@ from rebalance_replay.transforms.audit.model import (
     Req,
     Session,
     Transition,
-    _bytes,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -149,18 +148,12 @@ def requests_of(table: pa.Table) -> list[Req]:
             continue
         n = json.loads(nested)
         out.append(
-            Req(
-                **dict(zip(REQUEST_COLUMNS, values, strict=True)),
-                protocol_names=tuple(n.get("protocol_names") or ()),
-                leave_members=tuple(
-                    (m.get("member_id"), m.get("group_instance_id"), m.get("reason"))
-                    for m in n.get("leave_members") or ()
-                ),
-                commit_errors=tuple(n.get("commit_errors") or ()),
-                assignments=tuple(
-                    (a.get("member_id") or "", _bytes(a.get("assignment")))
-                    for a in n.get("assignments") or ()
-                ),
+            Req.from_parts(
+                dict(zip(REQUEST_COLUMNS, values, strict=True)),
+                protocol_names=n.get("protocol_names") or (),
+                leave_members=n.get("leave_members") or (),
+                commit_errors=n.get("commit_errors") or (),
+                assignments=n.get("assignments") or (),
             )
         )
     return out

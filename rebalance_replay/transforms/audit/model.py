@@ -126,20 +126,37 @@ class Req:
 
     @staticmethod
     def from_row(row: Mapping[str, Any]) -> Req:
-        kw: dict[str, Any] = {c: row.get(c) for c in REQUEST_COLUMNS}
         protocols = row.get("protocols") or ()
-        leaves = row.get("leave_members") or ()
         commits = row.get("response_commit_partitions") or ()
-        assignments = row.get("assignments") or ()
+        return Req.from_parts(
+            row,
+            protocol_names=(n for p in protocols if (n := p.get("name")) is not None),
+            leave_members=row.get("leave_members") or (),
+            commit_errors=(c["error_name"] for c in commits if c.get("error_name") not in (None, "NONE")),
+            assignments=row.get("assignments") or (),
+        )
+
+    @staticmethod
+    def from_parts(
+        columns: Mapping[str, Any],
+        *,
+        protocol_names: Iterable[str],
+        leave_members: Iterable[Mapping[str, Any]],
+        commit_errors: Iterable[str],
+        assignments: Iterable[Mapping[str, Any]],
+    ) -> Req:
+        """A request from its :data:`REQUEST_COLUMNS` values and what the rules keep of its nested
+        columns: protocol names, leaving members (``member_id``, ``group_instance_id``, ``reason``),
+        per-partition commit errors other than NONE, assignments (``member_id``, ``assignment``: bytes,
+        or base64 from JSON)."""
+        kw: dict[str, Any] = {c: columns.get(c) for c in REQUEST_COLUMNS}
         return Req(
             **kw,
-            protocol_names=tuple(n for p in protocols if (n := p.get("name")) is not None),
+            protocol_names=tuple(protocol_names),
             leave_members=tuple(
-                (m.get("member_id"), m.get("group_instance_id"), m.get("reason")) for m in leaves
+                (m.get("member_id"), m.get("group_instance_id"), m.get("reason")) for m in leave_members
             ),
-            commit_errors=tuple(
-                c["error_name"] for c in commits if c.get("error_name") not in (None, "NONE")
-            ),
+            commit_errors=tuple(commit_errors),
             assignments=tuple((a.get("member_id") or "", _bytes(a.get("assignment"))) for a in assignments),
         )
 
