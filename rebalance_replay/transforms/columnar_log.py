@@ -24,10 +24,9 @@ A line is taken only when
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 import numpy as np
@@ -216,12 +215,8 @@ def _sections(lines: list[str]) -> tuple[pa.Array, pa.Array, np.ndarray]:
     resp: list[str | None] = []
     found = np.ones(len(lines), dtype=bool)
     for n, line in enumerate(lines):
-        if "\\" in line:  # an escape: strings could hold anything, parse_line decides
-            found[n] = False
-            req.append(None)
-            resp.append(None)
-            continue
-        i = line.find(',"request":')
+        # an escape: strings could hold anything, parse_line decides
+        i = -1 if "\\" in line else line.find(',"request":')
         j = line.find(',"response":', i + 11) if i >= 0 else -1
         k = line.find(',"connection":', j + 12) if j >= 0 else -1
         if k < 0:
@@ -272,7 +267,7 @@ def _read_json(chunk: pa.Array, schema: pa.Schema) -> pa.Table | None:
     buf = data[start:end] if data is not None else pa.py_buffer(b"")
     try:
         return pj.read_json(
-            io.BytesIO(buf.to_pybytes()),
+            pa.BufferReader(buf),
             read_options=pj.ReadOptions(use_threads=False, block_size=max(1 << 20, end - start + 1)),
             parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"),
         )
@@ -317,14 +312,16 @@ def _utc_second(local: str, tz: tzinfo) -> int | None:
         ).astimezone(UTC)
     except (ValueError, OverflowError):
         return None
-    return (dt - _EPOCH) // _ONE_SECOND
+    return (dt - _EPOCH) // timedelta(seconds=1)
 
 
-_ONE_SECOND = datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC) - _EPOCH
-
-
-def _connection_part(i: int) -> Callable[[str | None], str | None]:
-    return lambda conn: split_connection(conn)[i]
+def _connection_parts(conn: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """(listener address, client address, connection index) of each connection, split once per distinct
+    connection by ``split_connection``."""
+    enc = pc.dictionary_encode(conn)
+    split = [split_connection(c) for c in enc.dictionary.to_pylist()]
+    parts = [pa.array([p[i] for p in split], _STR).take(enc.indices) for i in range(3)]
+    return parts[0], parts[1], parts[2]
 
 
 def _columns(
@@ -358,6 +355,7 @@ def _columns(
         completion_ms, pc.cast(pc.floor(pc.add(total.fill_null(0.0), 0.5)), _I64, safe=False)
     )
     conn = _f(body, "connection")
+    listener_address, client_address, connection_index = _connection_parts(conn)
     info = _f(body, "clientInformation")
     cols: dict[str, pa.Array] = {
         "log_era": pa.repeat("json", n) if n else pa.array([], _STR),
@@ -370,9 +368,9 @@ def _columns(
         "client_id": _f(hdr, "clientId"),
         "is_forwarded": _f(body, "isForwarded"),
         "connection": conn,
-        "listener_address": _by_value(conn, _connection_part(0), _STR),
-        "client_address": _by_value(conn, _connection_part(1), _STR),
-        "connection_index": _by_value(conn, _connection_part(2), _STR),
+        "listener_address": listener_address,
+        "client_address": client_address,
+        "connection_index": connection_index,
         "security_protocol": _f(body, "securityProtocol"),
         "principal": _f(body, "principal"),
         "listener": _f(body, "listener"),
