@@ -9,6 +9,9 @@ into ``benchmarks/.data/pipeline-l<lines>-g<groups>-m<members>/logs`` (reused by
 
 - ``bare``: the baseline: ``spark.read.text`` + ``from_json`` (request header, request, response, timings)
   + a parquet write of the same files — what Spark itself costs;
+- ``ingest_python`` / ``ingest_spark_writer``: the ingest with every line through ``parse_line``
+  (``input.columnar_json=false``) / with the request rows handed to Spark's parquet writer (what the
+  delta-spark engine does) instead of written by the tasks themselves: the befores, in the same run;
 - ``ingest``: ``rebalance_replay.jobs.ingest.ingest`` into a fresh warehouse (``<data>/warehouse``);
 - ``model``: the replay baseline: the same coordinator model (``GroupReplayer``), one Python process, the
   classic-group rows of that warehouse in memory (read before the clock starts), every request through
@@ -56,6 +59,7 @@ sys.path.insert(0, str(ROOT))
 STAGES = (
     "bare",
     "ingest_python",
+    "ingest_spark_writer",
     "ingest",
     "model",
     "model_columns",
@@ -65,7 +69,7 @@ STAGES = (
     "audit",
     "run",
 )
-LINE_STAGES = ("bare", "ingest_python", "ingest", "run")
+LINE_STAGES = ("bare", "ingest_python", "ingest_spark_writer", "ingest", "run")
 # the bare pass's schema: what a hand-written Spark job over these logs would declare
 BARE_SCHEMA = (
     "isForwarded boolean, "
@@ -162,7 +166,9 @@ def stage_bare(data: Path, overrides: list[str]) -> StageResult:
     return StageResult("bare", secs, _n_lines(data), "lines", "read.text + from_json + parquet write")
 
 
-def _ingest_stage(name: str, warehouse: str, data: Path, overrides: list[str]) -> StageResult:
+def _ingest_stage(
+    name: str, warehouse: str, data: Path, overrides: list[str], task_files: bool = True
+) -> StageResult:
     from rebalance_replay.jobs.delta import open_store
     from rebalance_replay.jobs.ingest import ingest
 
@@ -170,10 +176,13 @@ def _ingest_stage(name: str, warehouse: str, data: Path, overrides: list[str]) -
     shutil.rmtree(config.storage.warehouse, ignore_errors=True)
     spark = _spark()
     store = open_store(spark, config.storage.warehouse, config.storage.engine)
+    if not task_files:
+        store.task_stage = lambda table: None  # type: ignore[method-assign]
     t = time.perf_counter()
     res = ingest(spark, store, config, [str(data / "logs")], log=lambda m: None)
     secs = time.perf_counter() - t
     how = "columnar routine lines" if config.input.columnar_json else "every line through parse_line"
+    how += ", the tasks write the files" if task_files else ", Spark's parquet writer"
     note = f"{res.run.requests:,} requests, {res.run.quarantined} quarantined, {how}"
     return StageResult(name, secs, res.run.lines_read, "lines", note)
 
@@ -191,6 +200,18 @@ def stage_ingest_python(data: Path, overrides: list[str]) -> StageResult:
         )
     finally:
         shutil.rmtree(data / "warehouse-python", ignore_errors=True)
+
+
+def stage_ingest_spark_writer(data: Path, overrides: list[str]) -> StageResult:
+    """The ingest with the request rows handed to Spark's parquet writer (``DeltaStore.task_stage`` None,
+    what the delta-spark engine does) instead of written by the tasks themselves: the before of the task
+    files, in the same invocation."""
+    try:
+        return _ingest_stage(
+            "ingest_spark_writer", "warehouse-spark-writer", data, overrides, task_files=False
+        )
+    finally:
+        shutil.rmtree(data / "warehouse-spark-writer", ignore_errors=True)
 
 
 def _classic(spark: Any, config: Any) -> Any:
@@ -312,6 +333,7 @@ def stage_run(data: Path, overrides: list[str]) -> StageResult:
 STAGE_FUNCS: dict[str, Callable[[Path, list[str]], StageResult]] = {
     "bare": stage_bare,
     "ingest_python": stage_ingest_python,
+    "ingest_spark_writer": stage_ingest_spark_writer,
     "ingest": stage_ingest,
     "model": stage_model,
     "model_columns": stage_model_columns,

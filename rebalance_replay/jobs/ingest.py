@@ -7,9 +7,11 @@ line becoming a request row, a quarantine row, or a count (other APIs, other log
 JSON-era lines (heartbeats, offset commits) are typed a block at a time by ``transforms.columnar_log``,
 every other line by ``parse_line`` (``input.columnar_json``; the rows are the same either way).
 
-One pass: the request rows stream from the tasks straight into the ``requests`` commit; each task leaves
-its slices' quarantined lines and counts in a side file (``_ingest/batch-N-side/slice-K.parquet``), which
-the driver then reads for the ``quarantine`` commit and the progress rows (one a file: its slices'
+One pass: the tasks write the request rows' parquet files themselves (``DeltaStore.task_stage``: Arrow's
+parquet writer in the Python worker, no row crossing to the JVM; an engine without it gets the rows as
+Arrow batches for Spark's writer) and the driver commits the files of the task attempts Spark kept in the
+``requests`` commit. Each task leaves its slices' quarantined lines and counts in a side file
+(``_ingest/batch-N-side/slice-K.parquet``), which the driver then reads for the ``quarantine`` commit and the progress rows (one a file: its slices'
 statistics merged). All commits carry one application transaction id, so a retried or repeated ingest
 never adds a row twice (a batch whose requests are committed but whose side files are gone reads its
 slices again for them). Accounting identity, checked and reported: ``lines_read = requests + quarantined
@@ -33,6 +35,7 @@ import pyarrow as pa
 
 from rebalance_replay.jobs.bookkeeping import crash_point, write_json, write_parquet
 from rebalance_replay.jobs.config import Config
+from rebalance_replay.jobs.delta.task_files import TaskFileWriter
 from rebalance_replay.jobs.log_files import (
     FileProgress,
     FileSlice,
@@ -273,6 +276,11 @@ def _typed_batch(records: pa.Table, s: FileSlice, line_nos: pa.Array) -> pa.Reco
     return arrow_table(_REQUEST_SCHEMA, n, {**columns, **given}).combine_chunks().to_batches()[0]
 
 
+#: what a task yields when it writes the request rows itself: one row a data file
+_FILES_SCHEMA = pa.schema([("file", pa.string()), ("rows", pa.int64())])
+_FILES_DDL = "file string, rows bigint"
+
+
 def _arrow_task(
     tz_name: str,
     ingested_at: datetime,
@@ -280,10 +288,14 @@ def _arrow_task(
     key_hex: str | None = None,
     columnar: bool = False,
     side_dir: str = "",
+    stage: str | None = None,
 ) -> Any:
-    """The ``mapInArrow`` function of the plan frame (``slice``, ``slice_no``): yields the request rows
-    (the ``requests`` columns) and writes each slice's other rows (quarantine, stats) to
-    ``<side_dir>/slice-<slice_no>.parquet`` (the same name on a retry, written whole, then renamed)."""
+    """The ``mapInArrow`` function of the plan frame (``slice``, ``slice_no``). It writes each slice's
+    other rows (quarantine, stats) to ``<side_dir>/slice-<slice_no>.parquet`` (the same name on a retry,
+    written whole, then renamed), and the request rows
+    - with a ``stage`` (see ``DeltaStore.task_stage``): into parquet files there, yielding one
+      :data:`_FILES_SCHEMA` row a file;
+    - without: as record batches in the ``requests`` columns, for Spark to write."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         planned = [
@@ -292,25 +304,50 @@ def _arrow_task(
             for s, n in zip(b.column("slice").to_pylist(), b.column("slice_no").to_pylist(), strict=True)
         ]
         redactor = Redactor(bytes.fromhex(key_hex), redact) if redact and key_hex else None
-        for slice_no, s in planned:
-            buf: list[dict[str, Any]] = []
-            side: list[dict[str, Any]] = []
-            for row in parse_slices([s], tz_name, ingested_at, redactor, columnar=columnar):
-                if isinstance(row, pa.RecordBatch):
-                    yield row
-                elif row["row_kind"] == "request":
-                    buf.append(row)
-                    if len(buf) >= BATCH_ROWS:
-                        yield pa.RecordBatch.from_pylist(buf, schema=_REQUEST_SCHEMA)
-                        buf = []
-                else:
-                    side.append(row)
-            if buf:
-                yield pa.RecordBatch.from_pylist(buf, schema=_REQUEST_SCHEMA)
-            target = os.path.join(side_dir, f"slice-{slice_no:06d}.parquet")
-            write_parquet(target, pa.Table.from_pylist(side, schema=_TASK_SCHEMA))
+        rows = _request_batches(planned, tz_name, ingested_at, redactor, columnar, side_dir)
+        if stage is None:
+            yield from rows
+            return
+        writer = TaskFileWriter(stage, REQUESTS)
+        try:
+            for batch in rows:
+                writer.write(batch)
+            written = writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        yield pa.RecordBatch.from_pylist([{"file": f, "rows": n} for f, n in written], schema=_FILES_SCHEMA)
 
     return run
+
+
+def _request_batches(
+    planned: Sequence[tuple[int, FileSlice]],
+    tz_name: str,
+    ingested_at: datetime,
+    redactor: Redactor | None,
+    columnar: bool,
+    side_dir: str,
+) -> Iterator[pa.RecordBatch]:
+    """The request rows of the planned slices as record batches; each slice's other rows go to its side
+    file (see :func:`_arrow_task`)."""
+    for slice_no, s in planned:
+        buf: list[dict[str, Any]] = []
+        side: list[dict[str, Any]] = []
+        for row in parse_slices([s], tz_name, ingested_at, redactor, columnar=columnar):
+            if isinstance(row, pa.RecordBatch):
+                yield row
+            elif row["row_kind"] == "request":
+                buf.append(row)
+                if len(buf) >= BATCH_ROWS:
+                    yield pa.RecordBatch.from_pylist(buf, schema=_REQUEST_SCHEMA)
+                    buf = []
+            else:
+                side.append(row)
+        if buf:
+            yield pa.RecordBatch.from_pylist(buf, schema=_REQUEST_SCHEMA)
+        target = os.path.join(side_dir, f"slice-{slice_no:06d}.parquet")
+        write_parquet(target, pa.Table.from_pylist(side, schema=_TASK_SCHEMA))
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -518,6 +555,14 @@ def ingest(
     plan_df = _plan_frame(spark, slices)
     if local_cores(spark) is None:  # on a cluster: can every executor open the files?
         _check_executors_can_open(plan_df)
+    committed = store.transaction_version(REQUESTS, APP_ID)
+    done = committed is not None and committed >= batch_id
+    if not done:
+        shutil.rmtree(side_dir, ignore_errors=True)  # the rest of an attempt that never committed
+    # one pass: the request rows go straight into the table (written by the tasks themselves when the
+    # store takes their files); the tasks leave the quarantined lines and each slice's counts in side
+    # files (read below), so nothing is cached or parsed twice
+    stage = None if done else store.task_stage(REQUESTS)
     task = _arrow_task(
         config.input.timezone,
         ingested_at,
@@ -525,18 +570,29 @@ def ingest(
         _key_hex(config),
         config.input.columnar_json,
         str(side_dir),
+        stage,
     )
-    requests_df = plan_df.mapInArrow(task, REQUESTS.spark_schema())
-    committed = store.transaction_version(REQUESTS, APP_ID)
-    if committed is None or committed < batch_id:
-        shutil.rmtree(side_dir, ignore_errors=True)  # the rest of an attempt that never committed
-    # one pass: the request rows go straight into the table; the tasks leave the quarantined lines and
-    # each slice's counts in side files (read below), so nothing is cached or parsed twice
-    written = store.write(
-        _select(requests_df, REQUESTS), REQUESTS, "append", app_id=APP_ID, txn_version=batch_id
-    )
-    if written is None and len(list(side_dir.glob("slice-*.parquet"))) < len(slices):
-        requests_df.count()  # committed by an attempt whose side files are gone: read the slices again
+    written: int | None = None
+    if done:
+        if len(list(side_dir.glob("slice-*.parquet"))) < len(slices):
+            # committed by an attempt whose side files are gone: read the slices again for them
+            plan_df.mapInArrow(task, REQUESTS.spark_schema()).count()
+    elif stage is not None:
+        try:
+            files = plan_df.mapInArrow(task, _FILES_DDL).collect()
+        except BaseException:
+            shutil.rmtree(stage, ignore_errors=True)
+            raise
+        written = store.commit_task_files(
+            REQUESTS, stage, [r["file"] for r in files], app_id=APP_ID, txn_version=batch_id
+        )
+    else:
+        requests_df = plan_df.mapInArrow(task, REQUESTS.spark_schema())
+        written = store.write(
+            _select(requests_df, REQUESTS), REQUESTS, "append", app_id=APP_ID, txn_version=batch_id
+        )
+        if written is None and len(list(side_dir.glob("slice-*.parquet"))) < len(slices):
+            requests_df.count()  # committed meanwhile by an attempt whose side files are gone
     reads = merge_slice_stats(_side_stats(side_dir))
     for fr in reads:
         run.add(fr.counts)

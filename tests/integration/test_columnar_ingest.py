@@ -1,6 +1,7 @@
 """Ingest with the columnar parser of routine lines (``input.columnar_json=true``, the default) against
-ingest with ``parse_line`` for every line (``false``) on the corpus of ``tests/log_corpus.py`` plus the
-bundled samples and the damaged files: both must write the same ``requests``, ``quarantine`` and
+ingest with ``parse_line`` for every line (``false``), and ingest through Spark's parquet writer instead
+of the tasks' own files, on the corpus of ``tests/log_corpus.py`` plus the
+bundled samples and the damaged files: all three must write the same ``requests``, ``quarantine`` and
 ``ingest_files`` rows, compared column by column after sorting (``ingested_at``, the wall clock of each
 run, left out). The line-by-line equality is ``tests/unit/test_columnar_log.py``; this is the wiring:
 blocks, line numbers, files, the side files of quarantined lines and counts."""
@@ -64,25 +65,38 @@ def _rows(spark: Any, warehouse: Path, table: Any) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: tuple(r[k] for k in key))
 
 
-def test_columnar_and_per_line_ingests_write_the_same_rows(spark: Any, tmp_path: Path) -> None:
+def test_columnar_and_per_line_ingests_write_the_same_rows(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three ingests of the corpus: every line through ``parse_line``; the columnar parser (both with the
+    tasks writing the ``requests`` files themselves, the delta-rs default); and the columnar parser
+    with Spark's writer (what the delta-spark engine does, ``task_stage`` None)."""
     logs = _corpus(tmp_path / "corpus")
     warehouses = {}
-    for columnar in (False, True):
-        wh = tmp_path / f"wh-{columnar}"
+    for name, columnar, task_files in (
+        ("per_line", False, True),
+        ("columnar", True, True),
+        ("spark", True, False),
+    ):
+        wh = tmp_path / f"wh-{name}"
         overrides = (f"input.columnar_json={str(columnar).lower()}", "input.timezone=Europe/Berlin")
         config = load_config((), overrides, str(wh))
         store = open_store(spark, str(wh), "auto")
+        if not task_files:
+            monkeypatch.setattr(store, "task_stage", lambda table: None)
         result = ingest(spark, store, config, [str(logs)], log=lambda m: None)
         assert result.run.balanced
         assert not list((wh / "_ingest").glob("*-side"))  # the side files go with the batch
-        warehouses[columnar] = wh
+        assert not list((wh / REQUESTS.name).glob("_stage-*"))
+        warehouses[name] = wh
     for table in (REQUESTS, QUARANTINE, INGEST_FILES):
-        per_line = _rows(spark, warehouses[False], table)
-        columnar_rows = _rows(spark, warehouses[True], table)
-        assert len(per_line) == len(columnar_rows), table.name
-        for p, c in zip(per_line, columnar_rows, strict=True):
-            for column in p:
-                where = (table.name, p["source_file"], p.get("line_no"), column)
-                assert same_value(p[column], c[column]), where
-    assert len(_rows(spark, warehouses[False], QUARANTINE)) > 1000  # the corpus is mostly bad lines
-    assert len(_rows(spark, warehouses[False], REQUESTS)) > 2 * BLOCK_LINES
+        per_line = _rows(spark, warehouses["per_line"], table)
+        for other in ("columnar", "spark"):
+            other_rows = _rows(spark, warehouses[other], table)
+            assert len(per_line) == len(other_rows), (table.name, other)
+            for p, c in zip(per_line, other_rows, strict=True):
+                for column in p:
+                    where = (other, table.name, p["source_file"], p.get("line_no"), column)
+                    assert same_value(p[column], c[column]), where
+    assert len(_rows(spark, warehouses["per_line"], QUARANTINE)) > 1000  # the corpus is mostly bad lines
+    assert len(_rows(spark, warehouses["per_line"], REQUESTS)) > 2 * BLOCK_LINES

@@ -28,6 +28,7 @@ from rebalance_replay.jobs.delta import (
     open_store,
 )
 from rebalance_replay.jobs.delta.spark import _replace_where
+from rebalance_replay.jobs.delta.task_files import TaskFileWriter
 from rebalance_replay.schemas.core import Column as C
 from rebalance_replay.schemas.core import TableDef
 from rebalance_replay.schemas.tables import REQUESTS
@@ -669,3 +670,126 @@ def test_delta_spark_whole_overwrite_and_empty_append(spark: Any, spark_store: D
 
 def test_delta_spark_write_returns_the_rows_committed(spark: Any, spark_store: DeltaStore) -> None:
     _check_write_counts(spark, spark_store)
+
+
+# --------------------------------------------------------------------------------------------------
+# files the Spark tasks write themselves (delta-rs engine)
+# --------------------------------------------------------------------------------------------------
+
+
+def _task_write(stage: str, table: TableDef, batches: list[pa.RecordBatch]) -> list[str]:
+    """What a task does: write its batches with a TaskFileWriter, report the files."""
+    writer = TaskFileWriter(stage, table)
+    for b in batches:
+        writer.write(b)
+    return [path for path, _rows in writer.close()]
+
+
+def _rows_of(spark_df: Any) -> list[tuple[Any, ...]]:
+    return sorted((tuple(r) for r in spark_df.collect()), key=repr)
+
+
+@pytest.mark.parametrize("table", [TINY, TWO_KEYS, FLAT], ids=lambda t: t.name)
+def test_task_files_read_back_as_what_spark_writes(spark: Any, store: DeltaStore, table: TableDef) -> None:
+    """Rows written by tasks (TaskFileWriter + commit_task_files) read the same, with Spark and with
+    delta-rs, as the same rows appended through Spark's writer; every file has statistics."""
+    if table is TINY:
+        df = tiny_rows(spark, [1, 2, 3], D1).unionByName(tiny_rows(spark, [4, 5], D2))
+    elif table is TWO_KEYS:
+        df = spark.createDataFrame(
+            [(1, D1, "a"), (2, D1, None), (3, D2, "a"), (4, D1, "a")], table.spark_schema()
+        )
+    else:
+        df = spark.createDataFrame([(1, "a"), (2, None)], table.spark_schema())
+    via_spark = TableDef(f"{table.name}_spark", table.columns, partition_by=table.partition_by)
+    assert store.append(df, via_spark)
+    batches = df.toArrow().to_batches(max_chunksize=2)
+    stage = store.task_stage(table)
+    assert stage is not None
+    files = _task_write(stage, table, [b.cast(table.arrow_schema()) for b in batches])
+    assert store.commit_task_files(table, stage, files, app_id="t", txn_version=1) == df.count()
+    assert _rows_of(store.read(table)) == _rows_of(store.read(via_spark))
+    theirs = arrow_of(store, via_spark)
+    ours = arrow_of(store, table)
+    assert sorted(map(repr, ours.to_pylist())) == sorted(map(repr, theirs.to_pylist()))
+    for add in pa.table(delta(store, table).get_add_actions(flatten=True)).to_pylist():
+        assert add["num_records"] >= 1
+    assert not os.path.exists(stage)
+    # the partition folders are Spark's
+    folders = {
+        os.path.relpath(os.path.dirname(p), store.path(table)) for p in data_files_on_disk(store, table)
+    }
+    spark_folders = {
+        os.path.relpath(os.path.dirname(p), store.path(via_spark))
+        for p in data_files_on_disk(store, via_spark)
+    }
+    assert folders == spark_folders
+
+
+def test_task_files_only_the_listed_files_are_committed_once(spark: Any, store: DeltaStore) -> None:
+    """A failed or speculative task attempt's files are in the stage but not listed: never committed.
+    A second commit under the same transaction commits nothing; the stage goes either way."""
+    rows = tiny_rows(spark, [1, 2], D1).toArrow().cast(TINY.arrow_schema()).to_batches()
+    stage = store.task_stage(TINY)
+    assert stage is not None
+    kept = _task_write(stage, TINY, rows)
+    _task_write(stage, TINY, rows)  # another attempt of the same task
+    assert store.commit_task_files(TINY, stage, kept, app_id="ingest", txn_version=3) == 2
+    assert ids_of(store.read(TINY)) == [1, 2]
+    assert len(data_files_on_disk(store, TINY)) == len(kept)
+    assert_no_stage(store, TINY)
+    again = store.task_stage(TINY)
+    assert again is not None
+    assert (
+        store.commit_task_files(TINY, again, _task_write(again, TINY, rows), app_id="ingest", txn_version=3)
+        is None
+    )
+    assert ids_of(store.read(TINY)) == [1, 2]
+    assert_no_stage(store, TINY)
+
+
+def test_task_files_special_partition_values_and_not_null(spark: Any, store: DeltaStore) -> None:
+    table = TableDef("odd_tasks", (C("id", "bigint", False), C("key", "string")), partition_by=("key",))
+    values = ["a:b c", "50%/x=y", "ü{[*?]}", None, "\x01^\\"]
+    batch = pa.RecordBatch.from_pylist(
+        [{"id": i, "key": v} for i, v in enumerate(values)], schema=table.arrow_schema()
+    )
+    stage = store.task_stage(table)
+    assert stage is not None
+    store.commit_task_files(table, stage, _task_write(stage, table, [batch]))
+    assert {r["id"]: r["key"] for r in store.read(table).collect()} == dict(enumerate(values))
+    assert {r["id"]: r["key"] for r in arrow_of(store, table).to_pylist()} == dict(enumerate(values))
+    via_spark = TableDef("odd_spark", table.columns, partition_by=table.partition_by)
+    store.append(
+        spark.createDataFrame([(i, v) for i, v in enumerate(values)], table.spark_schema()), via_spark
+    )
+
+    def folders(t: TableDef) -> set[str]:
+        return {os.path.relpath(os.path.dirname(p), store.path(t)) for p in data_files_on_disk(store, t)}
+
+    assert folders(table) == folders(via_spark)
+    bad = pa.RecordBatch.from_pylist(
+        [{"id": None, "key": "k"}], schema=pa.schema([("id", pa.int64()), ("key", pa.string())])
+    )
+    with pytest.raises(ValueError, match=r"NOT NULL column odd_tasks\.id is null"):
+        TaskFileWriter(store.task_stage(table) or "", table).write(bad)
+
+
+def test_task_files_row_groups_are_bounded(
+    spark: Any, store: DeltaStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow.parquet as pq
+
+    from rebalance_replay.jobs.delta import task_files
+
+    monkeypatch.setattr(task_files, "ROW_GROUP_BYTES", 1000)
+    batch = pa.RecordBatch.from_pylist(
+        [{"id": i, "note": "x" * 100} for i in range(100)], schema=FLAT.arrow_schema()
+    )
+    stage = store.task_stage(FLAT)
+    assert stage is not None
+    files = _task_write(stage, FLAT, [batch.slice(i, 10) for i in range(0, 100, 10)])
+    assert len(files) == 1
+    md = pq.read_metadata(os.path.join(stage, files[0]))
+    assert md.num_rows == 100 and md.num_row_groups == 10
+    assert store.commit_task_files(FLAT, stage, files) == 100

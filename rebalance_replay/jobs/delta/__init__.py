@@ -1,7 +1,7 @@
 """Delta tables of the warehouse: the ONE package that knows which Delta engine runs.
 
-Jobs see :class:`DeltaStore` (``exists``, ``version``, ``read``, ``append``, ``overwrite``, ``new_rows``)
-and :func:`open_store`; nothing outside this package should know which engine runs.
+Jobs see :class:`DeltaStore` (``exists``, ``version``, ``read``, ``append``, ``overwrite``, ``new_rows``,
+``task_stage``/``commit_task_files``) and :func:`open_store`; nothing outside this package should know which engine runs.
 
 Modules:
     base        the interface jobs use, ``Engine``/``EngineChoice`` literals, :class:`NewRows`
@@ -10,6 +10,7 @@ Modules:
     features    Delta table features and schema drift the delta-rs engine refuses
     partitions  partition values: Python values, Delta log strings, hive-style folder names
     stats       per-file statistics from parquet footers
+    task_files  parquet files a Python task writes itself from Arrow batches (``task_stage``)
 """
 
 from __future__ import annotations

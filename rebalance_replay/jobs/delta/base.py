@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 from rebalance_replay.jobs.delta.partitions import PartitionSpec, normalize_specs
+from rebalance_replay.jobs.delta.task_files import not_null_message
 from rebalance_replay.schemas.core import TableDef
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -126,6 +127,36 @@ class DeltaStore(ABC):
         specs = None if partitions is None else normalize_specs(table, partitions)
         return self._write(self._conform(df, table), table, Write(mode, specs, app_id, txn_version))
 
+    def task_stage(self, table: TableDef) -> str | None:
+        """A new folder (a local path every executor can write) into which Spark tasks may write the
+        table's parquet files themselves with :class:`~rebalance_replay.jobs.delta.task_files
+        .TaskFileWriter`, for :meth:`commit_task_files`; None when this engine commits only what Spark's
+        own writer writes (then use :meth:`write`)."""
+        return None
+
+    def commit_task_files(
+        self,
+        table: TableDef,
+        stage: str,
+        files: Sequence[str],
+        *,
+        app_id: str | None = None,
+        txn_version: int | None = None,
+    ) -> int | None:
+        """Append the listed files (paths relative to ``stage``, from :meth:`task_stage`) in one commit,
+        as :meth:`write` appends: the number of rows committed, None when the transaction was already
+        committed. The stage is removed either way (with the files of task attempts not listed)."""
+        self._check_txn(app_id, txn_version)
+        self._check_table(table)
+        return self._commit_task_files(table, stage, files, Write("append", None, app_id, txn_version))
+
+    def _commit_task_files(
+        self, table: TableDef, stage: str, files: Sequence[str], write: Write
+    ) -> int | None:
+        raise NotImplementedError(
+            f"the {self.engine} engine commits only what Spark writes (task_stage is None)"
+        )
+
     def _check_table(self, table: TableDef) -> None:
         """What the engine refuses in a table definition before it writes (nothing by default)."""
         return None
@@ -164,8 +195,7 @@ class DeltaStore(ABC):
             expr = F.col(f"`{col.name}`").cast(schema[col.name].dataType)
             if not col.nullable:
                 expr = F.when(
-                    expr.isNull(),
-                    F.raise_error(F.lit(f"NOT NULL column {table.name}.{col.name} is null")),
+                    expr.isNull(), F.raise_error(F.lit(not_null_message(table, col.name)))
                 ).otherwise(expr)
             cols.append(expr.alias(col.name))
         return df.select(*cols)

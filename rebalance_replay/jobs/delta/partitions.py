@@ -105,6 +105,41 @@ def stage_partition_values(table: TableDef, rel_dir: str) -> dict[str, str | Non
     return out
 
 
+#: what Spark escapes in a partition folder name (``ExternalCatalogUtils.escapePathName``, not Windows)
+_ESCAPED = frozenset(
+    [
+        *map(chr, range(0x01, 0x20)),
+        '"',
+        "#",
+        "%",
+        "'",
+        "*",
+        "/",
+        ":",
+        "=",
+        "?",
+        "\\",
+        "\x7f",
+        "{",
+        "[",
+        "]",
+        "^",
+    ]
+)
+
+
+def hive_folder(table: TableDef, values: Mapping[str, Any]) -> str:
+    """The folder Spark writes a partition's files into (``a=1/b=x``), for the partition columns' values
+    (Python values; None or an empty string: Hive's default partition); the inverse of
+    :func:`stage_partition_values`."""
+    parts = []
+    for name in table.partition_by:
+        text = delta_partition_string(_partition_type(table, name), values[name])
+        escaped = "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text or "")
+        parts.append(f"{name}={escaped or _HIVE_NULL}")
+    return "/".join(parts)
+
+
 def typed_values(table: TableDef, values: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in values.items():

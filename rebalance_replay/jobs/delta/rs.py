@@ -1,7 +1,8 @@
 """The delta-rs engine (embedded default, no JVM jars needed).
 
 Spark writes the parquet data files in parallel into a staging folder inside the table folder
-(``<table>/_stage-<uuid>``); the driver moves them into the table's own hive-style partition folders
+(``<table>/_stage-<uuid>``), or Python tasks write them there themselves (:meth:`DeltaRsStore.task_stage`,
+:mod:`rebalance_replay.jobs.delta.task_files`); the driver moves them into the table's own hive-style partition folders
 (``log_date=2024-05-01/part-....parquet``) and commits them in ONE Delta commit with delta-rs'
 transaction API, with per-file statistics read from the parquet footers
 (:mod:`rebalance_replay.jobs.delta.stats`) and
@@ -331,39 +332,74 @@ class DeltaRsStore(DeltaStore):
     def _check_table(self, table: TableDef) -> None:
         check_partition_types(table)
 
-    def _write(self, conformed: DataFrame, table: TableDef, write: Write) -> int | None:
-        mode, specs, app_id, txn_version = write.mode, write.specs, write.app_id, write.txn_version
-
+    def _ready(self, table: TableDef, write: Write) -> bool:
+        """Check a write against the table; False when its transaction is already committed."""
         dt = self._load(table)
         if dt is not None:
-            self._check_features(dt, table, write=True, overwrite=mode == "overwrite")
+            self._check_features(dt, table, write=True, overwrite=write.mode == "overwrite")
             self._check_schema(dt, table)
-        if self._already_committed(dt, app_id, txn_version):
-            return None
+        return not self._already_committed(dt, write.app_id, write.txn_version)
 
+    def _new_stage(self, table: TableDef) -> str:
         table_dir = self.path(table)
         os.makedirs(table_dir, exist_ok=True)
         self._remove_stale_stages(table_dir)
-        stage = os.path.join(table_dir, f"{STAGE_PREFIX}{uuid.uuid4().hex}")
-        moved: list[str] = []
+        return os.path.join(table_dir, f"{STAGE_PREFIX}{uuid.uuid4().hex}")
+
+    def _write(self, conformed: DataFrame, table: TableDef, write: Write) -> int | None:
+        if not self._ready(table, write):
+            return None
+        stage = self._new_stage(table)
         try:
             writer = conformed.write.mode("errorifexists").option("compression", "snappy")
             if table.partition_by:
                 writer = writer.partitionBy(*table.partition_by)
             with session_conf(self.spark, _PARQUET_WRITE_CONF):
                 writer.parquet(_spark_path(stage))
+            return self._commit_stage(table, write, stage, self._staged_files(stage))
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
 
+    def task_stage(self, table: TableDef) -> str:
+        stage = self._new_stage(table)
+        os.makedirs(stage)
+        return stage
+
+    def _commit_task_files(
+        self, table: TableDef, stage: str, files: Sequence[str], write: Write
+    ) -> int | None:
+        try:
+            if not self._ready(table, write):
+                return None
+            listed = [(os.path.dirname(f), os.path.basename(f)) for f in sorted(files)]
+            return self._commit_stage(table, write, stage, listed)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+
+    def _commit_stage(
+        self, table: TableDef, write: Write, stage: str, files: Iterable[tuple[str, str]]
+    ) -> int | None:
+        """Move the stage's ``files`` ((relative folder, name)) into the table and commit them; the rows
+        committed (None: the transaction was committed meanwhile)."""
+        moved: list[str] = []
+        try:
+            dt = self._load(table)
             config = dict(table.properties) if dt is None else dict(dt.metadata().configuration or {})
-            adds, rows = self._stage_to_table(stage, table, specs, stats_columns(table, config), moved)
+            adds, rows = self._stage_to_table(
+                stage, table, write.specs, stats_columns(table, config), files, moved
+            )
             committed = self._commit(
-                table, adds, mode=mode, specs=specs, app_id=app_id, txn_version=txn_version
+                table,
+                adds,
+                mode=write.mode,
+                specs=write.specs,
+                app_id=write.app_id,
+                txn_version=write.txn_version,
             )
             return rows if committed else None
         except BaseException:
             self._discard_uncommitted(table, moved)
             raise
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
 
     def _staged_files(self, stage: str) -> Iterator[tuple[str, str]]:
         """(relative folder, file name) of every data file Spark wrote under ``stage``."""
@@ -380,15 +416,16 @@ class DeltaRsStore(DeltaStore):
         table: TableDef,
         specs: list[PartitionSpec] | None,
         stats_columns: Sequence[str],
+        files: Iterable[tuple[str, str]],
         moved: list[str],
     ) -> tuple[list[Any], int]:
-        """Move the staged files into the table's partition folders; their Delta add actions and the
-        number of rows they hold (from the footers read for the statistics)."""
+        """Move the staged ``files`` ((relative folder, name)) into the table's partition folders; their
+        Delta add actions and the number of rows they hold (from the footers read for the statistics)."""
         from deltalake.transaction import AddAction
 
         table_dir = self.path(table)
         staged = []
-        for rel_dir, name in self._staged_files(stage):
+        for rel_dir, name in files:
             values = stage_partition_values(table, rel_dir)
             if specs is not None and not any(spec_matches(s, values) for s in specs):
                 raise ValueError(
