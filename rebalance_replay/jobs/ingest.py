@@ -11,11 +11,12 @@ One pass: the tasks write the request rows' parquet files themselves (``DeltaSto
 parquet writer in the Python worker, no row crossing to the JVM; an engine without it gets the rows as
 Arrow batches for Spark's writer) and the driver commits the files of the task attempts Spark kept in the
 ``requests`` commit. Each task leaves its slices' quarantined lines and counts in a side file
-(``_ingest/batch-N-side/slice-K.parquet``), which the driver then reads for the ``quarantine`` commit and the progress rows (one a file: its slices'
-statistics merged). All commits carry one application transaction id, so a retried or repeated ingest
-never adds a row twice (a batch whose requests are committed but whose side files are gone reads its
-slices again for them). Accounting identity, checked and reported: ``lines_read = requests + quarantined
-+ other_api_lines + other_lines``, and the rows committed to ``requests`` equal the request lines counted.
+(``_ingest/batch-N-side/slice-K.parquet``), which the driver then reads for the ``quarantine`` commit and
+the progress rows (one a file: its slices' statistics merged). All commits carry one application
+transaction id, so a retried or repeated ingest never adds a row twice (a batch whose requests are
+committed but whose side files are gone reads its slices again for them). Accounting identity, checked
+and reported: ``lines_read = requests + quarantined + other_api_lines + other_lines``, and the rows
+committed to ``requests`` equal the request lines counted.
 """
 
 from __future__ import annotations

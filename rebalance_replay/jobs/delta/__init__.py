@@ -1,7 +1,8 @@
 """Delta tables of the warehouse: the ONE package that knows which Delta engine runs.
 
 Jobs see :class:`DeltaStore` (``exists``, ``version``, ``read``, ``append``, ``overwrite``, ``new_rows``,
-``task_stage``/``commit_task_files``) and :func:`open_store`; nothing outside this package should know which engine runs.
+``task_stage``/``commit_task_files``) and :func:`open_store`; nothing outside this package should know
+which engine runs.
 
 Modules:
     base        the interface jobs use, ``Engine``/``EngineChoice`` literals, :class:`NewRows`

@@ -2,14 +2,13 @@
 
 Spark writes the parquet data files in parallel into a staging folder inside the table folder
 (``<table>/_stage-<uuid>``), or Python tasks write them there themselves (:meth:`DeltaRsStore.task_stage`,
-:mod:`rebalance_replay.jobs.delta.task_files`); the driver moves them into the table's own hive-style partition folders
-(``log_date=2024-05-01/part-....parquet``) and commits them in ONE Delta commit with delta-rs'
-transaction API, with per-file statistics read from the parquet footers
-(:mod:`rebalance_replay.jobs.delta.stats`) and
-Delta's application transaction id (``txn``) for idempotent retries. Reads list the snapshot's files
-with delta-rs and read them with Spark. Tables using a Delta feature this path cannot honour (deletion
-vectors, column mapping, ...) are refused with :class:`TableFeatureError`
-(:mod:`rebalance_replay.jobs.delta.features`).
+:mod:`rebalance_replay.jobs.delta.task_files`); the driver moves them into the table's own hive-style
+partition folders (``log_date=2024-05-01/part-....parquet``) and commits them in ONE Delta commit with
+delta-rs' transaction API, with per-file statistics read from the parquet footers
+(:mod:`rebalance_replay.jobs.delta.stats`) and Delta's application transaction id (``txn``) for
+idempotent retries. Reads list the snapshot's files with delta-rs and read them with Spark. Tables using
+a Delta feature this path cannot honour (deletion vectors, column mapping, ...) are refused with
+:class:`TableFeatureError` (:mod:`rebalance_replay.jobs.delta.features`).
 Incremental reads (:meth:`DeltaRsStore.new_rows`) list the files the log added after a version.
 """
 
