@@ -685,6 +685,29 @@ def _task_write(stage: str, table: TableDef, batches: list[pa.RecordBatch]) -> l
     return [path for path, _rows in writer.close()]
 
 
+def partition_stats(store: DeltaStore, table: TableDef) -> dict[str, dict[str, Any]]:
+    """The Delta log's file statistics summed up per partition: rows, min, max and null count a column."""
+    out: dict[str, dict[str, Any]] = {}
+    for log in sorted((Path(store.path(table)) / "_delta_log").glob("*.json")):
+        for line in log.read_text().splitlines():
+            add = json.loads(line).get("add")
+            if add is None:
+                continue
+            stats = json.loads(add["stats"])
+            cur = out.setdefault(
+                json.dumps(add["partitionValues"], sort_keys=True),
+                {"n": 0, "min": {}, "max": {}, "nulls": {}},
+            )
+            cur["n"] += stats["numRecords"]
+            for k, v in stats.get("minValues", {}).items():
+                cur["min"][k] = min(cur["min"].get(k, v), v)
+            for k, v in stats.get("maxValues", {}).items():
+                cur["max"][k] = max(cur["max"].get(k, v), v)
+            for k, v in stats.get("nullCount", {}).items():
+                cur["nulls"][k] = cur["nulls"].get(k, 0) + v
+    return out
+
+
 def _rows_of(spark_df: Any) -> list[tuple[Any, ...]]:
     return sorted((tuple(r) for r in spark_df.collect()), key=repr)
 
@@ -714,6 +737,10 @@ def test_task_files_read_back_as_what_spark_writes(spark: Any, store: DeltaStore
     assert sorted(map(repr, ours.to_pylist())) == sorted(map(repr, theirs.to_pylist()))
     for add in pa.table(delta(store, table).get_add_actions(flatten=True)).to_pylist():
         assert add["num_records"] >= 1
+    # the statistics a reader skips files by: the same per partition (the files themselves differ)
+    ours_stats = partition_stats(store, table)
+    assert ours_stats == partition_stats(store, via_spark)
+    assert all(p["min"] and p["max"] for p in ours_stats.values())
     assert not os.path.exists(stage)
     # the partition folders are Spark's
     folders = {
