@@ -533,7 +533,10 @@ def ingest(
     batch_id = last_batch + 1
     plan_file = _plan_path(warehouse, batch_id)
     if plan_file.exists():  # an earlier attempt of this batch died before recording its progress: redo it
-        slices = [FileSlice.from_dict(d) for d in json.loads(plan_file.read_text())["slices"]]
+        plan = json.loads(plan_file.read_text())
+        slices = [FileSlice.from_dict(d) for d in plan["slices"]]
+        if plan.get("stage"):  # its tasks' files: committed ones were moved out, the rest is garbage
+            shutil.rmtree(plan["stage"], ignore_errors=True)
         duplicates = 0
         say(f"ingest: resuming batch {batch_id} ({len(slices)} slices) from an interrupted run")
     else:
@@ -544,7 +547,8 @@ def ingest(
     if not slices:
         say(f"ingest: {len(files)} file(s), nothing new to read")
         return IngestResult(None, len(files), 0, duplicates, run, total, time.monotonic() - started)
-    write_json(plan_file, {"batch_id": batch_id, "slices": [s.to_dict() for s in slices]}, indent=1)
+    plan = {"batch_id": batch_id, "slices": [s.to_dict() for s in slices]}
+    write_json(plan_file, plan, indent=1)
     mb = sum(s.file_size if s.end_offset is None else s.end_offset - s.start_offset for s in slices) / 1e6
     say(
         f"ingest: batch {batch_id}: reading {n_files} slice(s) of {len(files)} file(s) in {len(slices)} "
@@ -564,6 +568,8 @@ def ingest(
     # store takes their files); the tasks leave the quarantined lines and each slice's counts in side
     # files (read below), so nothing is cached or parsed twice
     stage = None if done else store.task_stage(REQUESTS)
+    if stage is not None:  # a rerun after a kill removes it (the batch's stage is nobody else's)
+        write_json(plan_file, {**plan, "stage": stage}, indent=1)
     task = _arrow_task(
         config.input.timezone,
         ingested_at,

@@ -54,6 +54,7 @@ def test_ingest_killed_and_rerun_equals_a_clean_run(point: str, clean: Path, tmp
     _killed(args, point)
     assert main(args) == 0
     assert _tables(wh, BRONZE) == _tables(clean, BRONZE)
+    assert not list((wh / "requests").glob("_stage-*"))  # the killed batch's task files are gone
     assert main(args) == 0  # and a third run adds nothing
     assert _tables(wh, BRONZE) == _tables(clean, BRONZE)
 
