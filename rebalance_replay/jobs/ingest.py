@@ -21,6 +21,7 @@ committed to ``requests`` equal the request lines counted.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -278,8 +279,10 @@ def _typed_batch(records: pa.Table, s: FileSlice, line_nos: pa.Array) -> pa.Reco
 
 
 #: what a task yields when it writes the request rows itself: one row a data file
-_FILES_SCHEMA = pa.schema([("file", pa.string()), ("rows", pa.int64())])
-_FILES_DDL = "file string, rows bigint"
+TASK_FILES = TableDef(
+    name="_ingest_task_files",
+    columns=(Column("file", "string", False, "relative to the stage"), Column("rows", "bigint", False)),
+)
 
 
 def _arrow_task(
@@ -295,7 +298,7 @@ def _arrow_task(
     other rows (quarantine, stats) to ``<side_dir>/slice-<slice_no>.parquet`` (the same name on a retry,
     written whole, then renamed), and the request rows
     - with a ``stage`` (see ``DeltaStore.task_stage``): into parquet files there, yielding one
-      :data:`_FILES_SCHEMA` row a file;
+      :data:`TASK_FILES` row a file;
     - without: as record batches in the ``requests`` columns, for Spark to write."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -305,19 +308,20 @@ def _arrow_task(
             for s, n in zip(b.column("slice").to_pylist(), b.column("slice_no").to_pylist(), strict=True)
         ]
         redactor = Redactor(bytes.fromhex(key_hex), redact) if redact and key_hex else None
-        rows = _request_batches(planned, tz_name, ingested_at, redactor, columnar, side_dir)
+        requests = _request_batches(planned, tz_name, ingested_at, redactor, columnar, side_dir)
         if stage is None:
-            yield from rows
+            yield from requests
             return
         writer = TaskFileWriter(stage, REQUESTS)
         try:
-            for batch in rows:
+            for batch in requests:
                 writer.write(batch)
             written = writer.close()
         except BaseException:
             writer.abort()
             raise
-        yield pa.RecordBatch.from_pylist([{"file": f, "rows": n} for f, n in written], schema=_FILES_SCHEMA)
+        files = [{"file": f, "rows": n} for f, n in written]
+        yield pa.RecordBatch.from_pylist(files, schema=TASK_FILES.arrow_schema())
 
     return run
 
@@ -570,36 +574,32 @@ def ingest(
     stage = None if done else store.task_stage(REQUESTS)
     if stage is not None:  # a rerun after a kill removes it (the batch's stage is nobody else's)
         write_json(plan_file, {**plan, "stage": stage}, indent=1)
-    task = _arrow_task(
+    task = functools.partial(
+        _arrow_task,
         config.input.timezone,
         ingested_at,
         config.output.redact,
         _key_hex(config),
         config.input.columnar_json,
         str(side_dir),
-        stage,
     )
+    requests_df = plan_df.mapInArrow(task(None), REQUESTS.spark_schema())
     written: int | None = None
-    if done:
-        if len(list(side_dir.glob("slice-*.parquet"))) < len(slices):
-            # committed by an attempt whose side files are gone: read the slices again for them
-            plan_df.mapInArrow(task, REQUESTS.spark_schema()).count()
-    elif stage is not None:
+    if stage is not None:
         try:
-            files = plan_df.mapInArrow(task, _FILES_DDL).collect()
+            files = plan_df.mapInArrow(task(stage), TASK_FILES.spark_schema()).collect()
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
             raise
         written = store.commit_task_files(
             REQUESTS, stage, [r["file"] for r in files], app_id=APP_ID, txn_version=batch_id
         )
-    else:
-        requests_df = plan_df.mapInArrow(task, REQUESTS.spark_schema())
+    elif not done:
         written = store.write(
             _select(requests_df, REQUESTS), REQUESTS, "append", app_id=APP_ID, txn_version=batch_id
         )
-        if written is None and len(list(side_dir.glob("slice-*.parquet"))) < len(slices):
-            requests_df.count()  # committed meanwhile by an attempt whose side files are gone
+    if written is None and len(list(side_dir.glob("slice-*.parquet"))) < len(slices):
+        requests_df.count()  # committed by an attempt whose side files are gone: read the slices again
     reads = merge_slice_stats(_side_stats(side_dir))
     for fr in reads:
         run.add(fr.counts)
