@@ -30,6 +30,7 @@ from rebalance_replay.jobs.bookkeeping import write_json
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.errors import MissingTableError
 from rebalance_replay.schemas import FINDINGS, MEMBER_SESSIONS, REBALANCES, REQUESTS, TRANSITIONS
+from rebalance_replay.schemas.core import Column, TableDef
 from rebalance_replay.transforms.audit import (
     RULES,
     AuditSettings,
@@ -51,7 +52,8 @@ from rebalance_replay.transforms.audit.model import (
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column as SparkColumn
+    from pyspark.sql import DataFrame, SparkSession
 
     from rebalance_replay.jobs.delta_store import DeltaStore
 
@@ -65,8 +67,11 @@ KEYS = {
     "transitions": ("seq", "time_ms", "to_state"),
 }
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
-OUT_SCHEMA = "group_id string, kind string, payload string"
-OUT_COLUMNS = ("group_id", "kind", "payload")
+#: what the per-group function returns: one row a finding or unsupported rule, its JSON in ``payload``
+AUDIT_OUTPUT = TableDef(
+    name="_audit_output",
+    columns=(Column("group_id", "string"), Column("kind", "string"), Column("payload", "string")),
+)
 
 
 def broker_bounds(config: Config) -> BrokerBounds:
@@ -92,7 +97,7 @@ if [f.name for f in dataclasses.fields(Req)] != [*REQUEST_COLUMNS, *NESTED_FIELD
     raise AssertionError("Req's fields must be REQUEST_COLUMNS then NESTED_FIELDS, in this order")
 
 
-def nested_request_column() -> Column:
+def nested_request_column() -> SparkColumn:
     """``nested``: a JSON object of what :meth:`Req.from_row` keeps of the nested ``requests`` columns
     (protocol names; member, instance and reason of leaving members; per-partition commit errors other
     than NONE; member and bytes of the leader's assignments), reduced in the JVM; null when all are
@@ -189,18 +194,16 @@ def audit_function(
     def fn(table: pa.Table) -> pa.Table:
         import pyarrow as pa
 
-        rows: list[tuple[str, str, str]] = []
+        rows: list[dict[str, str]] = []
         if table.num_rows:
             gid = str(table.column("group_id")[0].as_py())
             result = evaluate(group_inputs(gid, table, broker), settings, only)
-            rows = [(gid, "finding", f.to_json()) for f in result.findings]
+            rows = [{"group_id": gid, "kind": "finding", "payload": f.to_json()} for f in result.findings]
             rows += [
-                (gid, "unsupported", json.dumps({"rule_id": r, "reason": why}))
+                {"group_id": gid, "kind": "unsupported", "payload": json.dumps({"rule_id": r, "reason": why})}
                 for r, why in result.unsupported
             ]
-        return pa.table(
-            {name: pa.array([r[i] for r in rows], pa.string()) for i, name in enumerate(OUT_COLUMNS)}
-        )
+        return pa.Table.from_pylist(rows, schema=AUDIT_OUTPUT.arrow_schema())
 
     return fn
 
@@ -413,7 +416,7 @@ def audit(
         if stacked is not None:
             out = (
                 stacked.groupBy("group_id")
-                .applyInArrow(audit_function(settings, only, broker), OUT_SCHEMA)
+                .applyInArrow(audit_function(settings, only, broker), AUDIT_OUTPUT.spark_schema())
                 .collect()
             )
             for row in out:
