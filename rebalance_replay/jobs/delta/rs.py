@@ -331,13 +331,14 @@ class DeltaRsStore(DeltaStore):
     def _check_table(self, table: TableDef) -> None:
         check_partition_types(table)
 
-    def _ready(self, table: TableDef, write: Write) -> bool:
-        """Check a write against the table; False when its transaction is already committed."""
+    def _ready(self, table: TableDef, write: Write) -> tuple[bool, DeltaTable | None]:
+        """Check a write against the table: (False when its transaction is already committed, the table
+        as loaded for the check)."""
         dt = self._load(table)
         if dt is not None:
             self._check_features(dt, table, write=True, overwrite=write.mode == "overwrite")
             self._check_schema(dt, table)
-        return not self._already_committed(dt, write.app_id, write.txn_version)
+        return not self._already_committed(dt, write.app_id, write.txn_version), dt
 
     def _new_stage(self, table: TableDef) -> str:
         table_dir = self.path(table)
@@ -346,7 +347,8 @@ class DeltaRsStore(DeltaStore):
         return os.path.join(table_dir, f"{STAGE_PREFIX}{uuid.uuid4().hex}")
 
     def _write(self, conformed: DataFrame, table: TableDef, write: Write) -> int | None:
-        if not self._ready(table, write):
+        to_write, dt = self._ready(table, write)
+        if not to_write:
             return None
         stage = self._new_stage(table)
         try:
@@ -355,7 +357,7 @@ class DeltaRsStore(DeltaStore):
                 writer = writer.partitionBy(*table.partition_by)
             with session_conf(self.spark, _PARQUET_WRITE_CONF):
                 writer.parquet(_spark_path(stage))
-            return self._commit_stage(table, write, stage, self._staged_files(stage))
+            return self._commit_stage(table, write, stage, self._staged_files(stage), dt)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
 
@@ -368,21 +370,27 @@ class DeltaRsStore(DeltaStore):
         self, table: TableDef, stage: str, files: Sequence[str], write: Write
     ) -> int | None:
         try:
-            if not self._ready(table, write):
+            to_write, dt = self._ready(table, write)
+            if not to_write:
                 return None
             listed = [(os.path.dirname(f), os.path.basename(f)) for f in sorted(files)]
-            return self._commit_stage(table, write, stage, listed)
+            return self._commit_stage(table, write, stage, listed, dt)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
 
     def _commit_stage(
-        self, table: TableDef, write: Write, stage: str, files: Iterable[tuple[str, str]]
+        self,
+        table: TableDef,
+        write: Write,
+        stage: str,
+        files: Iterable[tuple[str, str]],
+        dt: DeltaTable | None,
     ) -> int | None:
         """Move the stage's ``files`` ((relative folder, name)) into the table and commit them; the rows
-        committed (None: the transaction was committed meanwhile)."""
+        committed (None: the transaction was committed meanwhile). ``dt``: the table as :meth:`_ready`
+        loaded it (its configuration names the statistics columns)."""
         moved: list[str] = []
         try:
-            dt = self._load(table)
             config = dict(table.properties) if dt is None else dict(dt.metadata().configuration or {})
             adds, rows = self._stage_to_table(
                 stage, table, write.specs, stats_columns(table, config), files, moved
