@@ -85,22 +85,17 @@ class TaskFileWriter:
         if not self.table.partition_by:
             return [((), data)]
         codes = np.zeros(batch.num_rows, dtype=np.int64)
-        dictionaries = []
         for name in self.table.partition_by:
             enc = pc.dictionary_encode(batch.column(name), null_encoding="encode")
-            size = len(enc.dictionary)
-            codes = codes * size + np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-            dictionaries.append((size, enc.dictionary.to_pylist()))
-        distinct = np.unique(codes)
+            codes = codes * len(enc.dictionary) + np.asarray(
+                enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64
+            )
+        distinct, first = np.unique(codes, return_index=True)
         out = []
-        for code in distinct.tolist():
-            values: list[Any] = []
-            rest = code
-            for size, dictionary in reversed(dictionaries):
-                values.append(dictionary[rest % size])
-                rest //= size
+        for code, row in zip(distinct.tolist(), first.tolist(), strict=True):
+            values = tuple(batch.column(name)[row].as_py() for name in self.table.partition_by)
             rows = data if len(distinct) == 1 else data.filter(pa.array(codes == code))
-            out.append((tuple(reversed(values)), rows))
+            out.append((values, rows))
         return out
 
     def _append(self, values: tuple[Any, ...], rows: pa.RecordBatch) -> None:
