@@ -385,7 +385,10 @@ def audit(
         raise ValueError(f"audit: unknown rule id(s) {', '.join(unknown)} (rules are R01…R23)")
     settings = config.audit
     only = tuple(sorted(rules)) if rules else None
-    broker = broker_bounds(config)
+    from rebalance_replay.jobs.broker_facts import broker_facts
+
+    # the settings the replay ran with: what the log tells about the brokers, the configuration otherwise
+    broker = broker_bounds(broker_facts(spark, store, config).config)
     chosen = [r.rule_id for r in selected_rules(settings, only)]
     frames: dict[str, DataFrame] = {"requests": store.read(REQUESTS)}
     for name, table in (

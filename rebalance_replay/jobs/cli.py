@@ -302,6 +302,11 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
         f"{result.counts.get(k, 0)} {k}"
         for k in ("predictions", "transitions", "rebalances", "member_sessions")
     )
+    if result.broker:
+        from rebalance_replay.jobs.broker_facts import summary_lines
+
+        for line in summary_lines(result.broker):
+            print(line)
     state = "up to date" if result.up_to_date else f"{result.new_rows} request(s) replayed"
     print(f"replay: {result.mode} ({result.path} path), {result.groups} group(s), {state}: {counts}")
     if result.bulk_validated and not result.up_to_date:

@@ -261,6 +261,16 @@ class ReplayConfig:
     order_search_max: int = setting(
         64, "No order search above this many tied requests (then the stable key decides).", minimum=1
     )
+    infer_broker: bool = setting(
+        True,
+        "What the log tells about the broker is used: its Kafka version and coordinator (API_VERSIONS "
+        "answers, the log era and request versions, server.log beside the request log) and the group.* "
+        "settings its answers reveal (group.max.size from GROUP_MAX_SIZE_REACHED, the session-timeout "
+        "bounds from INVALID_SESSION_TIMEOUT, the initial rebalance delay from first join phases). A "
+        "configured value the log allows is kept; one the log contradicts, configured or default, is "
+        "replaced by the log's and reported (summary.json broker.contradictions, a CLI line). false: "
+        "the configured values are used as given; contradictions are still reported.",
+    )
 
 
 @dataclass(frozen=True)

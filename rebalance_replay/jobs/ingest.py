@@ -54,6 +54,12 @@ from rebalance_replay.jobs.spark_session import local_cores
 from rebalance_replay.jobs.warehouse import open_warehouse, redaction_key
 from rebalance_replay.schemas import INGEST_FILES, QUARANTINE, REQUESTS
 from rebalance_replay.schemas.core import Column, TableDef, arrow_table
+from rebalance_replay.transforms.broker_facts import (
+    api_versions_evidence,
+    merge_by_broker,
+    merge_evidence,
+    other_line_evidence,
+)
 from rebalance_replay.transforms.columnar_log import parse_routine_lines
 from rebalance_replay.transforms.redaction import Redactor
 from rebalance_replay.transforms.request_log import LineKind, parse_line
@@ -86,6 +92,7 @@ _STATS_COLUMNS = (
     Column("n_other_api", "bigint"),
     Column("n_other", "bigint"),
     Column("other_api_counts", "string"),
+    Column("evidence", "string"),
     Column("error", "string"),
     Column("missing", "boolean"),
 )
@@ -185,6 +192,7 @@ def parse_slices(
         stats = SliceStats()
         n_req = n_q = n_oa = n_o = 0
         other_api: dict[str, int] = {}
+        evidence: dict[str, Any] = {}  # what the other lines tell about the broker (broker_facts)
         for block in _blocks(read_slice(s, stats), BLOCK_LINES if columnar and redact is None else 1):
             typed: set[int] = set()
             if len(block) > 1:
@@ -221,8 +229,11 @@ def parse_slices(
                     n_oa += 1
                     name = out.api_name or "UNKNOWN"
                     other_api[name] = other_api.get(name, 0) + 1
+                    if name == "API_VERSIONS":  # one a connection: the broker's versions per API
+                        merge_evidence(evidence, api_versions_evidence(line))
                 else:
                     n_o += 1
+                    merge_evidence(evidence, other_line_evidence(line))
         if stats.error is not None:
             # the rest of the file cannot be read (a gzip stream that breaks off): it is kept as one
             # quarantined line after the last one read, so the accounting still covers the whole file
@@ -250,6 +261,7 @@ def parse_slices(
             "n_other_api": n_oa,
             "n_other": n_o,
             "other_api_counts": json.dumps(other_api),
+            "evidence": json.dumps(evidence, sort_keys=True) if evidence else None,
             "error": stats.error,
             "missing": stats.missing,
         }
@@ -600,7 +612,18 @@ def ingest(
         )
     if written is None and len(list(side_dir.glob("slice-*.parquet"))) < len(slices):
         requests_df.count()  # committed by an attempt whose side files are gone: read the slices again
-    reads = merge_slice_stats(_side_stats(side_dir))
+    stats_rows = _side_stats(side_dir)
+    reads = merge_slice_stats(stats_rows)
+    from rebalance_replay.jobs.broker_facts import save_evidence
+
+    save_evidence(  # idempotent: a batch read again merges the same evidence
+        warehouse,
+        merge_by_broker(
+            (json.loads(r["slice_json"])["broker_id"], json.loads(r["evidence"]))
+            for r in stats_rows
+            if r.get("evidence")
+        ),
+    )
     for fr in reads:
         run.add(fr.counts)
         for error in fr.errors:

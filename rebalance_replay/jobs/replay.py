@@ -389,9 +389,12 @@ class ReplayResult:
     bulk_validated: int = 0
     up_to_date: bool = False
     seconds: float = 0.0
+    #: what the log tells about the brokers (``rebalance_replay.jobs.broker_facts``), summary.json ``broker``
+    broker: dict[str, Any] = field(default_factory=dict)
 
     def as_summary(self) -> dict[str, Any]:
         return {
+            **({"broker": self.broker} if self.broker else {}),
             "replay": {
                 "mode": self.mode,
                 "path": self.path,
@@ -551,6 +554,12 @@ def replay(
     manifest = dirs.load_manifest()
     mode = "incremental" if incremental else "batch"
     requests_version = store.version(REQUESTS)
+    broker: dict[str, Any] = {}
+    if requests_version is not None:  # what the log tells about the brokers (version, settings)
+        from rebalance_replay.jobs.broker_facts import broker_facts
+
+        facts = broker_facts(spark, store, config)
+        config, broker = facts.config, facts.summary
     fingerprint = (
         _config_fingerprint(config)
         + (f"/{window[0]}-{window[1]}" if window != (None, None) else "")
@@ -580,6 +589,7 @@ def replay(
             bulk_validated=manifest.get("bulk_validated", 0),
             kip848_groups=manifest.get("kip848_groups", []),
             up_to_date=True,
+            broker=broker,
         )
         res.seconds = time.monotonic() - started
         return res
@@ -643,6 +653,7 @@ def replay(
                 "kip848_groups": result.kip848_groups,
             }
         )
+    result.broker = broker
     result.seconds = time.monotonic() - started
     return result
 
