@@ -436,7 +436,10 @@ def _reconcile_join(
         group = ensure_group(model, what)
         mid = obs.member_id or req.member_id or ""
         late = obs.completion_ms is not None and obs.completion_ms > model.book.clock + model.answer_grace_ms
-        if late and mid:
+        # an answer the model gave too (same generation, leader, members) was not parked for another join
+        # phase: the broker only took longer over it (a real broker's own work, a delay of 0 that still
+        # goes through the purgatory)
+        if late and mid and not _join_answer_agrees(predicted, obs, mid):
             # the broker parked this JoinGroup (it answers later) while the model answered it at once:
             # apply it the way the broker did — the member joins and waits for the join phase
             _repark_join(model, group, call, mid, what)
