@@ -89,6 +89,8 @@ def fetch(rel: Release, artifact: str, version: str | None = None) -> Path:
         f"-Dlog4j2.version={rel.log4j2_version}",
         f"-P{rel.logging}",
         f"-DoutputDirectory={out}",
+        # Maven's own repository inside the cache too: nothing lands outside the checkout
+        f"-Dmaven.repo.local={CACHE / 'm2'}",
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:

@@ -76,7 +76,11 @@ class Worker:
                 msg = c.poll(self.poll_s)
                 got = msg is not None and msg.error() is None
                 if msg is not None and msg.error() is not None:
-                    emit(self.index, "poll_error", error=str(msg.error()))
+                    emit(self.index, "poll_error", error=str(msg.error()), fatal=msg.error().fatal())
+                    if msg.error().fatal():  # the application's loop stops; the process idles until closed
+                        while not self.closing:
+                            time.sleep(0.05)
+                        break
                 if self.processing_ms:
                     time.sleep(self.processing_ms / 1000)
                 if self.commit_now or (self.commit == "sync" and got):

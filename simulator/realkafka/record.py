@@ -8,6 +8,7 @@ cluster, run the scenarios, stop it, and keep the logs, manifest and ground trut
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 import time
@@ -62,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, help="where brokers and clients run (default: a temp dir)")
     ap.add_argument("--parallel", type=int, default=3, help="scenarios at a time on one-broker profiles")
     args = ap.parse_args(argv)
+    # a SIGTERM unwinds like an exception, so the brokers and clients started so far are stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = args.workdir or Path(tempfile.mkdtemp(prefix="realkafka-"))
     try:
         record(args.release or list(RELEASES), args.out, work, set(args.scenario) if args.scenario else None,

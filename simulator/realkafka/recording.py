@@ -321,6 +321,11 @@ class Recording:
             run.finish()
 
     def stop(self) -> None:
+        """Every client process still running is killed, then the cluster stops."""
+        for run in self.runs:
+            for client in run.clients.values():
+                if client.proc.poll() is None:
+                    client.kill()
         self.cluster.stop()
 
     def save(self, out: Path) -> Path:

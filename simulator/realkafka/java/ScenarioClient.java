@@ -146,9 +146,13 @@ public final class ScenarioClient {
                     } catch (WakeupException e) {
                         continue;
                     } catch (RuntimeException e) {
+                        // what an application's poll loop does with an exception from poll: it stops
+                        // (fenced, group full, bad session timeout ...); the process lives on, idle,
+                        // until the scenario closes or kills it
                         emit(index, "poll_error", kv("error", e.getClass().getSimpleName(), "message",
                                 String.valueOf(e.getMessage())));
-                        continue;
+                        while (!closing.get()) sleep(50);
+                        break;
                     }
                     long processing = processingMs.get();
                     if (processing > 0) sleep(processing);
