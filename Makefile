@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 WAREHOUSE ?= warehouse
 
-.PHONY: demo test test-fast lint install check-java bench clean cluster-demo
+.PHONY: demo test test-fast test-realkafka real-kafka-corpus lint install check-java check-maven bench clean cluster-demo
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' \
@@ -41,7 +41,20 @@ cluster-demo: check-java install
 	  status=$$?; $(BIN)/python -m rebalance_replay.jobs.standalone stop --dir $(CLUSTER_DIR); exit $$status
 
 test: check-java install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not realkafka"
+
+check-maven:
+	@command -v mvn >/dev/null 2>&1 \
+	  || { echo "the real-Kafka tier needs Maven (mvn) to fetch Kafka's jars from Maven Central"; exit 1; }
+
+# Real brokers and clients: records scenarios afresh (Kafka 2.7, 3.7, 4.4 from Maven Central, into the
+# git-ignored .cache/realkafka) and checks the product on them; CI runs it after `make test`.
+test-realkafka: check-java check-maven install
+	REALKAFKA_REQUIRED=$${REALKAFKA_REQUIRED:-1} $(BIN)/python -m pytest -m realkafka
+
+# Re-record the committed corpus tests/data/real-kafka (every release, every scenario: ~15 min).
+real-kafka-corpus: check-java check-maven install
+	$(BIN)/python -m simulator.realkafka.record --out tests/data/real-kafka
 
 test-fast: install
 	$(BIN)/python -m pytest -m "not spark and not slow"

@@ -90,7 +90,8 @@ def evaluate(rec: Path, work: Path, extra: Sequence[str] = (), modes: Sequence[s
     requests = read_table(base / "requests")
     quarantine = read_table(base / "quarantine")
     summary = json.loads((base / "summary.json").read_text())
-    ingest = {k: int(v) for k, v in (summary.get("ingest") or {}).items() if isinstance(v, int)}
+    counts = (summary.get("ingest") or {}).get("this_run") or {}
+    ingest = {k: int(v) for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool)}
     clients_of: dict[str, str] = {}
     scenario_of: dict[str, str] = {manifest.get("warmup_group", "__warmup"): "(warm-up)"}
     for sc in truth["scenarios"]:

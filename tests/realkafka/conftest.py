@@ -1,0 +1,42 @@
+"""The product on logs recorded from real Kafka brokers and real clients.
+
+``tests/data/real-kafka`` is the committed corpus (``make real-kafka-corpus`` records it again); the
+tests marked ``realkafka`` record a part of it afresh from Maven Central's jars and run the same checks.
+When CI requires the real-Kafka tier (``REALKAFKA_REQUIRED=1``, set by ``.ci/run``), a missing Java,
+Maven or Maven Central fails those tests instead of skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simulator.realkafka.agreement import CORPUS, RecordingResult, evaluate, recordings
+
+
+def realkafka_required() -> bool:
+    return os.environ.get("REALKAFKA_REQUIRED", "") not in ("", "0", "false")
+
+
+def unavailable(reason: str) -> None:
+    """Fail when CI requires the tier, else skip with the reason."""
+    if realkafka_required():
+        pytest.fail(f"the real-Kafka tier is required (REALKAFKA_REQUIRED) but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def corpus_results(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RecordingResult]]:
+    """Every committed recording ingested once and replayed in both modes, with the product's defaults."""
+    recs = recordings(CORPUS)
+    assert recs, f"no recordings under {CORPUS}"
+    work = tmp_path_factory.mktemp("realkafka-corpus")
+    yield [evaluate(rec, work / rec.parent.name / rec.name) for rec in recs]
+
+
+def corpus_recordings() -> list[Path]:
+    return recordings(CORPUS)
