@@ -78,13 +78,36 @@ def _main(argv: list[str]) -> int:
     return main(argv)
 
 
-def evaluate(rec: Path, work: Path, extra: Sequence[str] = (), modes: Sequence[str] = MODES) -> RecordingResult:
-    """Ingest ``rec`` once, replay it in each mode, and score every scenario."""
+def request_logs_only(rec: Path, dest: Path) -> Path:
+    """A copy of ``rec`` with only the brokers' ``kafka-request.log*`` files: what a user has who ships
+    the request log alone (no ``server.log`` to read versions and settings from)."""
+    for src in sorted(rec.glob("*/kafka-request.log*")):
+        (dest / src.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dest / src.parent.name / src.name)
+    for name in ("manifest.json", "ground_truth.json"):
+        shutil.copy2(rec / name, dest / name)
+    manifest = json.loads((dest / "manifest.json").read_text())
+    manifest["files"] = [f for f in manifest["files"] if "kafka-request.log" in f["file"]]
+    (dest / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return dest
+
+
+def evaluate(
+    rec: Path,
+    work: Path,
+    extra: Sequence[str] = (),
+    modes: Sequence[str] = MODES,
+    request_log_only: bool = False,
+) -> RecordingResult:
+    """Ingest ``rec`` once, replay it in each mode, and score every scenario (``request_log_only``: without
+    the brokers' ``server.log``)."""
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    if request_log_only:
+        rec = request_logs_only(rec, work / "input")
     manifest = json.loads((rec / "manifest.json").read_text())
     truth = json.loads((rec / "ground_truth.json").read_text())
     base = work / "ingested"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
     if _main(["ingest", "--input", str(rec), "--warehouse", str(base), *extra]) != 0:
         raise RuntimeError(f"ingest failed on {rec}")
     requests = read_table(base / "requests")
@@ -133,9 +156,10 @@ def evaluate(rec: Path, work: Path, extra: Sequence[str] = (), modes: Sequence[s
             for k in kinds:
                 if k in KEY_FIELDS:
                     cell.key_mismatches[k] += 1
+            src = Path(p["source_file"])
             cell.disagreements.append(
                 {
-                    "where": f"{Path(p['source_file']).parent.name}/{Path(p['source_file']).name}:{p['line_no']}",
+                    "where": f"{src.parent.name}/{src.name}:{p['line_no']}",
                     "api": p["api"],
                     "member": p.get("member_id"),
                     "kinds": kinds,
@@ -161,9 +185,17 @@ def evaluate(rec: Path, work: Path, extra: Sequence[str] = (), modes: Sequence[s
 def table(results: Sequence[RecordingResult]) -> str:
     """The closing-note table: scenario × release × client → lines, agreement per API, disagreements."""
     apis = ("JOIN_GROUP", "SYNC_GROUP", "HEARTBEAT", "LEAVE_GROUP", "OFFSET_COMMIT")
-    short = {"JOIN_GROUP": "Join", "SYNC_GROUP": "Sync", "HEARTBEAT": "HB", "LEAVE_GROUP": "Leave", "OFFSET_COMMIT": "Commit"}
+    short = {
+        "JOIN_GROUP": "Join",
+        "SYNC_GROUP": "Sync",
+        "HEARTBEAT": "HB",
+        "LEAVE_GROUP": "Leave",
+        "OFFSET_COMMIT": "Commit",
+    }
     out = [
-        "| release | scenario | client | mode | requests | " + " | ".join(short[a] for a in apis) + " | disagreements |",
+        "| release | scenario | client | mode | requests | "
+        + " | ".join(short[a] for a in apis)
+        + " | disagreements |",
         "|---|---|---|---|---|" + "---|" * len(apis) + "---|",
     ]
     for res in results:
@@ -206,7 +238,10 @@ def totals(results: Sequence[RecordingResult]) -> dict[str, Any]:
         f"{rel} {mode}": {
             "lines": v["lines"],
             "quarantined": v["quarantined"],
-            "by_api": {api: f"{m}/{s} = {100 * m / s:.2f}%" if s else "-" for api, (m, s) in sorted(v["by_api"].items())},
+            "by_api": {
+                api: f"{m}/{s} = {100 * m / s:.2f}%" if s else "-"
+                for api, (m, s) in sorted(v["by_api"].items())
+            },
             "key_mismatches": dict(v["key"]),
         }
         for (rel, mode), v in sorted(agg.items())
@@ -221,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", action="append", choices=MODES)
     ap.add_argument("--json", type=Path, help="write every cell and disagreement here")
     ap.add_argument("--work", type=Path)
+    ap.add_argument("--request-log-only", action="store_true", help="leave the brokers' server.log out")
     args = ap.parse_args(argv)
     extra = [x for kv in args.set for x in ("--set", kv)]
     work = args.work or Path(tempfile.mkdtemp(prefix="realkafka-agreement-"))
@@ -228,17 +264,25 @@ def main(argv: list[str] | None = None) -> int:
     for rec in recordings(args.corpus):
         if args.only and not any(o in str(rec) for o in args.only):
             continue
-        results.append(evaluate(rec, work / rec.parent.name / rec.name, extra, args.mode or MODES))
+        results.append(
+            evaluate(rec, work / rec.parent.name / rec.name, extra, args.mode or MODES, args.request_log_only)
+        )
     print(table(results))
     print(json.dumps(totals(results), indent=1))
     for res in results:
         for q in res.quarantine:
-            print(f"quarantined: {res.path.name}: {q.get('source_file')}:{q.get('line_no')}: {q.get('reason')}")
+            print(
+                f"quarantined: {res.path.name}: {q.get('source_file')}:{q.get('line_no')}: {q.get('reason')}"
+            )
     if args.json:
         args.json.write_text(
             json.dumps(
                 [
-                    {"recording": str(r.path), "cells": [c.__dict__ for c in r.cells], "quarantine": r.quarantine}
+                    {
+                        "recording": str(r.path),
+                        "cells": [c.__dict__ for c in r.cells],
+                        "quarantine": r.quarantine,
+                    }
                     for r in results
                 ],
                 default=str,

@@ -12,6 +12,7 @@ close) and report the same events (JSON lines on standard output), which a reade
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -56,7 +57,9 @@ class ClientProcess:
 
     kind = "?"
 
-    def __init__(self, name: str, argv: list[str], log_dir: Path, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, name: str, argv: list[str], log_dir: Path, env: Mapping[str, str] | None = None
+    ) -> None:
         self.name = name
         self.events: list[dict[str, Any]] = []
         self.started_ms = int(time.time() * 1000)
@@ -85,7 +88,11 @@ class ClientProcess:
             try:
                 event = json.loads(raw)
             except ValueError:
-                event = {"t": int(time.time() * 1000), "event": "output", "text": raw.decode(errors="replace")}
+                event = {
+                    "t": int(time.time() * 1000),
+                    "event": "output",
+                    "text": raw.decode(errors="replace"),
+                }
             with self._lock:
                 self.events.append(event)
 
@@ -150,10 +157,8 @@ class ClientProcess:
     def _reap(self) -> None:
         self._reader.join(timeout=5)
         if self.proc.stdin is not None and not self.proc.stdin.closed:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 self.proc.stdin.close()
-            except BrokenPipeError:
-                pass
         self._stderr.close()
 
     def snapshot(self) -> list[dict[str, Any]]:
@@ -166,7 +171,9 @@ class JavaClient(ClientProcess):
 
     kind = "java"
 
-    def __init__(self, name: str, rel: Release, log_dir: Path, version: str | None = None, heap_mb: int = 192) -> None:
+    def __init__(
+        self, name: str, rel: Release, log_dir: Path, version: str | None = None, heap_mb: int = 192
+    ) -> None:
         self.version = version or rel.version
         lib = fetch(rel, "kafka-clients", self.version)
         classes = client_classes(rel)

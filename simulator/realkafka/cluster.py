@@ -25,7 +25,8 @@ from pathlib import Path
 from simulator.realkafka.jars import Release, fetch, java
 
 #: log4j 1 / reload4j (2.7, 3.7): the shipped ``config/log4j.properties`` keys for these two files,
-#: ``kafka.request.logger`` at DEBUG instead of WARN; the console appender left out (``server.log`` has it all).
+#: ``kafka.request.logger`` at DEBUG instead of WARN; the console appender left out (``server.log`` has
+#: it all).
 LOG4J1 = """\
 log4j.rootLogger=INFO, kafkaAppender
 log4j.appender.kafkaAppender=org.apache.log4j.DailyRollingFileAppender
@@ -243,7 +244,9 @@ class Cluster:
                 cmd += ["format", "-t", cluster_id, "-c", str(node.props)]
                 proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
                 if proc.returncode != 0:
-                    raise ClusterError(f"StorageTool format failed for {node.name}: {proc.stdout}{proc.stderr}")
+                    raise ClusterError(
+                        f"StorageTool format failed for {node.name}: {proc.stdout}{proc.stderr}"
+                    )
 
     # ---------------------------------------------------------------- processes
 
@@ -311,7 +314,9 @@ class Cluster:
                         return
             assert node.proc is not None
             if node.proc.poll() is not None:
-                raise ClusterError(f"{node.name} exited with {node.proc.returncode}: see {node.logs_dir}/stdout.log")
+                raise ClusterError(
+                    f"{node.name} exited with {node.proc.returncode}: see {node.logs_dir}/stdout.log"
+                )
             time.sleep(0.25)
         raise ClusterError(f"{node.name} did not start within {timeout_s:.0f} s: see {server_log}")
 

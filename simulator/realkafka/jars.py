@@ -56,7 +56,9 @@ def release(line: str) -> Release:
     try:
         return RELEASES[line]
     except KeyError:
-        raise HarnessUnavailable(f"no Kafka release {line!r} in the harness (have {', '.join(RELEASES)})") from None
+        raise HarnessUnavailable(
+            f"no Kafka release {line!r} in the harness (have {', '.join(RELEASES)})"
+        ) from None
 
 
 def _need(tool: str) -> str:

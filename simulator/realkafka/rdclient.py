@@ -23,8 +23,15 @@ def emit(consumer: int, event: str, **extra: Any) -> None:
 
 
 class Worker:
-    def __init__(self, index: int, config: dict[str, Any], topics: list[str], commit: str, poll_ms: int,
-                 processing_ms: int) -> None:
+    def __init__(
+        self,
+        index: int,
+        config: dict[str, Any],
+        topics: list[str],
+        commit: str,
+        poll_ms: int,
+        processing_ms: int,
+    ) -> None:
         from confluent_kafka import Consumer
 
         cfg = dict(config)
@@ -49,7 +56,7 @@ class Worker:
         try:
             md = self.consumer.consumer_group_metadata()
             return {"member_id": md.member_id if hasattr(md, "member_id") else None}
-        except Exception:  # noqa: BLE001 - what the binding exposes varies by version
+        except Exception:
             return {}
 
     def run(self) -> None:
@@ -74,10 +81,11 @@ class Worker:
                     time.sleep(ms / 1000)
                     emit(self.index, "stall_end", ms=ms)
                 msg = c.poll(self.poll_s)
-                got = msg is not None and msg.error() is None
-                if msg is not None and msg.error() is not None:
-                    emit(self.index, "poll_error", error=str(msg.error()), fatal=msg.error().fatal())
-                    if msg.error().fatal():  # the application's loop stops; the process idles until closed
+                err = None if msg is None else msg.error()
+                got = msg is not None and err is None
+                if err is not None:
+                    emit(self.index, "poll_error", error=str(err), fatal=err.fatal())
+                    if err.fatal():  # the application's loop stops; the process idles until closed
                         while not self.closing:
                             time.sleep(0.05)
                         break
@@ -88,7 +96,7 @@ class Worker:
                     try:
                         c.commit(asynchronous=False)
                         emit(self.index, "committed")
-                    except Exception as e:  # noqa: BLE001 - reported, the loop goes on
+                    except Exception as e:
                         emit(self.index, "commit_failed", error=str(e))
                 elif self.commit == "async" and got:
                     c.commit(asynchronous=True)
@@ -112,10 +120,20 @@ def main() -> None:
             batch = []
             for i in range(int(op.get("consumers", 1))):
                 index = len(workers) + i
-                config = {k: (v.replace("{i}", str(index)) if isinstance(v, str) else v)
-                          for k, v in op["config"].items()}
-                batch.append(Worker(index, config, list(op["topics"]), op.get("commit", "auto"),
-                                    int(op.get("poll_ms", 100)), int(op.get("processing_ms", 0))))
+                config = {
+                    k: (v.replace("{i}", str(index)) if isinstance(v, str) else v)
+                    for k, v in op["config"].items()
+                }
+                batch.append(
+                    Worker(
+                        index,
+                        config,
+                        list(op["topics"]),
+                        op.get("commit", "auto"),
+                        int(op.get("poll_ms", 100)),
+                        int(op.get("processing_ms", 0)),
+                    )
+                )
             workers.extend(batch)
             for w in batch:
                 w.thread.start()

@@ -22,8 +22,14 @@ REPO = Path(__file__).resolve().parent.parent.parent
 DEFAULT_OUT = REPO / "tests" / "data" / "real-kafka"
 
 
-def record(lines: list[str], out: Path, workdir: Path, names: set[str] | None = None,
-           profiles: set[str] | None = None, parallel: int = 3) -> list[Path]:
+def record(
+    lines: list[str],
+    out: Path,
+    workdir: Path,
+    names: set[str] | None = None,
+    profiles: set[str] | None = None,
+    parallel: int = 3,
+) -> list[Path]:
     saved: list[Path] = []
     for line in lines:
         rel = release(line)
@@ -43,7 +49,8 @@ def record(lines: list[str], out: Path, workdir: Path, names: set[str] | None = 
             dest = rec.save(out)
             failed = [r.scenario.name for r in rec.runs if r.error]
             print(
-                f"recorded {line}/{pname}: {len(chosen)} scenario(s) in {time.monotonic() - t0:.0f} s → {dest}"
+                f"recorded {line}/{pname}: {len(chosen)} scenario(s) "
+                f"in {time.monotonic() - t0:.0f} s → {dest}"
                 + (f"; FAILED: {', '.join(failed)}" if failed else ""),
                 flush=True,
             )
@@ -58,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--release", action="append", choices=sorted(RELEASES), help="default: every release")
     ap.add_argument("--scenario", action="append", help="only these scenarios (default: all)")
-    ap.add_argument("--profile", action="append", choices=sorted(PROFILES), help="only these cluster profiles")
+    ap.add_argument(
+        "--profile", action="append", choices=sorted(PROFILES), help="only these cluster profiles"
+    )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--workdir", type=Path, help="where brokers and clients run (default: a temp dir)")
     ap.add_argument("--parallel", type=int, default=3, help="scenarios at a time on one-broker profiles")
@@ -67,8 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = args.workdir or Path(tempfile.mkdtemp(prefix="realkafka-"))
     try:
-        record(args.release or list(RELEASES), args.out, work, set(args.scenario) if args.scenario else None,
-               set(args.profile) if args.profile else None, args.parallel)
+        record(
+            args.release or list(RELEASES),
+            args.out,
+            work,
+            set(args.scenario) if args.scenario else None,
+            set(args.profile) if args.profile else None,
+            args.parallel,
+        )
     except HarnessUnavailable as e:
         print(f"real-kafka: {e}", file=sys.stderr)
         return 2

@@ -55,14 +55,14 @@ class Admin:
         self.client = AdminClient({"bootstrap.servers": bootstrap})
 
     def create_topic(self, name: str, partitions: int, replication: int = 1) -> None:
-        from confluent_kafka.admin import NewTopic
+        from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
         futures = self.client.create_topics([NewTopic(name, partitions, replication)], operation_timeout=30)
         for f in futures.values():
             f.result(60)
 
     def add_partitions(self, name: str, total: int) -> None:
-        from confluent_kafka.admin import NewPartitions
+        from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
 
         for f in self.client.create_partitions([NewPartitions(name, total)]).values():
             f.result(60)
@@ -92,12 +92,16 @@ class Scenario:
     """One scenario: a name (also its group id), what it shows, the profile it needs, and its script."""
 
     name: str
-    about: str
     run: Callable[[Run], None]
     profile: str = "single"
     releases: frozenset[str] | None = None  # None: every release
     partitions: int = 3
     expect: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def about(self) -> str:
+        """What the scenario shows: its script's docstring."""
+        return " ".join((self.run.__doc__ or "").split())
 
 
 class Run:
@@ -155,8 +159,9 @@ class Run:
         self._started(name, client, cfg, consumers, commit, processing_ms)
         return client
 
-    def rdkafka(self, name: str, *, consumers: int = 1, commit: str = "auto", processing_ms: int = 0,
-                **config: Any) -> ClientProcess:
+    def rdkafka(
+        self, name: str, *, consumers: int = 1, commit: str = "auto", processing_ms: int = 0, **config: Any
+    ) -> ClientProcess:
         """Start a librdkafka consumer process and record it (librdkafka's own config names)."""
         client = RdkafkaClient(f"{self.group}.{name}", self.rec.client_logs)
         cfg: dict[str, Any] = {
@@ -172,8 +177,15 @@ class Run:
         self._started(name, client, cfg, consumers, commit, processing_ms)
         return client
 
-    def _started(self, name: str, client: ClientProcess, cfg: Mapping[str, Any], consumers: int, commit: str,
-                 processing_ms: int) -> None:
+    def _started(
+        self,
+        name: str,
+        client: ClientProcess,
+        cfg: Mapping[str, Any],
+        consumers: int,
+        commit: str,
+        processing_ms: int,
+    ) -> None:
         key = name
         n = 2
         while key in self.clients:
@@ -286,7 +298,7 @@ class Recording:
         self.admin = Admin(self.cluster.bootstrap())
         # __consumer_offsets is created by the first FindCoordinator: a throwaway group first, so the
         # scenarios do not begin with COORDINATOR_NOT_AVAILABLE retries (its lines stay in the log)
-        warm = Run(self, Scenario(self.warmup_group, "warm-up", lambda r: None))
+        warm = Run(self, Scenario(self.warmup_group, lambda r: None))
         self.admin.create_topic(warm.topic, 1, replication=min(3, self.profile.brokers))
         c = warm.java("w")
         warm.assigned(c, timeout_s=90)
@@ -315,7 +327,7 @@ class Recording:
             self.admin.produce(run.topic, 200)
             run.act("topic", name=run.topic, partitions=sc.partitions)
             sc.run(run)
-        except Exception:  # noqa: BLE001 - kept in the ground truth, the recording goes on
+        except Exception:
             run.error = traceback.format_exc(limit=5)
         finally:
             run.finish()
@@ -337,7 +349,9 @@ class Recording:
         for node in self.cluster.nodes:
             bdir = dest / node.name
             bdir.mkdir()
-            logs = sorted(node.logs_dir.glob("kafka-request.log*")) + sorted(node.logs_dir.glob("server.log*"))
+            logs = sorted(node.logs_dir.glob("kafka-request.log*")) + sorted(
+                node.logs_dir.glob("server.log*")
+            )
             for src in logs:
                 target = bdir / (src.name + ".gz")
                 with open(src, "rb") as fi, gzip.GzipFile(target, "wb", mtime=0) as fo:
@@ -364,6 +378,10 @@ class Recording:
             "files": files,
         }
         (dest / "manifest.json").write_text(json.dumps(manifest, indent=1, default=list) + "\n")
-        truth = {"release": self.rel.line, "profile": self.profile.name, "scenarios": [r.truth() for r in self.runs]}
+        truth = {
+            "release": self.rel.line,
+            "profile": self.profile.name,
+            "scenarios": [r.truth() for r in self.runs],
+        }
         (dest / "ground_truth.json").write_text(json.dumps(truth, indent=None, separators=(",", ":")) + "\n")
         return dest
