@@ -283,6 +283,13 @@ class ValidationConfig:
     completion_tolerance_ms: int = setting(
         5, "Predicted and observed completion times this close (ms) still agree (log rounding).", minimum=0
     )
+    broker_lag_ms: int = setting(
+        200,
+        "A JoinGroup/SyncGroup answer may leave the broker's coordinator up to this much later (ms) than the "
+        "model's instant and still agree (the broker's own processing: appends, timer threads, GC); never "
+        "earlier beyond completion_tolerance_ms.",
+        minimum=0,
+    )
 
 
 @dataclass(frozen=True)

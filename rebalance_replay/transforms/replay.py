@@ -70,6 +70,9 @@ MAX_SESSION_TIMEOUT_MS = 1_800_000
 class ReplaySettings:
     coordinator: CoordinatorConfig
     completion_tolerance_ms: int = 5
+    #: how much later than the model a broker may answer a JoinGroup/SyncGroup and still agree
+    #: (``validation.broker_lag_ms``; see rebalance_replay.transforms.validation)
+    broker_lag_ms: int = 0
     cooperative_protocols: frozenset[str] = frozenset({"cooperative-sticky"})
     follow_up_window_ms: int = 10_000
     #: same-instant requests: the search tries at least every prefix of every order of this many
@@ -140,6 +143,17 @@ _new_liveness_request: Callable[..., GroupRequest] = constructor(
 )
 
 
+def answered_ms(row: Mapping[str, Any]) -> int | None:
+    """When the broker's coordinator handed a JoinGroup/SyncGroup response over, per its line: the line's
+    time (response sent) less ``responseQueueTimeMs`` and ``sendTimeMs`` (network-thread time after the
+    answer; None when the line has no timing fields)."""
+    done = row.get("completion_ms")
+    queue, send = row.get("response_queue_time_ms"), row.get("send_time_ms")
+    if done is None or queue is None or send is None:
+        return None
+    return int(done) - round(float(queue) + float(send))
+
+
 def request_from_row(row: Mapping[str, Any]) -> GroupRequest:
     """A bronze ``requests`` row (as a mapping) → the model's :class:`GroupRequest`.
 
@@ -189,6 +203,7 @@ def request_from_row(row: Mapping[str, Any]) -> GroupRequest:
         member_errors=_errors_pairs(get("response_leave_members"), "member_id"),
         assignment=get("response_assignment"),
         completion_ms=get("completion_ms"),
+        answered_ms=answered_ms(row),
     )
     return GroupRequest(
         api=api,
@@ -257,6 +272,8 @@ REPLAY_COLUMNS = (
     "response_assignment",
     "response_leave_members",
     "response_commit_partitions",
+    "response_queue_time_ms",
+    "send_time_ms",
 )
 
 
@@ -929,6 +946,7 @@ class GroupReplayer:
         return prediction_row(
             p,
             completion_tolerance_ms=self.completion_tolerance_ms,
+            broker_lag_ms=self.settings.broker_lag_ms,
             broker_id=broker_id,
             source_file=source_file,
             line_no=line_no,

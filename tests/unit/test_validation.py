@@ -493,3 +493,40 @@ def test_anomalies_noticed_by_the_model_are_mismatches() -> None:
         line_no=1,
     )
     assert not flagged["matched"] and flagged["mismatch_kinds"] == ["member_id_format"]
+
+
+@pytest.mark.parametrize(
+    ("answered", "predicted", "lag", "expected"),
+    [
+        # the broker handed the answer over 30 ms after the model's instant (a slow append): within the lag
+        (T0 + 130, T0 + 100, 200, []),
+        (T0 + 305, T0 + 100, 200, []),  # the edge: tolerance + lag
+        (T0 + 306, T0 + 100, 200, ["completion_time"]),
+        (T0 + 130, T0 + 100, 0, ["completion_time"]),  # no lag allowed: only the tolerance
+        # never earlier than the model beyond the tolerance, whatever the lag
+        (T0 + 94, T0 + 100, 200, ["completion_time"]),
+        (T0 + 95, T0 + 100, 200, []),
+        # a join phase the model holds 3 s that the broker ended at once: seconds, not lag
+        (T0 + 100, T0 + 3_100, 200, ["completion_time"]),
+        (T0 + 3_100, T0 + 100, 200, ["completion_time"]),
+    ],
+)
+def test_completion_time_allows_the_broker_lag_only_late(
+    answered: int, predicted: int, lag: int, expected: list[str]
+) -> None:
+    # the line's time is 40 ms after the answer (response queue + send): the answer time is what counts
+    obs = join_observed(completion_ms=answered + 40, answered_ms=answered)
+    p = prediction(request(observed=obs), join_predicted(completion_ms=predicted))
+    r = prediction_row(
+        p, completion_tolerance_ms=TOL, broker_lag_ms=lag, broker_id="b1", source_file="f", line_no=1
+    )
+    assert r["mismatch_kinds"] == expected
+    assert r["observed_completion_ms"] == answered + 40  # the column keeps the line's time
+
+
+def test_answered_ms_is_the_line_time_less_response_queue_and_send() -> None:
+    from rebalance_replay.transforms.replay import answered_ms
+
+    row_ = {"completion_ms": T0 + 100, "response_queue_time_ms": 0.4, "send_time_ms": 29.2}
+    assert answered_ms(row_) == T0 + 70
+    assert answered_ms({**row_, "send_time_ms": None}) is None  # a line without timing fields

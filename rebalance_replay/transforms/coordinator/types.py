@@ -59,6 +59,9 @@ class ObservedResponse:
     completion_ms: int | None = None
     #: the group instance id of each of ``members`` (None: dynamic member or not logged)
     member_instance_ids: tuple[str | None, ...] | None = None
+    #: when the coordinator handed the response over: ``completion_ms`` (the line's time: the response
+    #: sent) less the response-queue and send times the line logs (None: not logged)
+    answered_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
