@@ -26,6 +26,7 @@ from rebalance_replay.schemas import REQUESTS
 from rebalance_replay.transforms import bulk
 from rebalance_replay.transforms.coordinator.codec import Codec, pack, unpack
 from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.coordinator.engine import EXTERNAL_ERROR_NAMES
 from rebalance_replay.transforms.coordinator.fastobj import constructor
 from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
 from rebalance_replay.transforms.coordinator.state import ClassicGroup, java_bucket, java_hashmap_capacity
@@ -38,7 +39,14 @@ from rebalance_replay.transforms.coordinator.types import (
     Protocol,
 )
 from rebalance_replay.transforms.kafka_protocol import STATE_CHANGING_APIS, ApiKey
-from rebalance_replay.transforms.ordering import is_routine, predecessors, search_order, sort_key, tie_sets
+from rebalance_replay.transforms.ordering import (
+    connection_arrivals,
+    is_routine,
+    predecessors,
+    search_order,
+    sort_key,
+    tie_sets,
+)
 from rebalance_replay.transforms.rebalances import RebalanceTracker
 from rebalance_replay.transforms.validation import compare, prediction_row
 
@@ -152,6 +160,49 @@ def answered_ms(row: Mapping[str, Any]) -> int | None:
     if done is None or queue is None or send is None:
         return None
     return int(done) - round(float(queue) + float(send))
+
+
+def connection_ordered(table: pa.Table) -> pa.Table:
+    """``table`` with each request's arrival no earlier than its connection's previous request's
+    (:func:`~rebalance_replay.transforms.ordering.connection_arrivals`)."""
+    if table.num_rows < 2:
+        return table
+    key = pc.binary_join_element_wise(table.column("broker_id"), table.column("connection"), "|")
+    codes = np.asarray(pc.fill_null(pc.dictionary_encode(key).combine_chunks().indices, -1).to_numpy())
+    correlations = np.asarray(pc.fill_null(table.column("correlation_id"), -1).to_numpy())
+    arrivals = table.column("arrival_ms").to_numpy()
+    raised = connection_arrivals(codes, correlations, arrivals)
+    if raised is arrivals or np.array_equal(raised, arrivals):
+        return table
+    at = table.schema.get_field_index("arrival_ms")
+    return table.set_column(at, table.schema.field(at), pa.array(raised, type=table.schema.field(at).type))
+
+
+def connection_ordered_rows(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """:func:`connection_ordered` for rows (a raised row is a copy; the others are kept)."""
+    if len(rows) < 2:
+        return rows
+    index: dict[tuple[Any, Any], int] = {}
+    codes = np.asarray(
+        [
+            -1
+            if r.get("connection") is None
+            else index.setdefault((r.get("broker_id"), r["connection"]), len(index))
+            for r in rows
+        ],
+        dtype=np.int64,
+    )
+    correlations = np.asarray(
+        [-1 if r.get("correlation_id") is None else int(r["correlation_id"]) for r in rows], dtype=np.int64
+    )
+    arrivals = np.asarray([int(r["arrival_ms"]) for r in rows], dtype=np.int64)
+    raised = connection_arrivals(codes, correlations, arrivals)
+    if raised is arrivals:
+        return rows
+    return [
+        r if int(a) == int(b) else {**r, "arrival_ms": int(b)}
+        for r, a, b in zip(rows, arrivals, raised, strict=True)
+    ]
 
 
 def request_from_row(row: Mapping[str, Any]) -> GroupRequest:
@@ -650,6 +701,7 @@ class GroupReplayer:
         self.ambiguous: set[str] = set()
         self.replayed = 0
         self.kip848 = False  # the group speaks ConsumerGroupHeartbeat: not a classic group
+        self.serving_broker: str | None = None  # the broker answering the group's requests (its coordinator)
         # the broker clock's resolution, told from the logged completion times (see clock_resolution_ms)
         self.clock_samples = 0
         self.last_answer: dict[str, int] = {}  # member id → completion time of its last request
@@ -740,6 +792,7 @@ class GroupReplayer:
     def _ready_rows(self, until_ms: int) -> list[list[Mapping[str, Any]]]:
         """The buffered rows that arrived before ``until_ms``, in replay order with the inferred JoinGroups,
         as one block (the answer bookkeeping and the birth check done)."""
+        self.buffer = connection_ordered_rows(self.buffer)
         self.buffer.sort(key=sort_key)
         cut = 0
         while cut < len(self.buffer) and self.buffer[cut]["arrival_ms"] < until_ms:
@@ -768,7 +821,7 @@ class GroupReplayer:
         tables = self.pending
         if self.buffer:
             tables = [pa.Table.from_pylist(self.buffer, schema=REPLAY_SCHEMA), *tables]
-        table = bulk.sort_rows(pa.concat_tables(tables))
+        table = bulk.sort_rows(connection_ordered(pa.concat_tables(tables)))
         arrival = table.column("arrival_ms").to_numpy()
         cut = int(np.searchsorted(arrival, until_ms, side="left"))
         ready, rest = table.slice(0, cut), table.slice(cut)
@@ -840,7 +893,10 @@ class GroupReplayer:
         """A run of routine heartbeats and commits: in bulk when the model takes it so; else, while the
         group is Stable (a timer firing inside the run: a member's session expiring), each half the same
         way; else one by one."""
-        base = self.model.bulk_heartbeats(run.model)
+        # a run answered by another broker than the group's coordinator so far goes row by row (_serving)
+        brokers = pc.unique(table.column("broker_id").slice(run.start, run.end - run.start)).to_pylist()
+        serving = self.serving_broker if self.serving_broker is not None else brokers[0]
+        base = None if brokers != [serving] else self.model.bulk_heartbeats(run.model)
         if base is None:
             size = run.end - run.start
             if size >= 2 * bulk.MIN_RUN and self.model.state is GroupState.STABLE and self.model.confident:
@@ -850,6 +906,7 @@ class GroupReplayer:
                 return
             self._replay_rows(table.slice(run.start, size).to_pylist(), out)
             return
+        self.serving_broker = serving
         generation = self.model.generation_id
         assert generation is not None
         self._drain_model(out)  # what came before the run reaches the tracker first
@@ -902,12 +959,68 @@ class GroupReplayer:
                 out.late += 1
                 self.late.add(key)
                 request = replace(request, arrival_ms=self.horizon_ms)
-            self.model.handle(request)
+            if row["source_file"] != INFERRED_SOURCE:
+                self._serving(row.get("broker_id"), request)
+            self._handle(request)
             if row["source_file"] == INFERRED_SOURCE:
                 continue
             self.brokers[key] = row["broker_id"]
             self.replayed += 1
             out.replayed += 1
+
+    def _serving(self, broker: str | None, request: GroupRequest) -> None:
+        """Which broker coordinates the group: the one answering its requests normally. A change with no
+        NOT_COORDINATOR seen is a coordinator that died; the model moves the group (``moved_silently``).
+        A real 3.7 cluster whose coordinator was killed: the clients' next requests went to the new
+        coordinator, which had loaded the group Stable with its members (tests/data/real-kafka)."""
+        obs = request.observed
+        if not broker or obs is None or obs.error is None or obs.error in EXTERNAL_ERROR_NAMES:
+            return
+        if self.serving_broker is not None and broker != self.serving_broker:
+            self.model.moved_silently(
+                f"its requests are answered by {broker} now, by {self.serving_broker} before"
+            )
+        self.serving_broker = broker
+
+    def _handle(self, request: GroupRequest) -> None:
+        """The model handles ``request``. A timer due within ``broker_lag_ms`` before it is taken as firing
+        after it when only that explains the broker's answer: a broker's timer thread runs late by a few
+        ms (a real 3.7 broker expired a session 4 ms after its deadline and answered a heartbeat that
+        arrived in between as if the member were still there; tests/data/real-kafka)."""
+        lag = self.settings.broker_lag_ms
+        t = request.arrival_ms
+        if lag and request.observed is not None:
+            due = self.model.next_timer_deadline()
+            if (
+                due is not None
+                and t - lag <= due <= t
+                and self._explains(request, None) is False
+                and self._explains(request, due)
+            ):
+                self.model.handle(request, late_timers_from=due)
+                return
+        self.model.handle(request)
+
+    def _explains(self, request: GroupRequest, late_timers_from: int | None) -> bool | None:
+        """Whether a copy of the model answers ``request`` as the broker did (None: not answered yet)."""
+        trial = self.model.fork()
+        trial.handle(request, late_timers_from=late_timers_from)
+        predictions, _ = trial.drain()
+        obs = request.observed
+        assert obs is not None
+        for p in predictions:
+            if p.request.ref == request.ref:
+                return (
+                    not p.reconciled
+                    and not compare(
+                        request,
+                        obs,
+                        p.response,
+                        completion_tolerance_ms=self.completion_tolerance_ms,
+                        broker_lag_ms=self.settings.broker_lag_ms,
+                    ).mismatches
+                )
+        return None
 
     def finish(self) -> ReplayOutput:
         """Rows for rebalances and member sessions still open at the end of the log (batch replays)."""
@@ -978,6 +1091,7 @@ class GroupReplayer:
             "horizon": self.horizon_ms,
             "replayed": self.replayed,
             "kip848": self.kip848,
+            "serving_broker": self.serving_broker,
         }
         return pack(_MAGIC, doc)
 
@@ -996,4 +1110,5 @@ class GroupReplayer:
         r.horizon_ms = doc["horizon"]
         r.replayed = doc["replayed"]
         r.kip848 = doc["kip848"]
+        r.serving_broker = doc.get("serving_broker")  # absent from states saved before it was kept
         return r

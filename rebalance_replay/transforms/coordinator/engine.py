@@ -355,15 +355,38 @@ class CoordinatorEngine:
             return timer.deadline, timer.deadline + int(timer.data[1])
         return timer.deadline, timer.deadline
 
-    def handle(self, request: GroupRequest) -> None:
-        """Process one request (arrival order, non-decreasing ``arrival_ms``); fires due timers first."""
+    def handle(self, request: GroupRequest, late_timers_from: int | None = None) -> None:
+        """Process one request (arrival order, non-decreasing ``arrival_ms``); fires due timers first.
+
+        ``late_timers_from``: the timers due from that time up to the arrival fire *after* the request, at
+        its arrival — a broker's timer thread running late (its purgatory reaper, a busy coordinator),
+        which a log shows when a request right after a deadline was answered as if the timer had not
+        fired yet. The replayer passes it only when the observed answer says so
+        (``rebalance_replay.transforms.replay``, within ``validation.broker_lag_ms``)."""
+        t = request.arrival_ms
+        if late_timers_from is None:
+            self._handle(request, t)
+            return
+        self._run_timers(min(late_timers_from, t), False)  # strictly before: those fire on time
+        if self._book.immediate:
+            self._book.immediate.clear()
+        self._handle(request, None)
+        self._run_timers(t, self._inclusive, late=t)
+        if self._book.immediate:
+            self._book.immediate.clear()
+
+    def next_timer_deadline(self) -> int | None:
+        """When the earliest armed timer is due (None: no timer)."""
+        return self._timers.peek_deadline()
+
+    def _handle(self, request: GroupRequest, timers_until: int | None) -> None:
         t = request.arrival_ms
         book = self._book
         now = book.now
         if now is not None and t < now:
             raise ValueError(f"request arrival {t} is before the model clock {now} (arrival order required)")
-        if self._timers.may_be_due(t):
-            self._advance(t)
+        if timers_until is not None and self._timers.may_be_due(timers_until):
+            self._advance(timers_until)
         book.now = t
         seq = book.seq
         book.seq = seq + 1
@@ -554,6 +577,18 @@ class CoordinatorEngine:
         self._unload(cause)
         self._finish_op()
 
+    def moved_silently(self, cause: str) -> None:
+        """The group's requests are answered normally by another broker now, and no NOT_COORDINATOR was
+        seen in between: the old coordinator died (clients found the new one themselves). The group is
+        unloaded as of the model's clock (its timers died with that broker) and loaded from its last
+        persisted metadata by the next request (§16, as after an observed move). The model stays
+        confident: the new coordinator serves what was persisted, and its log has every request it
+        served (unlike an observed move, where answers before the group was loaded are missing)."""
+        now = self._book.now
+        if now is None or self._group is None or self._group.state == DEAD:
+            return
+        self.unload(now, cause)
+
     def load(self, time_ms: int) -> None:
         """Partition load (§16): the group comes back as Stable/Empty from its last persisted metadata,
         every member with a fresh session deadline."""
@@ -572,13 +607,13 @@ class CoordinatorEngine:
         if self._book.immediate:
             self._book.immediate.clear()
 
-    def _run_timers(self, t: int, inclusive: bool) -> None:
+    def _run_timers(self, t: int, inclusive: bool, late: int | None = None) -> None:
         timers = self._timers
         while True:
             timer = timers.pop_due(t, inclusive)
             if timer is None:
                 return
-            self._fire_timer(timer)
+            self._fire_timer(timer, late)
 
     def _run_immediate(self, t: int) -> None:
         """Timers armed with a zero delay while handling a request run at once (``DelayedOperation``
@@ -591,8 +626,9 @@ class CoordinatorEngine:
                 self._timers.pop_key(key)
                 self._fire_timer(timer)
 
-    def _fire_timer(self, timer: Timer) -> None:
-        self._book.clock = timer.deadline
+    def _fire_timer(self, timer: Timer, late: int | None = None) -> None:
+        """Fire ``timer`` at its deadline, or at ``late`` when the broker's timer ran late."""
+        self._book.clock = timer.deadline if late is None else max(timer.deadline, late)
         self._book.ev_seq = self._book.seq
         self._book.ev_ref = None
         self._fire(timer)

@@ -1,0 +1,128 @@
+"""The replay on groups recorded from real brokers (``tests/data/real-kafka``), without Spark: the three
+places where a real broker's log first disagreed with the model, each replayed as the broker wrote it,
+and each shown to disagree again when the mend is taken away.
+
+- a 3.7 broker's session-expiry timer firing 4 ms after its deadline (``crash``);
+- a 4.4 broker's Heartbeat and JoinGroup of one connection whose derived arrivals came out in the wrong
+  order (``rdkafka-cooperative``);
+- a 3.7 coordinator killed: the group answered by another broker with no NOT_COORDINATOR in between
+  (``coordinator-moves``).
+
+The expected answers are the real brokers' own (the log), not our model's.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.ordering import connection_arrivals
+from rebalance_replay.transforms.replay import GroupReplayer, ReplaySettings
+from simulator.fidelity import parse_rows
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "real-kafka"
+LAG_MS = 200  # validation.broker_lag_ms's default
+
+
+def recording_rows(release: str, profile: str) -> list[dict[str, Any]]:
+    rec = CORPUS / release / profile
+    files: dict[str, list[str]] = {}
+    for path in sorted(rec.glob("broker-*/kafka-request.log*.gz")):
+        with gzip.open(path, "rt") as f:
+            files.setdefault(path.parent.name, []).extend(f.read().splitlines())
+    return parse_rows(files)
+
+
+def broker_config(release: str, profile: str, mode: str) -> CoordinatorConfig:
+    """What the broker ran with, from the recording's manifest (the replay infers it from the log too)."""
+    manifest = json.loads((CORPUS / release / profile / "manifest.json").read_text())
+    settings = manifest["broker_settings"]
+    version = "4.0" if release.startswith("4") else release
+    return CoordinatorConfig(
+        kafka_version=version,
+        group_initial_rebalance_delay_ms=int(settings["group.initial.rebalance.delay.ms"]),
+        group_min_session_timeout_ms=int(settings["group.min.session.timeout.ms"]),
+        mode=mode,  # type: ignore[arg-type]
+    )
+
+
+def replay(release: str, profile: str, group: str, mode: str, **settings: Any) -> list[dict[str, Any]]:
+    rows = [r for r in recording_rows(release, profile) if r.get("group_id") == group]
+    assert rows, group
+    replayer = GroupReplayer(group, ReplaySettings(broker_config(release, profile, mode), **settings))
+    replayer.feed(rows)
+    out = replayer.process(max(int(r["completion_ms"]) for r in rows) + 1)
+    return list(out.rows["predictions"])
+
+
+def disagreements(predictions: list[dict[str, Any]]) -> list[tuple[int, str, list[str]]]:
+    return [
+        (p["line_no"], p["api"], p["mismatch_kinds"]) for p in predictions if p["scored"] and not p["matched"]
+    ]
+
+
+MODES = ("track", "predict")
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> Iterator[str]:
+    yield request.param
+
+
+def test_a_late_session_expiry_timer(mode: str) -> None:
+    """The crashed member's session ended at 07:15:57,206; the 3.7 broker's timer fired at ...,210
+    (server.log: "Member ... has failed") and answered the other member's heartbeat of ...,209 NONE."""
+    kept = replay("3.7", "single", "crash", mode, broker_lag_ms=LAG_MS)
+    assert len(kept) == 28 and all(p["scored"] for p in kept)  # every JoinGroup ... OffsetCommit
+    assert disagreements(kept) == []
+    on_time = replay("3.7", "single", "crash", mode, broker_lag_ms=0)  # timers exactly at their deadline
+    assert [(api, kinds) for _, api, kinds in disagreements(on_time)][:1] == [("HEARTBEAT", ["error"])]
+
+
+def test_a_connections_requests_in_correlation_order(mode: str) -> None:
+    """librdkafka sent a Heartbeat (correlation 11) then a JoinGroup (12) on one connection; the line
+    times less the rounded totalTimeMs put the JoinGroup 1 ms first."""
+    kept = replay("4.4", "single", "rdkafka-cooperative", mode, broker_lag_ms=LAG_MS)
+    assert disagreements(kept) == []
+
+
+def test_without_connection_order_the_heartbeat_is_misplaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    import rebalance_replay.transforms.replay as replay_module
+
+    monkeypatch.setattr(replay_module, "connection_ordered_rows", lambda rows: rows)
+    bad = disagreements(replay("4.4", "single", "rdkafka-cooperative", "predict", broker_lag_ms=LAG_MS))
+    assert [(api, kinds) for _, api, kinds in bad] == [("HEARTBEAT", ["error"])]
+
+
+def test_connection_arrivals_raises_only_inversions() -> None:
+    codes = np.array([0, 0, 1, 0, -1, 1])
+    correlations = np.array([11, 12, 5, 13, 7, 4])
+    arrivals = np.array([690, 689, 700, 695, 1, 699])
+    assert connection_arrivals(codes, correlations, arrivals).tolist() == [690, 690, 700, 695, 1, 699]
+    ordered = np.array([1, 2, 3])
+    assert connection_arrivals(np.zeros(3, dtype=np.int64), ordered, ordered) is ordered  # nothing to raise
+
+
+def test_a_coordinator_killed_without_not_coordinator(mode: str) -> None:
+    """Broker 3 coordinated the group and was killed (SIGKILL); 12 s later the members' heartbeats
+    were answered NONE by broker 1, which had loaded the group Stable from __consumer_offsets."""
+    kept = replay("3.7", "three", "coordinator-moves", mode, broker_lag_ms=LAG_MS)
+    brokers = {p["broker_id"] for p in kept}
+    assert brokers == {"broker-1", "broker-3"}
+    assert disagreements(kept) == []
+    assert all(p["scored"] for p in kept)  # the new coordinator's state is the persisted one: no warm-up
+
+
+def test_without_the_move_the_members_would_be_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mend taken away (the broker change not seen): the model expires both members during the
+    failover and answers their heartbeats on the new coordinator UNKNOWN_MEMBER_ID."""
+    monkeypatch.setattr(GroupReplayer, "_serving", lambda self, broker, request: None)
+    bad = disagreements(replay("3.7", "three", "coordinator-moves", "predict", broker_lag_ms=LAG_MS))
+    assert len(bad) > 20
