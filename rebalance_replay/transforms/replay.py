@@ -178,6 +178,80 @@ def connection_ordered(table: pa.Table) -> pa.Table:
     return table.set_column(at, table.schema.field(at), pa.array(raised, type=table.schema.field(at).type))
 
 
+def phase_end_arrivals(table: pa.Table, lag_ms: int, noise_ms: int) -> pa.Table:
+    """``table`` with the arrivals of JoinGroups answered at a join phase's end corrected for the
+    broker's logging delay.
+
+    The coordinator answers every JoinGroup waiting in a join phase at one instant, its end; the line of
+    each answer is written when the network thread has sent it, and its arrival is derived from that
+    line's time less ``totalTimeMs``. A line written later than its own timing fields say (a busy
+    network thread: a real 4.4 broker wrote the 50-member leader answer of a burst 14 ms after the
+    others, so the leader's JoinGroup came out 14 ms after joins its coordinator had taken later —
+    ``server.log``'s "Adding to the group now" order) shows as an answer time (:func:`answered_ms`) after
+    the phase's end, the earliest answer time of that generation. Each JoinGroup that was waiting at the
+    end has its arrival moved earlier by that excess when it is more than ``noise_ms`` (the rounding of
+    the timing fields: ``validation.completion_tolerance_ms``) and at most ``lag_ms``
+    (``validation.broker_lag_ms``)."""
+    if lag_ms <= 0 or table.num_rows < 2:
+        return table
+    columns = {c: table.column(c).to_pylist() for c in _PHASE_COLUMNS}
+    arrivals = table.column("arrival_ms").to_numpy()
+    raised = _phase_end_shift(columns, arrivals, lag_ms, noise_ms)
+    if raised is arrivals:
+        return table
+    at = table.schema.get_field_index("arrival_ms")
+    return table.set_column(at, table.schema.field(at), pa.array(raised, type=table.schema.field(at).type))
+
+
+def phase_end_arrivals_rows(
+    rows: list[Mapping[str, Any]], lag_ms: int, noise_ms: int
+) -> list[Mapping[str, Any]]:
+    """:func:`phase_end_arrivals` for rows (a moved row is a copy; the others are kept)."""
+    if lag_ms <= 0 or len(rows) < 2:
+        return rows
+    columns = {c: [r.get(c) for r in rows] for c in _PHASE_COLUMNS}
+    arrivals = np.asarray([int(r["arrival_ms"]) for r in rows], dtype=np.int64)
+    raised = _phase_end_shift(columns, arrivals, lag_ms, noise_ms)
+    if raised is arrivals:
+        return rows
+    return [
+        r if int(a) == int(b) else {**r, "arrival_ms": int(b)}
+        for r, a, b in zip(rows, arrivals, raised, strict=True)
+    ]
+
+
+_PHASE_COLUMNS = (
+    "api_key",
+    "error_name",
+    "response_generation_id",
+    "completion_ms",
+    "response_queue_time_ms",
+    "send_time_ms",
+)
+
+
+def _phase_end_shift(
+    columns: Mapping[str, list[Any]], arrivals: np.ndarray, lag_ms: int, noise_ms: int
+) -> np.ndarray:
+    def num(name: str, missing: float) -> np.ndarray:
+        return np.asarray([missing if v is None else v for v in columns[name]], dtype=np.float64)
+
+    api, generation, done = num("api_key", -1), num("response_generation_id", -1), num("completion_ms", -1)
+    ok = np.asarray([e == "NONE" for e in columns["error_name"]])
+    answered = done - np.round(num("response_queue_time_ms", np.nan) + num("send_time_ms", np.nan))
+    joins = (api == int(ApiKey.JOIN_GROUP)) & ok & (generation >= 0) & (done >= 0) & ~np.isnan(answered)
+    if joins.sum() < 2:
+        return arrivals
+    raised = arrivals.copy()
+    for g in np.unique(generation[joins]):
+        phase = joins & (generation == g)
+        end = answered[phase].min()
+        excess = answered - end
+        moved = phase & (arrivals < end) & (excess > noise_ms) & (excess <= lag_ms)
+        raised[moved] = arrivals[moved] - excess[moved].astype(np.int64)
+    return arrivals if np.array_equal(raised, arrivals) else raised
+
+
 def connection_ordered_rows(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """:func:`connection_ordered` for rows (a raised row is a copy; the others are kept)."""
     if len(rows) < 2:
@@ -463,7 +537,10 @@ def born_in_log(rows: Sequence[Mapping[str, Any]]) -> str | None:
         members = row.get("response_members")
         if row.get("error_name") != "NONE" or not members:
             continue
-        done = row.get("completion_ms")
+        # when the coordinator answered (the line's time less its network-thread time: a 50-member answer
+        # took a real 4.4 broker 32 ms to send, and members it had answered first sent SyncGroups meanwhile)
+        answered = answered_ms(row)
+        done = row.get("completion_ms") if answered is None else answered
         if row.get("response_generation_id") != 1 or done is None:
             return None
         listed = {m.get("member_id") or "" for m in members}
@@ -792,6 +869,9 @@ class GroupReplayer:
     def _ready_rows(self, until_ms: int) -> list[list[Mapping[str, Any]]]:
         """The buffered rows that arrived before ``until_ms``, in replay order with the inferred JoinGroups,
         as one block (the answer bookkeeping and the birth check done)."""
+        self.buffer = phase_end_arrivals_rows(
+            self.buffer, self.settings.broker_lag_ms, self.completion_tolerance_ms
+        )
         self.buffer = connection_ordered_rows(self.buffer)
         self.buffer.sort(key=sort_key)
         cut = 0
@@ -821,7 +901,9 @@ class GroupReplayer:
         tables = self.pending
         if self.buffer:
             tables = [pa.Table.from_pylist(self.buffer, schema=REPLAY_SCHEMA), *tables]
-        table = bulk.sort_rows(connection_ordered(pa.concat_tables(tables)))
+        table = pa.concat_tables(tables)
+        table = phase_end_arrivals(table, self.settings.broker_lag_ms, self.completion_tolerance_ms)
+        table = bulk.sort_rows(connection_ordered(table))
         arrival = table.column("arrival_ms").to_numpy()
         cut = int(np.searchsorted(arrival, until_ms, side="left"))
         ready, rest = table.slice(0, cut), table.slice(cut)

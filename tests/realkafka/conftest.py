@@ -29,13 +29,18 @@ def unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
-def corpus_results(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RecordingResult]]:
-    """Every committed recording ingested once and replayed in both modes, with the product's defaults."""
+@pytest.fixture(scope="session", params=["with server.log", "request log only"])
+def corpus_results(
+    request: pytest.FixtureRequest, spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[RecordingResult]]:
+    """Every committed recording ingested once and replayed in both modes, with the product's defaults:
+    once with the brokers' server.log beside their request logs, once with the request logs alone (what
+    most users ship; the versions and settings must then come from the answers)."""
     recs = recordings(CORPUS)
     assert recs, f"no recordings under {CORPUS}"
+    alone = request.param == "request log only"
     work = tmp_path_factory.mktemp("realkafka-corpus")
-    yield [evaluate(rec, work / rec.parent.name / rec.name) for rec in recs]
+    yield [evaluate(rec, work / rec.parent.name / rec.name, request_log_only=alone) for rec in recs]
 
 
 def corpus_recordings() -> list[Path]:

@@ -126,3 +126,24 @@ def test_without_the_move_the_members_would_be_unknown(monkeypatch: pytest.Monke
     monkeypatch.setattr(GroupReplayer, "_serving", lambda self, broker, request: None)
     bad = disagreements(replay("3.7", "three", "coordinator-moves", "predict", broker_lag_ms=LAG_MS))
     assert len(bad) > 20
+
+
+def test_fifty_consumers_joining_at_once_are_scored_from_the_groups_birth() -> None:
+    """50 Java consumers of one process joined a new group within 90 ms (4.4). The leader's answer (50
+    members) took the broker 32 ms to send, and members answered first sent SyncGroups meanwhile: the
+    birth is proved from when the coordinator answered, not from the line's time."""
+    kept = replay("4.4", "single", "burst", "predict", broker_lag_ms=LAG_MS)
+    assert len(kept) > 300
+    assert all(p["scored"] for p in kept)
+    assert disagreements(kept) == []
+
+
+def test_without_the_phase_end_correction_the_leader_is_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The leader's line written 14 ms late makes its JoinGroup look 14 ms later than joins the
+    coordinator took after it (server.log: it was the first "Adding to the group now"): taken as
+    logged, another member is predicted leader for all 50 answers."""
+    import rebalance_replay.transforms.replay as replay_module
+
+    monkeypatch.setattr(replay_module, "phase_end_arrivals_rows", lambda rows, lag, noise: rows)
+    bad = disagreements(replay("4.4", "single", "burst", "predict", broker_lag_ms=LAG_MS))
+    assert sum("leader" in kinds for _, _, kinds in bad) == 50
