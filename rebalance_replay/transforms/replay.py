@@ -178,40 +178,36 @@ def connection_ordered(table: pa.Table) -> pa.Table:
     return table.set_column(at, table.schema.field(at), pa.array(raised, type=table.schema.field(at).type))
 
 
-def phase_end_arrivals(table: pa.Table, lag_ms: int, noise_ms: int) -> pa.Table:
-    """``table`` with the arrivals of JoinGroups answered at a join phase's end corrected for the
-    broker's logging delay.
+def leader_first_arrivals(table: pa.Table, lag_ms: int) -> pa.Table:
+    """``table`` with the join of each join phase's logged leader no later than the phase's first join,
+    when it came at most ``lag_ms`` (``validation.broker_lag_ms``) after it.
 
-    The coordinator answers every JoinGroup waiting in a join phase at one instant, its end; the line of
-    each answer is written when the network thread has sent it, and its arrival is derived from that
-    line's time less ``totalTimeMs``. A line written later than its own timing fields say (a busy
-    network thread: a real 4.4 broker wrote the 50-member leader answer of a burst 14 ms after the
-    others, so the leader's JoinGroup came out 14 ms after joins its coordinator had taken later —
-    ``server.log``'s "Adding to the group now" order) shows as an answer time (:func:`answered_ms`) after
-    the phase's end, the earliest answer time of that generation. Each JoinGroup that was waiting at the
-    end has its arrival moved earlier by that excess when it is more than ``noise_ms`` (the rounding of
-    the timing fields: ``validation.completion_tolerance_ms``) and at most ``lag_ms``
-    (``validation.broker_lag_ms``)."""
+    Kafka makes the first member added to an empty group its leader, so the answers name which join the
+    coordinator took first. The arrival the log gives (the line's time less ``totalTimeMs``) can be late
+    by however long the broker took to write the line after its own timing ended: a real 4.4 broker
+    wrote the 50-member leader answer of a burst 14 ms late, so the leader's JoinGroup came out 14 ms
+    after joins its coordinator took after it (``server.log``'s "Adding to the group now" order). The
+    leader's join moves back by how much later than the phase's other answers its answer left (all of a
+    phase's answers leave the coordinator at one instant), and at least to the phase's first arrival,
+    where the tie set it joins is ordered by the observed answers (rebalance_replay.transforms.ordering)."""
     if lag_ms <= 0 or table.num_rows < 2:
         return table
     columns = {c: table.column(c).to_pylist() for c in _PHASE_COLUMNS}
     arrivals = table.column("arrival_ms").to_numpy()
-    raised = _phase_end_shift(columns, arrivals, lag_ms, noise_ms)
+    raised = _leader_first_shift(columns, arrivals, lag_ms)
     if raised is arrivals:
         return table
     at = table.schema.get_field_index("arrival_ms")
     return table.set_column(at, table.schema.field(at), pa.array(raised, type=table.schema.field(at).type))
 
 
-def phase_end_arrivals_rows(
-    rows: list[Mapping[str, Any]], lag_ms: int, noise_ms: int
-) -> list[Mapping[str, Any]]:
-    """:func:`phase_end_arrivals` for rows (a moved row is a copy; the others are kept)."""
+def leader_first_arrivals_rows(rows: list[Mapping[str, Any]], lag_ms: int) -> list[Mapping[str, Any]]:
+    """:func:`leader_first_arrivals` for rows (a moved row is a copy; the others are kept)."""
     if lag_ms <= 0 or len(rows) < 2:
         return rows
     columns = {c: [r.get(c) for r in rows] for c in _PHASE_COLUMNS}
     arrivals = np.asarray([int(r["arrival_ms"]) for r in rows], dtype=np.int64)
-    raised = _phase_end_shift(columns, arrivals, lag_ms, noise_ms)
+    raised = _leader_first_shift(columns, arrivals, lag_ms)
     if raised is arrivals:
         return rows
     return [
@@ -224,32 +220,54 @@ _PHASE_COLUMNS = (
     "api_key",
     "error_name",
     "response_generation_id",
+    "response_leader",
+    "member_id",
     "completion_ms",
     "response_queue_time_ms",
     "send_time_ms",
 )
 
 
-def _phase_end_shift(
-    columns: Mapping[str, list[Any]], arrivals: np.ndarray, lag_ms: int, noise_ms: int
-) -> np.ndarray:
-    def num(name: str, missing: float) -> np.ndarray:
-        return np.asarray([missing if v is None else v for v in columns[name]], dtype=np.float64)
+def _leader_first_shift(columns: Mapping[str, list[Any]], arrivals: np.ndarray, lag_ms: int) -> np.ndarray:
+    phases: dict[int, list[int]] = {}
+    leaders: dict[int, str] = {}
+    for i, (api, error, generation, leader) in enumerate(
+        zip(
+            columns["api_key"],
+            columns["error_name"],
+            columns["response_generation_id"],
+            columns["response_leader"],
+            strict=True,
+        )
+    ):
+        if api == int(ApiKey.JOIN_GROUP) and error == "NONE" and generation is not None and generation >= 0:
+            phases.setdefault(generation, []).append(i)
+            if leader:
+                leaders[generation] = leader
+    raised = arrivals
+    for generation, rows in phases.items():
+        leader = leaders.get(generation)
+        mine = [i for i in rows if columns["member_id"][i] == leader]
+        if len(rows) < 2 or len(mine) != 1:
+            continue
+        first = min(int(arrivals[i]) for i in rows)
+        own = int(arrivals[mine[0]])
+        if not 0 < own - first <= lag_ms:
+            continue
+        # how much later than the phase's other answers the leader's line was written: its arrival is
+        # late by as much (the phase's answers leave the coordinator at one instant)
+        answered = [_answered(columns, i) for i in rows]
+        excess = (answered[rows.index(mine[0])] or 0) - min((a for a in answered if a is not None), default=0)
+        if raised is arrivals:
+            raised = arrivals.copy()
+        raised[mine[0]] = min(first, own - excess) if 0 < excess <= lag_ms else first
+    return raised
 
-    api, generation, done = num("api_key", -1), num("response_generation_id", -1), num("completion_ms", -1)
-    ok = np.asarray([e == "NONE" for e in columns["error_name"]])
-    answered = done - np.round(num("response_queue_time_ms", np.nan) + num("send_time_ms", np.nan))
-    joins = (api == int(ApiKey.JOIN_GROUP)) & ok & (generation >= 0) & (done >= 0) & ~np.isnan(answered)
-    if joins.sum() < 2:
-        return arrivals
-    raised = arrivals.copy()
-    for g in np.unique(generation[joins]):
-        phase = joins & (generation == g)
-        end = answered[phase].min()
-        excess = answered - end
-        moved = phase & (arrivals < end) & (excess > noise_ms) & (excess <= lag_ms)
-        raised[moved] = arrivals[moved] - excess[moved].astype(np.int64)
-    return arrivals if np.array_equal(raised, arrivals) else raised
+
+def _answered(columns: Mapping[str, list[Any]], i: int) -> int | None:
+    return answered_ms(
+        {c: columns[c][i] for c in ("completion_ms", "response_queue_time_ms", "send_time_ms")}
+    )
 
 
 def connection_ordered_rows(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -869,9 +887,7 @@ class GroupReplayer:
     def _ready_rows(self, until_ms: int) -> list[list[Mapping[str, Any]]]:
         """The buffered rows that arrived before ``until_ms``, in replay order with the inferred JoinGroups,
         as one block (the answer bookkeeping and the birth check done)."""
-        self.buffer = phase_end_arrivals_rows(
-            self.buffer, self.settings.broker_lag_ms, self.completion_tolerance_ms
-        )
+        self.buffer = leader_first_arrivals_rows(self.buffer, self.settings.broker_lag_ms)
         self.buffer = connection_ordered_rows(self.buffer)
         self.buffer.sort(key=sort_key)
         cut = 0
@@ -902,7 +918,7 @@ class GroupReplayer:
         if self.buffer:
             tables = [pa.Table.from_pylist(self.buffer, schema=REPLAY_SCHEMA), *tables]
         table = pa.concat_tables(tables)
-        table = phase_end_arrivals(table, self.settings.broker_lag_ms, self.completion_tolerance_ms)
+        table = leader_first_arrivals(table, self.settings.broker_lag_ms)
         table = bulk.sort_rows(connection_ordered(table))
         arrival = table.column("arrival_ms").to_numpy()
         cut = int(np.searchsorted(arrival, until_ms, side="left"))

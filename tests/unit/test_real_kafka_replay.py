@@ -138,12 +138,12 @@ def test_fifty_consumers_joining_at_once_are_scored_from_the_groups_birth() -> N
     assert disagreements(kept) == []
 
 
-def test_without_the_phase_end_correction_the_leader_is_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_leader_first_the_leader_is_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
     """The leader's line written 14 ms late makes its JoinGroup look 14 ms later than joins the
     coordinator took after it (server.log: it was the first "Adding to the group now"): taken as
     logged, another member is predicted leader for all 50 answers."""
     import rebalance_replay.transforms.replay as replay_module
 
-    monkeypatch.setattr(replay_module, "phase_end_arrivals_rows", lambda rows, lag, noise: rows)
+    monkeypatch.setattr(replay_module, "leader_first_arrivals_rows", lambda rows, lag: rows)
     bad = disagreements(replay("4.4", "single", "burst", "predict", broker_lag_ms=LAG_MS))
     assert sum("leader" in kinds for _, _, kinds in bad) == 50
