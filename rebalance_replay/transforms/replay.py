@@ -171,11 +171,27 @@ def connection_ordered(table: pa.Table) -> pa.Table:
     codes = np.asarray(pc.fill_null(pc.dictionary_encode(key).combine_chunks().indices, -1).to_numpy())
     correlations = np.asarray(pc.fill_null(table.column("correlation_id"), -1).to_numpy())
     arrivals = table.column("arrival_ms").to_numpy()
-    raised = connection_arrivals(codes, correlations, arrivals)
+    return _table_with_arrivals(table, arrivals, connection_arrivals(codes, correlations, arrivals))
+
+
+def _table_with_arrivals(table: pa.Table, arrivals: np.ndarray, raised: np.ndarray) -> pa.Table:
+    """``table`` with its ``arrival_ms`` column replaced by ``raised`` (``table`` itself if nothing moved)."""
     if raised is arrivals or np.array_equal(raised, arrivals):
         return table
     at = table.schema.get_field_index("arrival_ms")
     return table.set_column(at, table.schema.field(at), pa.array(raised, type=table.schema.field(at).type))
+
+
+def _rows_with_arrivals(
+    rows: list[Mapping[str, Any]], arrivals: np.ndarray, raised: np.ndarray
+) -> list[Mapping[str, Any]]:
+    """``rows`` with the arrivals that moved replaced (in copies; the other rows are kept as they are)."""
+    if raised is arrivals:
+        return rows
+    return [
+        r if int(a) == int(b) else {**r, "arrival_ms": int(b)}
+        for r, a, b in zip(rows, arrivals, raised, strict=True)
+    ]
 
 
 def leader_first_arrivals(table: pa.Table, lag_ms: int) -> pa.Table:
@@ -195,10 +211,7 @@ def leader_first_arrivals(table: pa.Table, lag_ms: int) -> pa.Table:
     columns = {c: table.column(c).to_pylist() for c in _PHASE_COLUMNS}
     arrivals = table.column("arrival_ms").to_numpy()
     raised = _leader_first_shift(columns, arrivals, lag_ms)
-    if raised is arrivals:
-        return table
-    at = table.schema.get_field_index("arrival_ms")
-    return table.set_column(at, table.schema.field(at), pa.array(raised, type=table.schema.field(at).type))
+    return _table_with_arrivals(table, arrivals, raised)
 
 
 def leader_first_arrivals_rows(rows: list[Mapping[str, Any]], lag_ms: int) -> list[Mapping[str, Any]]:
@@ -208,12 +221,7 @@ def leader_first_arrivals_rows(rows: list[Mapping[str, Any]], lag_ms: int) -> li
     columns = {c: [r.get(c) for r in rows] for c in _PHASE_COLUMNS}
     arrivals = np.asarray([int(r["arrival_ms"]) for r in rows], dtype=np.int64)
     raised = _leader_first_shift(columns, arrivals, lag_ms)
-    if raised is arrivals:
-        return rows
-    return [
-        r if int(a) == int(b) else {**r, "arrival_ms": int(b)}
-        for r, a, b in zip(rows, arrivals, raised, strict=True)
-    ]
+    return _rows_with_arrivals(rows, arrivals, raised)
 
 
 _PHASE_COLUMNS = (
@@ -289,12 +297,7 @@ def connection_ordered_rows(rows: list[Mapping[str, Any]]) -> list[Mapping[str, 
     )
     arrivals = np.asarray([int(r["arrival_ms"]) for r in rows], dtype=np.int64)
     raised = connection_arrivals(codes, correlations, arrivals)
-    if raised is arrivals:
-        return rows
-    return [
-        r if int(a) == int(b) else {**r, "arrival_ms": int(b)}
-        for r, a, b in zip(rows, arrivals, raised, strict=True)
-    ]
+    return _rows_with_arrivals(rows, arrivals, raised)
 
 
 def request_from_row(row: Mapping[str, Any]) -> GroupRequest:

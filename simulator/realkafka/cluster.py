@@ -13,6 +13,7 @@ grace period. ``kill(node)`` is a crash (SIGKILL), ``shutdown(node)`` a controll
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -116,10 +117,28 @@ STARTED = {
 }
 
 
+def _ephemeral_ports() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free loopback port *below* the kernel's ephemeral range: a port picked from that range can be
+    taken by any client connection (a consumer's, ZooKeeper's) before the broker binds it."""
+    low, _high = _ephemeral_ports()
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(max(1024, low - 12000), low - 1)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise ClusterError(f"no free loopback port below {low}")
 
 
 class ClusterError(RuntimeError):

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.realkafka.clients import ClientProcess, JavaClient, RdkafkaClient
-from simulator.realkafka.cluster import Cluster
+from simulator.realkafka.cluster import Cluster, ClusterError
 from simulator.realkafka.jars import Release
 
 
@@ -129,8 +129,9 @@ class Run:
     # ---------------------------------------------------------------- clients
 
     def config(self, **overrides: Any) -> dict[str, Any]:
-        """A Java consumer's configs for this scenario: fast timeouts, everything else the client's default
-        (client.id is left to the client: every Java process is ``consumer-<group>-1``)."""
+        """A consumer's configs for this scenario (the Java client and librdkafka share these names): fast
+        timeouts, everything else the client's default (client.id is left to the client: every Java
+        process is ``consumer-<group>-1``, every librdkafka one ``rdkafka``); a None override unsets."""
         cfg: dict[str, Any] = {
             "bootstrap.servers": self.rec.cluster.all_bootstrap(),
             "group.id": self.group,
@@ -164,15 +165,7 @@ class Run:
     ) -> ClientProcess:
         """Start a librdkafka consumer process and record it (librdkafka's own config names)."""
         client = RdkafkaClient(f"{self.group}.{name}", self.rec.client_logs)
-        cfg: dict[str, Any] = {
-            "bootstrap.servers": self.rec.cluster.all_bootstrap(),
-            "group.id": self.group,
-            "auto.offset.reset": "earliest",
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 1500,
-            "max.poll.interval.ms": 30000,
-        }
-        cfg.update({k.replace("_", "."): v for k, v in config.items()})
+        cfg = self.config(**config)
         client.start(cfg, [self.topic], consumers=consumers, commit=commit, processing_ms=processing_ms)
         self._started(name, client, cfg, consumers, commit, processing_ms)
         return client
@@ -294,7 +287,20 @@ class Recording:
         shutil.rmtree(self.workdir, ignore_errors=True)
         self.workdir.mkdir(parents=True)
         self.started_ms = now_ms()
-        self.cluster.start()
+        for attempt in range(1, 4):  # a port taken between choosing and binding it: new ports, again
+            try:
+                self.cluster.start()
+                break
+            except ClusterError:
+                self.cluster.stop()
+                if attempt == 3:
+                    raise
+                self.cluster = Cluster(
+                    self.rel,
+                    self.workdir / f"cluster-{attempt + 1}",
+                    brokers=self.profile.brokers,
+                    settings=self.profile.settings,
+                )
         self.admin = Admin(self.cluster.bootstrap())
         # __consumer_offsets is created by the first FindCoordinator: a throwaway group first, so the
         # scenarios do not begin with COORDINATOR_NOT_AVAILABLE retries (its lines stay in the log)
