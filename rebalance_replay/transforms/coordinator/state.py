@@ -39,13 +39,13 @@ def java_hash_order(keys: Iterable[str], capacity: int = JAVA_HASHMAP_CAPACITY) 
     whose keys were inserted in the order given: by bucket (``(h ^ h >>> 16) & (capacity - 1)``), then
     insertion order within a bucket (resizing keeps it). Buckets long enough to become trees (8+
     colliding keys) are not modelled."""
-    return sorted(keys, key=lambda key: java_bucket(key, capacity))
+    mask = capacity - 1
 
+    def bucket(key: str) -> int:
+        h = java_string_hash(key)
+        return (h ^ (h >> 16)) & mask
 
-def java_bucket(key: str, capacity: int) -> int:
-    """The bucket of ``key`` in a ``java.util.HashMap<String, ?>`` table of ``capacity`` buckets."""
-    h = java_string_hash(key)
-    return (h ^ (h >> 16)) & (capacity - 1)
+    return sorted(keys, key=bucket)
 
 
 def java_hashmap_capacity(capacity: int, size: int) -> int:
