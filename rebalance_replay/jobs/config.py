@@ -253,9 +253,9 @@ class ReplayConfig:
     order_search_exhaustive_max: int = setting(
         6,
         "Requests logged in the same instant are ordered by connection, causality and, among the orders "
-        "still possible, the one that agrees with the observed answers, found by a best-first search that "
-        "the answers prune; its budget is every prefix of every order of this many requests (6 -> 1956 "
-        "placements) plus n² for a tie set of n. An order the log leaves open is reported ambiguous.",
+        "still possible, the one that agrees with the observed answers: every order is tried when there "
+        "are at most this many unconstrained requests (6 -> 720 orders; one connection's requests keep "
+        "their order, so larger tie sets often qualify), a greedy search beyond.",
         minimum=1,
     )
     order_search_max: int = setting(
