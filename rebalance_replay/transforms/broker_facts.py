@@ -336,7 +336,25 @@ def infer_settings(joins: Iterable[JoinRow]) -> dict[str, Inferred]:
     delay = _initial_delay(by_group)
     if delay is not None:
         out["group.initial.rebalance.delay.ms"] = delay
-    return out
+    # a bound no broker can have comes from damaged lines (a negative session timeout "accepted"): the
+    # setting is left to the configuration rather than fed to it
+    return {name: i for name, i in out.items() if _plausible(i)}
+
+
+#: the values a broker can have per setting (Kafka's own config checks: ``atLeast``)
+_LOWEST = {
+    "group.min.session.timeout.ms": 0,
+    "group.max.session.timeout.ms": 1,
+    "group.max.size": 1,
+    "group.initial.rebalance.delay.ms": 0,
+}
+_INT_MAX = 2**31 - 1
+
+
+def _plausible(i: Inferred) -> bool:
+    lowest = _LOWEST.get(i.name, 0)
+    high = i.high if i.high is not None else i.best
+    return lowest <= i.low <= high <= _INT_MAX and i.low <= i.best <= high
 
 
 def _max_size(by_group: Mapping[str, list[JoinRow]]) -> Inferred | None:
@@ -376,7 +394,9 @@ def _session_bounds(joins: Sequence[JoinRow]) -> dict[str, Inferred]:
     accepted = [
         j.session_timeout_ms
         for j in joins
-        if j.error_name in PASSED_SESSION_CHECK and j.session_timeout_ms is not None
+        if j.error_name in PASSED_SESSION_CHECK
+        and j.session_timeout_ms is not None
+        and j.session_timeout_ms > 0
     ]
     refused = [
         j.session_timeout_ms
@@ -391,7 +411,7 @@ def _session_bounds(joins: Sequence[JoinRow]) -> dict[str, Inferred]:
     above = [s for s in refused if a_hi is not None and s > a_hi]
     out: dict[str, Inferred] = {}
     # min: refused r < accepted a  ⇒  max(r) < min ≤ min(a)
-    lo = max(below) + 1 if below and a_lo is not None else 0
+    lo = max(max(below) + 1, 0) if below and a_lo is not None else 0
     if a_lo is not None:
         why = f"session timeout {a_lo} ms accepted" + (
             f", {max(below)} ms refused with INVALID_SESSION_TIMEOUT" if below and a_lo is not None else ""

@@ -75,10 +75,11 @@ def connection_arrivals(codes: np.ndarray, correlations: np.ndarray, arrivals: n
     c = codes[idx].astype(np.int64)
     order = idx[np.lexsort((correlations[idx], c))]
     a = arrivals[order]
-    cs = codes[order].astype(np.int64)
-    low = int(a.min())
-    span = int(a.max()) - low + 1
-    raised = np.maximum.accumulate(a - low + cs * span) - cs * span + low  # a running max per connection
+    cs = np.unique(codes[order], return_inverse=True)[1].astype(np.int64)  # dense connection numbers
+    # a running max per connection on the arrivals' ranks (small numbers: no overflow, whatever the times)
+    values, ranks = np.unique(a, return_inverse=True)
+    span = len(values)
+    raised = values[np.maximum.accumulate(ranks + cs * span) - cs * span]
     if np.array_equal(raised, a):
         return arrivals
     out = arrivals.copy()

@@ -145,6 +145,10 @@ _new_liveness_request: Callable[..., GroupRequest] = constructor(
 )
 
 
+#: timing fields saying the network thread held an answer longer than this are not believed (a day)
+MAX_ANSWER_LAG_MS = 86_400_000
+
+
 def answered_ms(row: Mapping[str, Any]) -> int | None:
     """When the broker's coordinator handed a JoinGroup/SyncGroup response over, per its line: the line's
     time (response sent) less ``responseQueueTimeMs`` and ``sendTimeMs`` (network-thread time after the
@@ -153,7 +157,10 @@ def answered_ms(row: Mapping[str, Any]) -> int | None:
     queue, send = row.get("response_queue_time_ms"), row.get("send_time_ms")
     if done is None or queue is None or send is None:
         return None
-    return int(done) - round(float(queue) + float(send))
+    after = float(queue) + float(send)
+    if not 0 <= after <= MAX_ANSWER_LAG_MS:  # NaN, negative or absurd timing fields: no answer time
+        return None
+    return int(done) - round(after)
 
 
 def connection_ordered(table: pa.Table) -> pa.Table:

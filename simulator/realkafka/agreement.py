@@ -274,8 +274,9 @@ def markdown(results: Sequence[RecordingResult], request_log_only: bool) -> str:
         "",
         "## Per scenario",
         "",
-        "Matched / scored predictions per API (unscored: warm-up after a coordinator move, KIP-848 groups, "
-        "ambiguous orders); `requests` counts the group's request lines, FindCoordinator included.",
+        "Matched / scored predictions per API (unscored: warm-up after an observed coordinator move; KIP-848 "
+        "groups are not replayed by the classic model); `requests` counts the group's request lines, "
+        "FindCoordinator included.",
         "",
     ]
     return "\n".join(head) + "\n" + table(results) + "\n"

@@ -107,3 +107,17 @@ def test_initial_delay_from_a_new_group_joined_by_one_member() -> None:
     # a 3000 ms delay is inferred as 3000 (the broker's work only adds time)
     slow = [_join("g2", 0, "m", "NONE", done=3012, response_generation_id=1, n_members=1)]
     assert bf.infer_settings(slow)["group.initial.rebalance.delay.ms"].best == 3000
+
+
+def test_bounds_no_broker_can_have_are_left_out() -> None:
+    """Damaged lines (a fuzzed negative session timeout answered NONE) bound nothing: the configuration
+    keeps the setting instead of receiving a value it must refuse."""
+    from rebalance_replay.transforms.broker_facts import JoinRow, infer_settings
+
+    def join(error: str, session_ms: int) -> JoinRow:
+        return JoinRow("g", 0, 1, "m", error, session_timeout_ms=session_ms)
+
+    rows = [join("NONE", -32769), join("NONE", 10_000), join("INVALID_SESSION_TIMEOUT", -40_000)]
+    inferred = infer_settings(rows)
+    assert inferred["group.min.session.timeout.ms"].low == 0  # -40000 refused, 10000 accepted
+    assert all(i.low >= 0 for i in inferred.values())

@@ -147,3 +147,26 @@ def test_without_the_leader_first_the_leader_is_wrong(monkeypatch: pytest.Monkey
     monkeypatch.setattr(replay_module, "leader_first_arrivals_rows", lambda rows, lag: rows)
     bad = disagreements(replay("4.4", "single", "burst", "predict", broker_lag_ms=LAG_MS))
     assert sum("leader" in kinds for _, _, kinds in bad) == 50
+
+
+def test_the_real_log_mends_survive_fuzzed_lines() -> None:
+    """What the mends compute from a line (answer times from the timing fields, connection orders,
+    the leader's arrival) on 10,000 mutated lines: NaN and absurd timing fields, wild arrivals."""
+    from rebalance_replay.transforms.kafka_protocol import STATE_CHANGING_APIS
+    from simulator.mutations import base_lines, mutated_lines
+
+    lines = base_lines()
+    rows = parse_rows({"broker-1": mutated_lines(lines, 10_000, 3), "broker-2": lines})
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("group_id") and r["api_key"] in STATE_CHANGING_APIS:
+            by_group.setdefault(str(r["group_id"]), []).append(r)
+    settings = ReplaySettings(CoordinatorConfig(), broker_lag_ms=LAG_MS)
+    replayed = 0
+    for group, group_rows in by_group.items():
+        replayer = GroupReplayer(group, settings)
+        replayer.feed(group_rows)
+        replayed += len(
+            replayer.process(max(int(r["completion_ms"]) for r in group_rows) + 1).rows["predictions"]
+        )
+    assert replayed > 1_000

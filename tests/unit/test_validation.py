@@ -530,3 +530,5 @@ def test_answered_ms_is_the_line_time_less_response_queue_and_send() -> None:
     row_ = {"completion_ms": T0 + 100, "response_queue_time_ms": 0.4, "send_time_ms": 29.2}
     assert answered_ms(row_) == T0 + 70
     assert answered_ms({**row_, "send_time_ms": None}) is None  # a line without timing fields
+    for absurd in (float("nan"), float("inf"), -3.0, 1e12):  # fuzzed or damaged timing fields
+        assert answered_ms({**row_, "send_time_ms": absurd}) is None
