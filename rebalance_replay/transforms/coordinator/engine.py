@@ -43,6 +43,7 @@ from rebalance_replay.transforms.coordinator.state import (
     IllegalStateTransition,
     ParkedCall,
     ReplayBook,
+    next_generation,
 )
 from rebalance_replay.transforms.coordinator.timers import (
     BOOKKEEPING_PRIORITY,
@@ -1628,7 +1629,7 @@ class CoordinatorEngine:
                 cause=f"Group {self.group_id} could not complete rebalance because no members rejoined",
             )
             return
-        generation = max(group.generation_id + 1, observed_generation or 0)
+        generation = max(next_generation(group.generation_id), observed_generation or 0)
         text = (
             f"Stabilized group {self.group_id} generation {generation} with {len(group.members)} members"
             if group.members

@@ -150,6 +150,12 @@ class ReplayBook:
     immediate: list[str] = field(default_factory=list)
 
 
+def next_generation(generation: int) -> int:
+    """``generationId + 1`` as Java's ``int`` does it: past 2147483647 it wraps to -2147483648 (a
+    generation that large comes only from damaged or fuzzed lines adopted in track mode)."""
+    return -(2**31) if generation >= 2**31 - 1 else generation + 1
+
+
 class ClassicGroupMember:
     """``MemberMetadata`` / ``ClassicGroupMember``."""
 
@@ -317,7 +323,7 @@ class ClassicGroup:
     def init_next_generation(self, cause: Cause, observed_generation: int | None = None) -> None:
         """``initNextGeneration``: next generation (or the broker's, track mode), protocol selected,
         pending-sync set cleared, CompletingRebalance (members) or Empty (none)."""
-        self.generation_id = max(self.generation_id + 1, observed_generation or 0)
+        self.generation_id = max(next_generation(self.generation_id), observed_generation or 0)
         self.pending_sync_members.clear()
         if self.members:
             self.protocol_name = self.select_protocol()
