@@ -209,9 +209,16 @@ def leader_first_arrivals(table: pa.Table, lag_ms: int) -> pa.Table:
     where the tie set it joins is ordered by the observed answers (rebalance_replay.transforms.ordering)."""
     if lag_ms <= 0 or table.num_rows < 2:
         return table
-    columns = {c: table.column(c).to_pylist() for c in _PHASE_COLUMNS}
+    # only JoinGroups take part: the routine rows (most of a log) never become Python objects here
+    joins = np.flatnonzero(pc.fill_null(pc.equal(table.column("api_key"), int(ApiKey.JOIN_GROUP)), False))
+    if len(joins) < 2:
+        return table
+    picked = table.take(joins)
+    columns = {c: picked.column(c).to_pylist() for c in _PHASE_COLUMNS}
     arrivals = table.column("arrival_ms").to_numpy()
-    raised = _leader_first_shift(columns, arrivals, lag_ms)
+    shifted = _leader_first_shift(columns, arrivals[joins], lag_ms)
+    raised = arrivals.copy()
+    raised[joins] = shifted
     return _table_with_arrivals(table, arrivals, raised)
 
 

@@ -321,13 +321,9 @@ class CoordinatorEngine:
         if late_timers_from is None:
             self._handle(request, t)
             return
-        self._run_timers(min(late_timers_from, t), False)  # strictly before: those fire on time
-        if self._book.immediate:
-            self._book.immediate.clear()
+        self._advance(min(late_timers_from, t), inclusive=False)  # strictly before: those fire on time
         self._handle(request, None)
-        self._run_timers(t, self._inclusive, late=t)
-        if self._book.immediate:
-            self._book.immediate.clear()
+        self._advance(t, late=t)
 
     def next_timer_deadline(self) -> int | None:
         """When the earliest armed timer is due (None: no timer)."""
@@ -556,8 +552,10 @@ class CoordinatorEngine:
     # ============================================================================================
     # timers
     # ============================================================================================
-    def _advance(self, t: int) -> None:
-        self._run_timers(t, self._inclusive)
+    def _advance(self, t: int, inclusive: bool | None = None, late: int | None = None) -> None:
+        """Fire the timers due by ``t`` (the timer rule unless ``inclusive`` is given; at ``late`` when
+        the broker's timer ran late)."""
+        self._run_timers(t, self._inclusive if inclusive is None else inclusive, late)
         if self._book.immediate:
             self._book.immediate.clear()
 
