@@ -153,7 +153,7 @@ def _protocol_inconsistent(requested: str | None, group_value: str | None, java:
 class CoordinatorEngine:
     """The coordinator of one classic group, replayed from its requests in arrival order.
 
-    Determinism: members are iterated in Java ``HashMap`` order (``state.java_hash_order``, §16);
+    Determinism: members are iterated in the order of Kafka's member map (``state.hash_order``, §16);
     generated member ids are ``clientId-<uuid5(group, n)>`` unless ``uuid_source`` says otherwise; timers
     with equal deadlines fire in arming order (Java) or rebalance-before-session (Scala,
     ``timer_tie_order``).
@@ -730,6 +730,7 @@ class CoordinatorEngine:
         """Make ``group`` the coordinator's group (None: no such group); its transitions become events."""
         if group is not None:
             group.on_transition = self._on_transition
+            group.map_layout = "java" if self._f.java else "scala"
         self._group = group
 
     def respond(self, call: ParkedCall, response: PredictedResponse) -> None:

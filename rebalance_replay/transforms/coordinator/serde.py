@@ -156,7 +156,7 @@ def _group(g: ClassicGroup) -> Json:
         "state": g.state.value,
         "previous_state": g.previous_state.value,
         "generation": g.generation_id,
-        "capacity": g.table_capacity,
+        "peak": g.peak_size,
         "protocol_type": g.protocol_type,
         "protocol_name": g.protocol_name,
         "leader": g.leader_id,
@@ -178,7 +178,10 @@ def _group(g: ClassicGroup) -> Json:
 def _ungroup(group_id: str, d: Json, calls: dict[int, ParkedCall]) -> ClassicGroup:
     g = ClassicGroup(group_id, state=GroupState(d["state"]), generation_id=d["generation"])
     g.previous_state = GroupState(d["previous_state"])
-    g.table_capacity = d["capacity"]
+    if "peak" in d:
+        g.peak_size = d["peak"]
+    else:  # saved before the peak size was kept: the Java table size it gave (16 holds up to 12)
+        g.peak_size = max(len(d["members"]), d["capacity"] * 3 // 4 if d["capacity"] > 16 else 0)
     g.protocol_type = d["protocol_type"]
     g.protocol_name = d["protocol_name"]
     g.leader_id = d["leader"]

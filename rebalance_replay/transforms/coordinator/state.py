@@ -1,28 +1,35 @@
 """The coordinator's in-memory group metadata: ``ClassicGroup`` and ``ClassicGroupMember`` (Scala
 ``GroupMetadata`` / ``MemberMetadata``), with the state machine's table of legal previous states.
 
-Member order is Kafka's: ``ClassicGroup.members`` is a ``java.util.HashMap``, and the leader after the
-leader leaves, the leader elected when the old one did not rejoin, the order in which join responses
-and session timers are handed out and the order of the leader's member list all follow its iteration
-order. :func:`java_hash_order` reproduces it from the member ids (``String.hashCode``, the table's
-bucket spreading, the table size the map grew to — it never shrinks — and insertion order within a
-bucket, which ``members`` keeps as a dict: a static member re-keyed by a replacement moves to the end,
-as ``remove`` + ``put`` do). Kafka 2.x/3.x's Scala ``GroupMetadata`` uses a ``mutable.HashMap`` with a
-different layout; for those versions the order is a stand-in, and in track mode the observed JoinGroup
-response corrects the leader when Kafka picked another one.
+Member order is Kafka's: the leader after the leader leaves, the leader elected when the old one did
+not rejoin, the order in which join responses and session timers are handed out and the order of the
+leader's member list all follow the iteration order of the coordinator's ``members`` map. That map is a
+``java.util.HashMap`` in Kafka 4.0's Java coordinator (``ClassicGroup``) and a Scala 2.13
+``mutable.HashMap`` in the Scala coordinator of 2.x/3.x (``GroupMetadata``); :func:`hash_order`
+reproduces either from the member ids (``String.hashCode``, the bucket spreading both share, the table
+size the map grew to — it never shrinks — and, within a bucket, insertion order for Java and ascending
+spread hash for Scala, whose ``put`` keeps each bucket sorted). ``members`` keeps insertion order as a
+dict: a static member re-keyed by a replacement moves to the end, as ``remove`` + ``put`` do. Both
+orders are checked against the real maps (``tests/unit/coordinator/test_java_hash_order.py``, and
+``tests/realkafka/test_scala_hash_order.py`` on the scala-library a Kafka 3.7 broker runs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from rebalance_replay.transforms.coordinator.types import Cause, GroupRequest, GroupState, Protocol
 from rebalance_replay.transforms.kafka_protocol import Errors
 
-#: ``java.util.HashMap``'s initial table size and load factor.
+#: The initial table size of both maps (``java.util.HashMap``, Scala 2.13 ``mutable.HashMap``), whose
+#: load factor is 3/4.
 JAVA_HASHMAP_CAPACITY = 16
 _JAVA_LOAD_FACTOR_NUM, _JAVA_LOAD_FACTOR_DEN = 3, 4
+
+#: Which ``members`` map the coordinator keeps: ``java`` (Kafka 4.0+) or ``scala`` (2.x/3.x).
+MapLayout = Literal["java", "scala"]
 
 
 def java_string_hash(text: str) -> int:
@@ -34,18 +41,34 @@ def java_string_hash(text: str) -> int:
     return h
 
 
+def _spread(key: str) -> int:
+    """``h ^ (h >>> 16)`` of ``String.hashCode`` (Java's ``HashMap.hash``, Scala's ``improveHash``)."""
+    h = java_string_hash(key)
+    return h ^ (h >> 16)
+
+
 def java_hash_order(keys: Iterable[str], capacity: int = JAVA_HASHMAP_CAPACITY) -> list[str]:
     """The iteration order of a ``java.util.HashMap<String, ?>`` with a table of ``capacity`` buckets
     whose keys were inserted in the order given: by bucket (``(h ^ h >>> 16) & (capacity - 1)``), then
     insertion order within a bucket (resizing keeps it). Buckets long enough to become trees (8+
     colliding keys) are not modelled."""
     mask = capacity - 1
+    return sorted(keys, key=lambda k: _spread(k) & mask)
 
-    def bucket(key: str) -> int:
-        h = java_string_hash(key)
-        return (h ^ (h >> 16)) & mask
 
-    return sorted(keys, key=bucket)
+def scala_hash_order(keys: Iterable[str], capacity: int = JAVA_HASHMAP_CAPACITY) -> list[str]:
+    """The iteration order of a Scala 2.13 ``mutable.HashMap[String, _]`` with ``capacity`` buckets
+    whose keys were inserted in the order given: by bucket (the same spread hash and mask as Java), and
+    within a bucket by the spread hash as a signed ``Int`` (``put0`` walks past every node whose hash is
+    ``<=`` the new one), equal hashes in insertion order; ``growTable`` splits buckets keeping their
+    order, ``remove`` unlinks."""
+    mask = capacity - 1
+
+    def key(k: str) -> tuple[int, int]:
+        h = _spread(k)
+        return h & mask, h - (1 << 32) if h & 0x80000000 else h
+
+    return sorted(keys, key=key)
 
 
 def java_hashmap_capacity(capacity: int, size: int) -> int:
@@ -53,6 +76,52 @@ def java_hashmap_capacity(capacity: int, size: int) -> int:
     while size * _JAVA_LOAD_FACTOR_DEN > capacity * _JAVA_LOAD_FACTOR_NUM:
         capacity *= 2
     return capacity
+
+
+def scala_hashmap_capacity(capacity: int, size: int) -> int:
+    """The table size after a ``put`` brought a Scala 2.13 ``mutable.HashMap`` to ``size`` entries:
+    ``put0`` doubles the table *before* inserting when ``size + 1 >= threshold`` (threshold
+    ``(length * 0.75).toInt``), one entry earlier than Java."""
+    while size * _JAVA_LOAD_FACTOR_DEN >= capacity * _JAVA_LOAD_FACTOR_NUM:
+        capacity *= 2
+    return capacity
+
+
+def _scala_improve(h: int) -> int:
+    """``scala.collection.Hashing.improve`` on a 32-bit hash (unsigned in, unsigned out)."""
+    m = 0xFFFFFFFF
+    h = (h + (~(h << 9) & m)) & m
+    h ^= h >> 14
+    h = (h + (h << 4)) & m
+    return h ^ (h >> 10)
+
+
+def scala_immutable_hash_order(keys: Iterable[str]) -> list[str]:
+    """The iteration order of a Scala 2.13 ``immutable.HashMap[String, _]`` (a CHAMP trie): at each
+    level the keys alone in their 5-bit fragment of the improved hash, by fragment, then the sub-tries
+    by fragment, each the same way; keys whose improved hashes are equal stay in the order given."""
+
+    def order(entries: list[tuple[str, int]], shift: int) -> list[str]:
+        if len(entries) <= 1 or shift >= 32:
+            return [k for k, _ in entries]
+        by_fragment: dict[int, list[tuple[str, int]]] = {}
+        for entry in entries:
+            by_fragment.setdefault((entry[1] >> shift) & 31, []).append(entry)
+        singles = [group[0][0] for _, group in sorted(by_fragment.items()) if len(group) == 1]
+        nested = [
+            k for _, group in sorted(by_fragment.items()) if len(group) > 1 for k in order(group, shift + 5)
+        ]
+        return singles + nested
+
+    return order([(k, _scala_improve(java_string_hash(k))) for k in keys], 0)
+
+
+def hash_order(keys: Iterable[str], layout: MapLayout, peak_size: int) -> list[str]:
+    """The iteration order of the coordinator's ``members`` map of ``layout`` holding ``keys`` (in
+    insertion order) after it once held ``peak_size`` entries (the table never shrinks)."""
+    if layout == "java":
+        return java_hash_order(keys, java_hashmap_capacity(JAVA_HASHMAP_CAPACITY, peak_size))
+    return scala_hash_order(keys, scala_hashmap_capacity(JAVA_HASHMAP_CAPACITY, peak_size))
 
 
 #: ``GroupState.validPreviousStates`` (GroupMetadata.scala / ClassicGroupState.java).
@@ -242,12 +311,14 @@ class ClassicGroup:
         "has_offsets",
         "last_commit_ms",
         "leader_id",
+        "map_layout",
         "members",
         "new_member_added",
         "num_awaiting_join",
         "num_inferred",
         "on_transition",
         "order_known",
+        "peak_size",
         "pending_members",
         "pending_sync_members",
         "previous_state",
@@ -256,7 +327,6 @@ class ClassicGroup:
         "state",
         "static_members",
         "supported_protocols",
-        "table_capacity",
     )
 
     def __init__(
@@ -277,8 +347,10 @@ class ClassicGroup:
         self.protocol_name: str | None = None
         self.leader_id: str | None = None
         self.members: dict[str, ClassicGroupMember] = {}
-        #: bucket count of Kafka's ``members`` HashMap (grows with the largest size it ever had)
-        self.table_capacity = JAVA_HASHMAP_CAPACITY
+        #: the ``members`` map Kafka keeps (set by the coordinator that installs the group) and the largest
+        #: size it ever had: its table grows with it and never shrinks
+        self.map_layout: MapLayout = "java"
+        self.peak_size = 0
         self.static_members: dict[str, str] = {}
         self.pending_members: dict[str, None] = {}  # ordered set
         self.pending_sync_members: dict[str, None] = {}
@@ -351,7 +423,7 @@ class ClassicGroup:
     # --- queries -------------------------------------------------------------------------------
     def member_ids(self) -> list[str]:
         """The member ids in Kafka's iteration order (module docstring)."""
-        return java_hash_order(self.members, self.table_capacity)
+        return hash_order(self.members, self.map_layout, self.peak_size)
 
     def ordered_members(self) -> list[ClassicGroupMember]:
         members = self.members
@@ -410,7 +482,8 @@ class ClassicGroup:
 
     def select_protocol(self) -> str:
         """§4.8: each member (in Kafka's member order) votes for its first candidate; most votes wins;
-        ties → the first maximum in the order of Kafka's vote map (a ``HashMap`` of protocol names)."""
+        ties → the first maximum in the order of Kafka's vote map (a ``HashMap`` of protocol names: Java's
+        or, on the Scala coordinator, ``groupBy``'s immutable one)."""
         candidates = self.candidate_protocols()
         votes: dict[str, int] = {}
         for m in self.ordered_members():
@@ -429,8 +502,10 @@ class ClassicGroup:
             if not votes:
                 raise RuntimeError(f"no protocol can be selected for group {self.group_id}")
         best = max(votes.values())
-        # Kafka counts votes in a HashMap and takes the first maximum in its iteration order
-        return next(name for name in java_hash_order(votes) if votes[name] == best)
+        # Kafka counts the votes in a map and takes the first maximum in its iteration order: a
+        # java.util.HashMap (4.0's ClassicGroup), or the immutable HashMap of Scala's groupBy (2.x/3.x)
+        tally = java_hash_order(votes) if self.map_layout == "java" else scala_immutable_hash_order(votes)
+        return next(name for name in tally if votes[name] == best)
 
     # --- mutations (GroupMetadata.add / remove / updateMember) ---------------------------------
     def _inc_protocols(self, member: ClassicGroupMember) -> None:
@@ -466,7 +541,7 @@ class ClassicGroup:
         if self.leader_id is None:
             self.leader_id = member.member_id
         self.members[member.member_id] = member
-        self.table_capacity = java_hashmap_capacity(self.table_capacity, len(self.members))
+        self.peak_size = max(self.peak_size, len(self.members))
         self._inc_protocols(member)
         member.awaiting_join = parked
         if parked is not None:

@@ -1,5 +1,7 @@
-"""``java_hash_order`` against a real ``java.util.HashMap`` (Java is on every machine that runs Spark;
-the test skips with the reason when it is not)."""
+"""The coordinator's member order against the real maps: ``java_hash_order`` against a real
+``java.util.HashMap`` (Java is on every machine that runs Spark; the test skips with the reason when it
+is not). The Scala 2.13 ``mutable.HashMap`` of the 2.x/3.x coordinator is checked on the scala-library a
+real broker runs (``tests/realkafka/test_scala_hash_order.py``, which reuses the scripts here)."""
 
 from __future__ import annotations
 
@@ -12,26 +14,37 @@ from pathlib import Path
 import pytest
 
 from rebalance_replay.transforms.coordinator.state import (
-    JAVA_HASHMAP_CAPACITY,
-    java_hash_order,
+    ClassicGroup,
+    ClassicGroupMember,
+    MapLayout,
+    hash_order,
     java_hashmap_capacity,
     java_string_hash,
+    scala_hash_order,
+    scala_hashmap_capacity,
+    scala_immutable_hash_order,
 )
 
-JAVA_PROGRAM = """
+#: Reads scripts of ``+key`` (put), ``-key`` (remove) and ``=`` (print the keys in iteration order, start
+#: a new map) from stdin; ``MAP`` is the map's type.
+PROGRAM = """
 import java.io.*;
-import java.util.*;
 
 public class HashOrder {
     public static void main(String[] args) throws IOException {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, "UTF-8"));
-        Map<String, Integer> map = new HashMap<>();
+        MAP<String, Integer> map = new MAP<>();
         String line;
         while ((line = in.readLine()) != null) {
             if (line.equals("=")) {
-                System.out.println(String.join(" ", map.keySet()));
-                map.clear();
-                map = new HashMap<>();
+                StringBuilder out = new StringBuilder();
+                java.util.Iterator<String> keys = KEYS;
+                while (keys.hasNext()) {
+                    if (out.length() > 0) out.append(' ');
+                    out.append(keys.next());
+                }
+                System.out.println(out);
+                map = new MAP<>();
             } else if (line.startsWith("-")) {
                 map.remove(line.substring(1));
             } else {
@@ -41,6 +54,19 @@ public class HashOrder {
     }
 }
 """
+JAVA_PROGRAM = PROGRAM.replace("MAP", "java.util.HashMap").replace("KEYS", "map.keySet().iterator()")
+#: The same scripts through ``immutable.HashMap.updated`` / ``removed`` (what ``groupBy`` builds).
+_IMMUTABLE = "scala.collection.immutable.HashMap"
+SCALA_IMMUTABLE_PROGRAM = (
+    PROGRAM.replace("MAP<String, Integer> map", f"{_IMMUTABLE}<String, Integer> map")
+    .replace("new MAP<>()", f"new {_IMMUTABLE}<>()")
+    .replace("map.remove(line.substring(1));", "map = map.removed(line.substring(1));")
+    .replace("map.put(line.substring(1), 0);", "map = map.updated(line.substring(1), 0);")
+    .replace("KEYS", "scala.jdk.javaapi.CollectionConverters.asJava(map.keysIterator())")
+)
+SCALA_PROGRAM = PROGRAM.replace("MAP", "scala.collection.mutable.HashMap").replace(
+    "KEYS", "scala.jdk.javaapi.CollectionConverters.asJava(map.keysIterator())"
+)
 
 
 def test_string_hash_matches_java_values() -> None:
@@ -54,49 +80,129 @@ def test_capacity_doubles_past_three_quarters() -> None:
     assert java_hashmap_capacity(16, 12) == 16
     assert java_hashmap_capacity(16, 13) == 32
     assert java_hashmap_capacity(32, 25) == 64
+    # Scala's put0 grows before inserting the entry that reaches the threshold: one entry earlier
+    assert scala_hashmap_capacity(16, 11) == 16
+    assert scala_hashmap_capacity(16, 12) == 32
+    assert scala_hashmap_capacity(32, 24) == 64
 
 
-def _scripts(rng: random.Random) -> list[list[str]]:
-    scripts = []
-    for _ in range(60):
+def test_scala_orders_a_bucket_by_signed_hash_not_insertion() -> None:
+    # "Aa" and "BB" share String.hashCode 2112, so a bucket: both maps keep insertion order for them;
+    # "polygenelubricants" (hash MIN_VALUE, spread 0x80008000 → bucket 0) sorts before a key of bucket 0
+    # with a positive hash in Scala (signed comparison), after it in Java (inserted later)
+    zero = next(
+        k
+        for k in (f"k{i}" for i in range(10_000))
+        if (lambda h: (h ^ (h >> 16)) & 15)(java_string_hash(k)) == 0
+    )
+    keys = [zero, "polygenelubricants"]
+    assert hash_order(keys, "java", 2) == keys
+    assert scala_hash_order(keys) == ["polygenelubricants", zero]
+    assert scala_hash_order(["BB", "Aa"]) == ["BB", "Aa"]
+
+
+def scripts(rng: random.Random, count: int = 60) -> list[list[str]]:
+    """Put/remove scripts of member-id-like keys (up to ~60 live, so the tables grow to 128), with
+    static members re-put (removed and put again, as a replaced static member is)."""
+    out = []
+    for _ in range(count):
         live: list[str] = []
         script: list[str] = []
-        for _ in range(rng.randrange(1, 60)):
-            if live and rng.random() < 0.3:
+        for _ in range(rng.randrange(1, 90)):
+            roll = rng.random()
+            if live and roll < 0.25:
                 key = live.pop(rng.randrange(len(live)))
                 script.append("-" + key)
+            elif live and roll < 0.3:
+                key = live.pop(rng.randrange(len(live)))
+                script += ["-" + key, "+" + key]
+                live.append(key)
             else:
-                prefix = rng.choice(["consumer-1", "c2", "static-0", "app-instance-7"])
+                prefix = rng.choice(["consumer-1", "c2", "static-0", "app-instance-7", "consumer-g-1"])
                 key = f"{prefix}-{uuid.UUID(int=rng.getrandbits(128), version=4)}"
                 live.append(key)
                 script.append("+" + key)
-        scripts.append(script)
-    return scripts
+        out.append(script)
+    return out
 
 
-def _python_order(script: list[str]) -> list[str]:
+def python_order(script: list[str], layout: MapLayout) -> list[str]:
+    """The model's order for ``script``: keys in insertion order plus the peak size, as ``ClassicGroup``
+    keeps them."""
     keys: dict[str, None] = {}
-    capacity = JAVA_HASHMAP_CAPACITY
+    peak = 0
     for op in script:
         if op[0] == "+":
             keys[op[1:]] = None
-            capacity = java_hashmap_capacity(capacity, len(keys))
+            peak = max(peak, len(keys))
         else:
             keys.pop(op[1:], None)
-    return java_hash_order(keys, capacity)
+    return hash_order(keys, layout, peak)
+
+
+def python_vote_order(script: list[str]) -> list[str]:
+    """The model's order of Scala's vote map (``groupBy``'s immutable ``HashMap``) holding what
+    ``script`` leaves."""
+    keys: dict[str, None] = {}
+    for op in script:
+        if op[0] == "+":
+            keys[op[1:]] = None
+        else:
+            keys.pop(op[1:], None)
+    return scala_immutable_hash_order(keys)
+
+
+def run_program(
+    java: str, source_text: str, tmp_path: Path, all_scripts: list[list[str]], classpath: str | None = None
+) -> list[str]:
+    source = tmp_path / "HashOrder.java"
+    source.write_text(source_text)
+    stdin = "".join("\n".join(s) + "\n=\n" for s in all_scripts)
+    cmd = [java] + (["-cp", classpath] if classpath else []) + [str(source)]
+    out = subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=True, timeout=120).stdout
+    lines = out.splitlines()
+    assert len(lines) == len(all_scripts)
+    return lines
 
 
 def test_iteration_order_is_java_hashmaps(tmp_path: Path) -> None:
     java = shutil.which("java")
     if java is None:
         pytest.skip("java is not on PATH")
-    source = tmp_path / "HashOrder.java"
-    source.write_text(JAVA_PROGRAM)
-    scripts = _scripts(random.Random(7))
-    stdin = "".join("\n".join(s) + "\n=\n" for s in scripts)
-    out = subprocess.run(
-        [java, str(source)], input=stdin, capture_output=True, text=True, check=True, timeout=120
-    ).stdout.splitlines()
-    assert len(out) == len(scripts)
-    for script, line in zip(scripts, out, strict=True):
-        assert _python_order(script) == (line.split(" ") if line else [])
+    all_scripts = scripts(random.Random(7))
+    for script, line in zip(all_scripts, run_program(java, JAVA_PROGRAM, tmp_path, all_scripts), strict=True):
+        assert python_order(script, "java") == (line.split(" ") if line else [])
+
+
+def _member(member_id: str) -> ClassicGroupMember:
+    return ClassicGroupMember(
+        member_id, None, "consumer-rolling-restart-1", "/127.0.0.1", 300_000, 45_000, "consumer", ()
+    )
+
+
+@pytest.mark.parametrize(
+    ("layout", "leader"),
+    [("scala", "ced1d64e-cb7d-4b8d-ba91-311bb03cdb0f"), ("java", "5dae6c6d-54da-4d0f-b2c9-d459388965e8")],
+)
+def test_leader_after_the_leader_leaves_follows_the_map_of_the_release(
+    layout: MapLayout, leader: str
+) -> None:
+    """A rolling restart recorded on a real Kafka 3.7.2 broker (CI, stop 31): after the first pod (the
+    leader) left, the two remaining members' ids share bucket 6 and Kafka made the one inserted *later*
+    leader — the Scala map orders a bucket by hash. Java's insertion order names the other one, which is
+    what Kafka 4.0's ``ClassicGroup`` would pick."""
+    group = ClassicGroup("rolling-restart")
+    group.map_layout = layout
+    ids = [
+        "consumer-rolling-restart-1-" + u
+        for u in (
+            "0f7e1b8a-0000-4000-8000-000000000000",
+            "5dae6c6d-54da-4d0f-b2c9-d459388965e8",
+            "ced1d64e-cb7d-4b8d-ba91-311bb03cdb0f",
+        )
+    ]
+    for member_id in ids:
+        group.add(_member(member_id), None)
+    assert group.leader_id == ids[0]
+    group.remove(ids[0])
+    assert group.leader_id == "consumer-rolling-restart-1-" + leader
