@@ -254,11 +254,21 @@ def resolve(config: Config, evidence: Mapping[str, Mapping[str, Any]], observed:
         or (300_000 if parse_kafka_version(version_used) < (2, 3, 0) else 1_800_000),
         "group.initial.rebalance.delay.ms": config.broker.group_initial_rebalance_delay_ms,
     }
+    product_defaults = defaults(Config)["broker"]
     settings: dict[str, Any] = {}
     for name, configured in configured_settings.items():
         raw = cfg.get(name)
         server_log = int(raw) if raw is not None and str(raw).strip().lstrip("-").isdigit() else None
-        s = bf.decide(name, configured, inferred.get(name), server_log=server_log, adopt=adopt)
+        given = (config.raw.get("broker") or {}).get(name, product_defaults.get(name))
+        if given is None:
+            note = " (the version's default)"
+        elif given == product_defaults.get(name):
+            note = " (the default)"
+        else:
+            note = ""
+        s = bf.decide(
+            name, configured, inferred.get(name), server_log=server_log, adopt=adopt, default_note=note
+        )
         settings[name] = {
             "value": s.used,
             "configured": configured,

@@ -493,8 +493,9 @@ def decide(
 ) -> Setting:
     """The value of one setting for the replay: server.log's value when it was read, else the configured
     value when the answers allow it, else (``adopt``) the inferred one; a configured value the log
-    contradicts is reported either way."""
-    shown = configured if configured is not None else default_note or "the version's default"
+    contradicts is reported either way. ``default_note`` follows the value in that report when nobody
+    configured it (`` (the default)``): the log then corrects the product's assumption, not the user."""
+    shown = f"{configured}{default_note}" if configured is not None else "the version's default"
     if server_log is not None:
         contra = None
         if configured is not None and configured != server_log:

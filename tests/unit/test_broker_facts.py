@@ -62,6 +62,9 @@ def test_group_max_size_is_the_largest_generation_of_a_refusing_group() -> None:
     d = bf.decide("group.max.size", 2**31 - 1, got)
     assert d.used == 5 and d.contradiction and "2147483647" in d.contradiction
     assert bf.decide("group.max.size", 5, got).contradiction is None
+    # nobody configured the limit: the report says the product assumed its default, not the user
+    by_default = bf.decide("group.max.size", 2**31 - 1, got, default_note=" (the default)")
+    assert by_default.contradiction and "configured 2147483647 (the default), but" in by_default.contradiction
     kept = bf.decide("group.max.size", 2**31 - 1, got, adopt=False)
     assert kept.used == 2**31 - 1 and kept.contradiction
     # a larger group elsewhere: the refusals are not explained by one limit, nothing is inferred
