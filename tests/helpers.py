@@ -1,18 +1,42 @@
-"""Shared test helpers: read Delta tables without Spark, write simulated logs as broker files."""
+"""Shared test helpers: read Delta tables without Spark, write simulated logs as broker files, and
+fail (not skip) an independent tier CI requires."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from datetime import UTC
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pyarrow.fs as pafs
+import pytest
 from deltalake import DeltaTable
 
 from simulator.clients import SimConfig, simulate
 from simulator.log_render import complete_record, render_line
+
+
+#: Set (to anything but ``""``, ``0`` or ``false``) to require every independent tier at once: the
+#: differential tests (Kafka's own coordinator) and the real-broker tests. ``.ci/run`` sets the per-tier
+#: variables (``DIFFERENTIAL_REQUIRED`` for ``make test``, ``REALKAFKA_REQUIRED`` for ``make test-realkafka``).
+INDEPENDENT_TIERS_REQUIRED = "INDEPENDENT_TIERS_REQUIRED"
+
+
+def tier_required(variable: str) -> bool:
+    """Whether CI requires the tier named by ``variable`` (or every independent tier)."""
+    return any(
+        os.environ.get(name, "") not in ("", "0", "false") for name in (variable, INDEPENDENT_TIERS_REQUIRED)
+    )
+
+
+def unavailable(tier: str, variable: str, reason: str) -> NoReturn:
+    """The tier cannot run: fail when CI requires it (``variable`` or ``INDEPENDENT_TIERS_REQUIRED``),
+    else skip with the reason, so a missing oracle or broker never passes as a green CI run."""
+    if tier_required(variable):
+        pytest.fail(f"the {tier} tier is required ({variable}) but {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 def read_table(path: Path | str) -> list[dict[str, Any]]:

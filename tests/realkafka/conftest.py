@@ -8,25 +8,25 @@ Maven or Maven Central fails those tests instead of skipping them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
 from simulator.realkafka.agreement import CORPUS, RecordingResult, evaluate, recordings
+from tests import helpers
+
+REQUIRED = "REALKAFKA_REQUIRED"
 
 
 def realkafka_required() -> bool:
-    return os.environ.get("REALKAFKA_REQUIRED", "") not in ("", "0", "false")
+    return helpers.tier_required(REQUIRED)
 
 
-def unavailable(reason: str) -> None:
-    """Fail when CI requires the tier, else skip with the reason."""
-    if realkafka_required():
-        pytest.fail(f"the real-Kafka tier is required (REALKAFKA_REQUIRED) but {reason}")
-    pytest.skip(reason)
+def unavailable(reason: str) -> NoReturn:
+    """Fail when CI requires the tier, else skip with the reason (``tests.helpers.unavailable``)."""
+    helpers.unavailable("real-Kafka", REQUIRED, reason)
 
 
 @pytest.fixture(scope="session", params=["with server.log", "request log only"])

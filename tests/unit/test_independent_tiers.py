@@ -1,0 +1,42 @@
+"""The independent tiers (Kafka's own coordinator, real brokers) fail instead of skipping when CI
+requires them (``tests.helpers.unavailable``), and CI does require them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests import helpers
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("variable", ["DIFFERENTIAL_REQUIRED", "REALKAFKA_REQUIRED"])
+def test_a_missing_tier_skips_unless_required(variable: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("DIFFERENTIAL_REQUIRED", "REALKAFKA_REQUIRED", helpers.INDEPENDENT_TIERS_REQUIRED):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no oracle here"):
+        helpers.unavailable("differential", variable, "no oracle here")
+    for off in ("", "0", "false"):
+        monkeypatch.setenv(variable, off)
+        assert not helpers.tier_required(variable)
+    monkeypatch.setenv(variable, "1")
+    assert helpers.tier_required(variable)
+    with pytest.raises(pytest.fail.Exception, match=rf"required \({variable}\) but no oracle here"):
+        helpers.unavailable("differential", variable, "no oracle here")
+
+
+def test_one_variable_requires_every_independent_tier(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DIFFERENTIAL_REQUIRED", raising=False)
+    monkeypatch.delenv("REALKAFKA_REQUIRED", raising=False)
+    monkeypatch.setenv(helpers.INDEPENDENT_TIERS_REQUIRED, "1")
+    assert helpers.tier_required("DIFFERENTIAL_REQUIRED") and helpers.tier_required("REALKAFKA_REQUIRED")
+    with pytest.raises(pytest.fail.Exception):
+        helpers.unavailable("real-Kafka", "REALKAFKA_REQUIRED", "no Maven")
+
+
+def test_ci_requires_both_independent_tiers() -> None:
+    run = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert "DIFFERENTIAL_REQUIRED=1 make test" in run
+    assert "REALKAFKA_REQUIRED=1 make test-realkafka" in run
