@@ -17,10 +17,10 @@ from deltalake import DeltaTable
 from simulator.clients import SimConfig, simulate
 from simulator.log_render import complete_record, render_line
 
-
 #: Set (to anything but ``""``, ``0`` or ``false``) to require every independent tier at once: the
 #: differential tests (Kafka's own coordinator) and the real-broker tests. ``.ci/run`` sets the per-tier
-#: variables (``DIFFERENTIAL_REQUIRED`` for ``make test``, ``REALKAFKA_REQUIRED`` for ``make test-realkafka``).
+#: variables: ``DIFFERENTIAL_REQUIRED`` for ``make test``, ``REALKAFKA_REQUIRED`` for
+#: ``make test-realkafka``.
 INDEPENDENT_TIERS_REQUIRED = "INDEPENDENT_TIERS_REQUIRED"
 
 

@@ -1,12 +1,17 @@
 """Minimal sequences the differential tests found (``simulator.differential.shrink``), kept as plain
-model tests with Kafka's answers written down, so they run without the oracle."""
+model tests with Kafka's answers written down, so they run without the oracle. Where a
+``<name>.kafka.json`` sits beside the sequence, the expected answers are Kafka's own, recorded from the
+oracle (``tests/unit/coordinator/kafka_answers.py``; ``tests/differential/test_recorded_answers.py``
+checks them against the oracle again)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+import pytest
+
 from simulator import differential as d
+from tests.unit.coordinator.kafka_answers import kafka_answers, load_sequence, recorded
 
 DATA = Path(__file__).parent / "data"
 
@@ -15,11 +20,46 @@ DATA = Path(__file__).parent / "data"
 #: answers REBALANCE_IN_PROGRESS (Scala would say INCONSISTENT_GROUP_PROTOCOL).
 SYNC_WITHOUT_GROUP_PROTOCOL = DATA / "sync_without_group_protocol.jsonl"
 
+#: seeds 143 and 176 of the differential range, shrunk: a member parked in SyncGroup (its leader never
+#: syncs) outlives its session timeout, as Kafka's ``hasSatisfiedHeartbeat`` says (a member awaiting a
+#: SyncGroup answer satisfies its heartbeat); it is answered REBALANCE_IN_PROGRESS only when the group's
+#: rebalance timeout removes the leader. A model that expired it instead (issue 24's surviving mutation)
+#: never answers the parked SyncGroup, or answers the rejoined member's sync differently.
+SYNC_PARKED_PAST_SESSION = DATA / "sync_parked_past_session.jsonl"
+SYNC_PARKED_PAST_SESSION_REJOIN = DATA / "sync_parked_past_session_rejoin.jsonl"
+WITH_KAFKA_ANSWERS = [SYNC_PARKED_PAST_SESSION, SYNC_PARKED_PAST_SESSION_REJOIN]
+
 
 def _sequence(path: Path) -> d.Sequence:
-    head, *ops = (json.loads(line) for line in path.read_text().strip().splitlines())
-    return d.Sequence(
-        head["seed"], d.Settings(**head["settings"]), tuple(map(d.Op.from_json, ops)), head["end"]
+    return load_sequence(path)
+
+
+@pytest.mark.parametrize("path", WITH_KAFKA_ANSWERS, ids=lambda p: p.stem)
+def test_the_model_gives_kafkas_recorded_answers(path: Path) -> None:
+    seq = load_sequence(path)
+    kafka = kafka_answers(seq, recorded(path))
+    assert kafka, "no recorded answers"
+    diffs = d.compare(seq, kafka, d.run_model(seq))
+    assert diffs == []
+
+
+def test_a_member_parked_in_sync_group_outlives_its_session() -> None:
+    """c2 (session 6 s) joins generation 2 at 11.664 s and parks its SyncGroup at 11.703 s; the leader
+    never syncs. Its session would end at 17.664 s, but a parked member satisfies its heartbeat: Kafka
+    keeps it until the 30 s rebalance timeout ends the generation, then answers REBALANCE_IN_PROGRESS."""
+    seq = load_sequence(SYNC_PARKED_PAST_SESSION)
+    kafka = kafka_answers(seq, recorded(SYNC_PARKED_PAST_SESSION))
+    sync = 4
+    assert seq.ops[sync].api.name == "SYNC_GROUP"
+    assert (kafka[sync].error.name, d.answered_at(kafka[sync]) - d.START_MS) == (
+        "REBALANCE_IN_PROGRESS",
+        41664,
+    )
+    model = d.run_model(seq)
+    assert sync in model, "the model expired the parked member: its SyncGroup is never answered"
+    assert (model[sync].error.name, d.answered_at(model[sync]) - d.START_MS) == (
+        "REBALANCE_IN_PROGRESS",
+        41664,
     )
 
 
