@@ -194,6 +194,35 @@ def aimed_lines(lines: list[str]) -> Iterator[str]:
                 "topics": [{"name": "t", "partitions": [{"partitionIndex": 0, "errorCode": 9999}]}],
             },
         ),
+        # two different partition errors: the row's error_code is the first non-zero one (22), not the last
+        (
+            req,
+            {
+                "throttleTimeMs": 0,
+                "topics": [
+                    {"name": "t", "partitions": [{"partitionIndex": 0, "errorCode": 0}]},
+                    {"name": "u", "partitions": [{"partitionIndex": 1, "errorCode": 22}]},
+                    {"name": "v", "partitions": [{"partitionIndex": 2, "errorCode": 25}]},
+                ],
+            },
+        ),
+        # the same within one topic, the later error first in partition number
+        (
+            req,
+            {
+                "throttleTimeMs": 0,
+                "topics": [
+                    {
+                        "name": "t",
+                        "partitions": [
+                            {"partitionIndex": 3, "errorCode": 27},
+                            {"partitionIndex": 1, "errorCode": 0},
+                            {"partitionIndex": 0, "errorCode": 22},
+                        ],
+                    }
+                ],
+            },
+        ),
     ]
     gen = req.get("generationIdOrMemberEpoch", req.get("generationId"))
     variants.append(({"groupId": req["groupId"], "generationId": gen, **req}, resp))

@@ -8,6 +8,7 @@ stop its neighbours from being typed."""
 from __future__ import annotations
 
 import gzip
+import json
 import random
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -88,6 +89,52 @@ def test_the_brokers_own_routine_lines_are_all_typed() -> None:
     assert len(lines) > 50
     rows = parse_routine_lines(lines, ZoneInfo("UTC"))
     assert len(rows.positions) == len(lines)
+
+
+def _commit_answer(partitions: list[tuple[str, int, int]]) -> str:
+    """A broker's OffsetCommit line whose response carries ``partitions`` (topic, partition, errorCode) in
+    that order."""
+    oc = next(ln for ln in base_lines() if '"requestApiKey":8,' in ln)
+    head, _, rest = oc.partition("Completed request:")
+    body, tail = rest[: -len(" (kafka.request.logger)")], " (kafka.request.logger)"
+    top = json.loads(body)
+    topics: dict[str, list[dict[str, int]]] = {}
+    for topic, partition, code in partitions:
+        topics.setdefault(topic, []).append({"partitionIndex": partition, "errorCode": code})
+    top["response"] = {
+        "throttleTimeMs": 0,
+        "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+    }
+    return head + "Completed request:" + json.dumps(top, separators=(",", ":")) + tail
+
+
+@pytest.mark.parametrize(
+    ("partitions", "first"),
+    [
+        ([("t", 0, 0), ("u", 1, 22), ("v", 2, 25)], "ILLEGAL_GENERATION"),
+        ([("v", 2, 25), ("u", 1, 22), ("t", 0, 0)], "UNKNOWN_MEMBER_ID"),
+        ([("t", 3, 27), ("t", 1, 0), ("t", 0, 22)], "REBALANCE_IN_PROGRESS"),
+        ([("t", 0, 0), ("t", 1, 0)], "NONE"),
+    ],
+)
+def test_a_commit_answer_with_several_partition_errors_takes_the_first(
+    partitions: list[tuple[str, int, int]], first: str
+) -> None:
+    """An OffsetCommit response has no top-level error: the row's ``error_code`` is its first non-zero
+    partition error in response order (what the client's commit handler acts on first), in both parsers;
+    every partition's own error is kept, in order."""
+    line = _commit_answer(partitions)
+    utc = ZoneInfo("UTC")
+    expected = parse_line(line, utc).record
+    assert expected is not None
+    rows = parse_routine_lines([line], utc)
+    assert rows.positions.tolist() == [0]
+    (record,) = rows.records.to_pylist()
+    for parsed in (expected, record):
+        assert parsed["error_name"] == first
+        assert [
+            (p["topic"], p["partition"], p["error_code"]) for p in parsed["response_commit_partitions"]
+        ] == (partitions)
 
 
 def test_a_refused_line_leaves_its_neighbours_typed() -> None:

@@ -10,10 +10,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rebalance_replay.jobs.ingest import merge_slice_stats, parse_slices
+from rebalance_replay.jobs.ingest import (
+    IngestCounts,
+    IngestResult,
+    format_counts_table,
+    merge_slice_stats,
+    parse_slices,
+)
 from rebalance_replay.jobs.log_files import FileSlice, describe_file, plan_slices, split_slice
 from tests.integration.test_ingest import JSON_FETCH, JSON_HEARTBEAT, JSON_JOIN, OTHER_LOGGER, TEXT_HEARTBEAT
 
@@ -182,3 +189,29 @@ def _pieces(path: Path) -> list[FileSlice]:
 
 def stats_of(slices: list[FileSlice]) -> list[dict[str, Any]]:
     return [r for r in parse_slices(slices, "UTC", AT) if r["row_kind"] == "stats"]
+
+
+@pytest.mark.parametrize(
+    ("counts", "balanced"),
+    [
+        (IngestCounts(lines_read=10, requests=6, quarantined=2, other_api_lines=1, other_lines=1), True),
+        (IngestCounts(lines_read=0), True),
+        # a line lost: read but counted nowhere
+        (IngestCounts(lines_read=10, requests=6, quarantined=2, other_api_lines=1, other_lines=0), False),
+        # a line counted twice: more outcomes than lines read
+        (IngestCounts(lines_read=10, requests=7, quarantined=2, other_api_lines=1, other_lines=1), False),
+        (IngestCounts(lines_read=0, quarantined=1), False),
+    ],
+)
+def test_the_accounting_reports_an_unbalanced_count(counts: IngestCounts, balanced: bool) -> None:
+    """Both directions: a balanced count says ok, a count that loses or double-counts a line says
+    MISMATCH, in the summary (``accounting_ok``) and in the table the CLI prints."""
+    assert counts.balanced is balanced
+    assert counts.as_dict()["accounting_ok"] is balanced
+    fine = IngestCounts(lines_read=3, requests=3)
+    for run, total in ((counts, fine), (fine, counts)):
+        result = IngestResult(
+            batch_id=1, files_seen=1, slices=1, duplicate_files=0, run=run, total=total, seconds=0.0
+        )
+        last = format_counts_table(result).splitlines()[-1]
+        assert last.endswith(": ok" if balanced else ": MISMATCH"), last

@@ -335,6 +335,25 @@ def test_members_compare_as_sets_and_are_stored_sorted() -> None:
     assert kinds(p) == ["members"]
 
 
+@pytest.mark.parametrize(
+    ("observed", "predicted", "agree"),
+    [
+        (("m1", "m2"), ("m2", "m1"), True),
+        (("m1", "m2"), ("m1",), False),  # the model lost a member
+        (("m1",), ("m1", "m2"), False),  # the model kept one Kafka had removed
+        ((), ("m1",), False),  # a follower's empty list against a predicted leader's list
+        (("m1", "m2"), ("m1", "m3"), False),
+        (("m1",), ("m1", "m1"), True),  # as sets
+    ],
+)
+def test_members_must_be_equal_not_a_subset_either_way(
+    observed: tuple[str, ...], predicted: tuple[str, ...], agree: bool
+) -> None:
+    p = prediction(request(observed=join_observed(members=observed)), join_predicted(members=predicted))
+    assert kinds(p) == ([] if agree else ["members"])
+    assert row(p)["matched"] is agree
+
+
 def test_follower_empty_member_list_agrees_with_no_predicted_list() -> None:
     obs = join_observed(members=(), leader="m1", member_id="m2")
     p = prediction(request(member_id="m2", observed=obs), join_predicted(members=None, member_id="m2"))
