@@ -1,21 +1,43 @@
 """Shared fixtures: one SparkSession per test run (starting the JVM costs several seconds) and a fresh
 warehouse folder per test. Tests marked ``spark`` are all skipped, with the reason, when no Java runtime
-can be found."""
+can be found.
+
+Hypothesis profiles: ``ci`` (derandomized: the same examples every run, the failing example's blob
+printed, no deadline) is selected when ``CI`` is set; ``random`` (fresh random examples each run, blob
+printed, no deadline) is the separate randomized run (``HYPOTHESIS_PROFILE=random``); ``dev`` otherwise.
+``HYPOTHESIS_PROFILE`` names a profile explicitly."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the project is not installed into the venv: import it from the tree
     sys.path.insert(0, str(ROOT))
 
 from rebalance_replay.jobs.spark_session import JAVA_MISSING_MESSAGE, java_available  # noqa: E402
+
+settings.register_profile("ci", derandomize=True, print_blob=True, deadline=None)
+settings.register_profile("random", derandomize=False, print_blob=True, deadline=None)
+settings.register_profile("dev", print_blob=True, deadline=None)
+
+
+def hypothesis_profile(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
+    """The profile this run uses: ``HYPOTHESIS_PROFILE`` if set, else ``ci`` under CI, else ``dev``."""
+    named = environ.get("HYPOTHESIS_PROFILE")
+    if named:
+        return named
+    return "ci" if environ.get("CI", "") not in ("", "0", "false") else "dev"
+
+
+settings.load_profile(hypothesis_profile())
 
 SPARK_SKIP_REASON = f"{JAVA_MISSING_MESSAGE} (no Java found, Spark tests skipped)"
 

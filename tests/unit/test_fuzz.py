@@ -5,7 +5,7 @@ converts to the table's Arrow schema (the conversion that used to crash a whole 
 
 from __future__ import annotations
 
-import math
+import zlib
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -134,6 +134,12 @@ def test_every_boundary_value_of_every_typed_column_converts_or_is_refused(lines
     assert tried > 200
 
 
+def _readable_gzip_lines(path: Path) -> int:
+    """The whole lines a gzip stream broken off half-way still gives (what precedes the break)."""
+    data = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(path.read_bytes())
+    return data.count(b"\n")
+
+
 def test_damaged_files_are_accounted_for(lines: list[str], tmp_path: Path) -> None:
     counts = write_bad_files(tmp_path, lines[:40], long_line_mb=1)
     d = tmp_path / "broker-9"
@@ -148,8 +154,8 @@ def test_damaged_files_are_accounted_for(lines: list[str], tmp_path: Path) -> No
                 for r in rows
                 if r["row_kind"] == "quarantine" and "unreadable gzip" in r["quarantine_reason"]
             ]
-            assert len(tail) == 1 and stats["lines_read"] >= 2
-    assert not math.isnan(0.0)
+            assert len(tail) == 1
+            assert stats["lines_read"] == _readable_gzip_lines(d / name) + 1
 
 
 def test_a_file_growing_or_rotated_while_it_is_read_loses_nothing(lines: list[str], tmp_path: Path) -> None:

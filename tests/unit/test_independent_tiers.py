@@ -40,3 +40,17 @@ def test_ci_requires_both_independent_tiers() -> None:
     run = (ROOT / ".ci" / "run").read_text().splitlines()
     assert "DIFFERENTIAL_REQUIRED=1 make test" in run
     assert "REALKAFKA_REQUIRED=1 make test-realkafka" in run
+
+
+def test_ci_runs_hypothesis_derandomized_and_a_separate_profile_is_random() -> None:
+    from hypothesis import settings
+
+    from tests.conftest import hypothesis_profile
+
+    assert hypothesis_profile({"CI": "1"}) == "ci"
+    assert hypothesis_profile({"CI": "true", "HYPOTHESIS_PROFILE": "random"}) == "random"
+    assert hypothesis_profile({}) == "dev"
+    ci, rnd = settings.get_profile("ci"), settings.get_profile("random")
+    assert (ci.derandomize, ci.print_blob, ci.deadline) == (True, True, None)
+    assert (rnd.derandomize, rnd.print_blob, rnd.deadline) == (False, True, None)
+    assert 'export CI="${CI:-1}"' in (ROOT / ".ci" / "run").read_text().splitlines()

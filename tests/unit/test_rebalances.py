@@ -13,6 +13,8 @@ import pytest
 
 from rebalance_replay.schemas.tables import MEMBER_SESSIONS, REBALANCES, TRANSITIONS
 from rebalance_replay.transforms.consumer_protocol import encode_assignment
+from rebalance_replay.transforms.coordinator import config as config_mod
+from rebalance_replay.transforms.coordinator import model as engine
 from rebalance_replay.transforms.coordinator.causes import shown_client_reason, trigger_of_text
 from rebalance_replay.transforms.coordinator.types import (
     EventKind,
@@ -1410,8 +1412,6 @@ def test_settings_survive_serialisation() -> None:
 # end to end: the real coordinator model's output
 # --------------------------------------------------------------------------------------------------
 
-engine = pytest.importorskip("rebalance_replay.transforms.coordinator.model")
-config_mod = pytest.importorskip("rebalance_replay.transforms.coordinator.config")
 
 _VERSIONS = {
     ApiKey.JOIN_GROUP: 9,
