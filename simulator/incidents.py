@@ -106,7 +106,9 @@ def cooperative_rounds(g: str, t: int, rnd: random.Random, on: bool = True) -> I
     cs.append(ConsumerSpec("3", at, assignor="cooperative-sticky"))
     rounds = (3, 6, 9) if on else (3,)
     cs[0] = replace(cs[0], refresh_at=tuple(at + k * S for k in rounds), refresh_reason=REVOKE_REASON)
-    return Incident(g, _on(on, Truth("R09", g, at, at + 10 * S, (_client(g, 0),))), _group(g, cs, 3, t))
+    # the chain's triggers: the new member's join, then the member rejoining to revoke
+    truth = Truth("R09", g, at, at + 10 * S, (_client(g, 0), _client(g, 3)))
+    return Incident(g, _on(on, truth), _group(g, cs, 3, t))
 
 
 REVOKE_REASON = "need to revoke partitions and re-join"
@@ -120,7 +122,8 @@ def storm(g: str, t: int, rnd: random.Random, on: bool = True) -> Incident:
         cs = [replace(c, start_ms=t + i * 60 * S) for i, c in enumerate(cs[:5])]
     else:
         cs[0] = replace(cs[0], refresh_every_ms=40 * S, refresh_reason="")
-    return Incident(g, _on(on, Truth("R01", g, t, t + 6 * MIN)), _group(g, cs, 6, t, topics={"e": 24}))
+    truth = Truth("R01", g, t, t + 6 * MIN, tuple(_client(g, i) for i in range(8)))  # every trigger
+    return Incident(g, _on(on, truth), _group(g, cs, 6, t, topics={"e": 24}))
 
 
 def crashes(g: str, t: int, rnd: random.Random, on: bool = True) -> Incident:
@@ -243,6 +246,7 @@ def short_lived(g: str, t: int, rnd: random.Random, on: bool = True) -> Incident
     for i in range(4 if on else 1):  # off: one consumer's run
         start = t + i * 40 * S + rnd.randint(0, S)
         cs.append(ConsumerSpec(str(i), start, close_ms=start + 20 * S))
+    # a group-level finding: no member is to blame (the truth names none, and so must the finding)
     return Incident(g, _on(on, Truth("R14", g, t, cs[-1].close_ms or 0)), _group(g, cs, 3, t))
 
 
@@ -268,7 +272,9 @@ def over_provisioned(g: str, t: int, rnd: random.Random, on: bool = True) -> Inc
     """R17: five consumers for a two-partition topic."""
     cs = _steady(5, t, rnd)
     topics = {"narrow": 2 if on else 6}
-    return Incident(g, _on(on, Truth("R17", g, t, t + 10 * S)), _group(g, cs, 3, t, topics=topics))
+    # the three members left without a partition (range over two partitions: the first two get them)
+    truth = Truth("R17", g, t, t + 10 * S, tuple(_client(g, i) for i in (2, 3, 4)))
+    return Incident(g, _on(on, truth), _group(g, cs, 3, t, topics=topics))
 
 
 def max_size(g: str, t: int, rnd: random.Random, on: bool = True) -> Incident:
@@ -294,6 +300,7 @@ def coordinator_move(g: str, t: int, rnd: random.Random, on: bool = True) -> Inc
     cs = _steady(3, t, rnd)
     at = t + 2 * MIN + rnd.randint(0, 5 * S)
     moved = (at, "broker-2") if on else None
+    # a group-level finding: no member is to blame (the truth names none, and so must the finding)
     return Incident(g, _on(on, Truth("R20", g, at - 5 * S, at + 5 * S)), _group(g, cs, 4, t), moved_to=moved)
 
 
