@@ -6,6 +6,10 @@ fed one by one as dicts (the full per-request path) and rows fed as Arrow column
 All four output tables must be identical, row for row and column for column, and so must the model's and
 the tracker's saved state after every call — in one call per group and in many (the stateful path's
 arrival buckets, rows landing late).
+
+Self-consistency: both paths and the traces' "observed" answers come from the product's own model, so
+these tests prove the bulk path equivalent to the per-request one, not either of them right about Kafka
+(``tests/differential``, ``tests/realkafka`` test that).
 """
 
 from __future__ import annotations

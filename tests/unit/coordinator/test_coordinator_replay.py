@@ -4,6 +4,10 @@ Histories come from a "broker": the model itself in predict mode driving well-be
 clients (heartbeat every 3 s, commit every 5 s, rejoin on REBALANCE_IN_PROGRESS, sync after join). Its
 answers become the ``observed`` responses of a request log; the model under test then replays that log
 with lines dropped (a lossy log), from the middle (warm start) or with coordinator errors.
+
+The agreement asserted here is self-consistency: the "broker" is the model, so the replay recovering its
+answers says nothing about Kafka's (a semantic bug sits on both sides). Agreement with Kafka is tested in
+``tests/differential`` (Kafka's own coordinator) and ``tests/realkafka`` (real brokers).
 """
 
 from __future__ import annotations

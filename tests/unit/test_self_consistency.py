@@ -1,7 +1,10 @@
-"""Fidelity on logs as a broker writes them (simulator.fidelity): millisecond or coarser timestamps,
-the lines of one instant in any order, JoinGroups the broker never answered, groups born inside the
-log and logs that open on a live group. The simulator's responses are what its coordinator answered;
-the replay must agree with every one of them."""
+"""Self-consistency, not fidelity: the replay on logs as a broker writes them (simulator.fidelity):
+millisecond or coarser timestamps, the lines of one instant in any order, JoinGroups the broker never
+answered, groups born inside the log and logs that open on a live group. The simulator's "observed"
+responses are what the product's own coordinator model answered, so these tests show that the replay
+(ordering, coarse clocks, inference) recovers the model's answers, never that the model is Kafka's: a
+semantic bug sits on both sides. Agreement with Kafka is tested against Kafka's own coordinator
+(``tests/differential``) and real brokers (``tests/realkafka``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""The fidelity corpus through the product as a user runs it: lines rendered with a 10 ms clock and
-shuffled ties, written as broker files, `rebalance-replay run` with the default configuration (plus the
-broker's group.max.size where the scenario sets it)."""
+"""Self-consistency, not fidelity: the simulator's corpus (answered by the product's own coordinator
+model) through the product as a user runs it: lines rendered with a 10 ms clock and shuffled ties,
+written as broker files, `rebalance-replay run` with the default configuration (plus the broker's
+group.max.size where the scenario sets it). A semantic bug of the model sits on both sides and cannot
+show here; agreement with Kafka is tested in ``tests/differential`` and ``tests/realkafka``."""
 
 from __future__ import annotations
 
