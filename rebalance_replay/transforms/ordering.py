@@ -14,10 +14,11 @@ replay order respects, in this priority:
     generation, whatever it carries, and a static member's JoinGroup answered at once — a restart
     replacing it in a Stable group — creates none);
 (c) **observations**: among the orders still possible, one whose predicted responses agree with the
-    observed ones — :func:`search_order` runs a bounded best-first search, request by request, driven
-    by a caller-supplied :class:`Trial` (the replayer runs copies of the coordinator model), pruned by
-    the answers that reveal position; when another order explains the log as well but leads to another
-    state, the choice is marked ambiguous;
+    observed ones — the constrained order when it explains them, else :func:`search_order` runs a
+    bounded best-first search, request by request, driven by a caller-supplied :class:`Trial` (the
+    replayer runs copies of the coordinator model and scores a whole order on the group's following
+    requests too), pruned by the answers that reveal position; when another order explains the log as
+    well but leads to another state, the choice is marked ambiguous;
 (d) **the stable key** (broker, connection, correlation id, file, line) for what is left.
 
 All functions here are pure and deterministic; constraints that contradict each other (a cycle) are
@@ -271,19 +272,23 @@ def search_order(
     """(c): an order with no disagreement when one exists (else the fewest found), and whether the log
     leaves it ambiguous.
 
-    The constrained order is tried first, at once. When it disagrees, a best-first search builds orders
-    request by request on copies of the model: a prefix whose answers disagree is set aside (an answer,
-    once given, does not change), a prefix with provisional disagreements waits behind those without,
-    the deepest prefix goes first, and prefixes that reach the same state with the same requests are
-    searched once. The answers that reveal position therefore prune the search: a join refused with
-    GROUP_MAX_SIZE_REACHED cannot come before the group is full, the leader is the first member to join
-    a join phase, a heartbeat answered REBALANCE_IN_PROGRESS comes after the join that began the
-    rebalance. At most :func:`search_budget` requests are tried per search; none above ``search_max``.
-    ``first``: requests tried first at each step (the replayer's: those refused at once, which change
-    nothing where they fit — placed early, they keep every other choice open).
+    The constrained order is tried first, at once, and kept when it explains the log (the trial scores a
+    whole order on the tie's answers and on the requests that follow it: an order that explains the instant
+    but not what comes next does not explain the log). When it disagrees, a best-first search builds orders
+    request by request on copies of the model: a prefix whose answers disagree is set aside (an answer, once
+    given, does not change), a prefix with provisional disagreements waits behind those without, the deepest
+    prefix goes first, and prefixes that reach the same state with the same requests are searched once (the
+    one with fewer disagreements). A found order replaces the constrained one only when it scores better.
+    The answers that reveal position therefore prune the search: a join refused with GROUP_MAX_SIZE_REACHED
+    cannot come before the group is full, the leader is the first member to join a join phase, a heartbeat
+    answered REBALANCE_IN_PROGRESS comes after the join that began the rebalance. At most
+    :func:`search_budget` requests are tried per search; none above ``search_max``. ``first``: requests
+    tried first at each step (the replayer's: those refused at once, which change nothing where they fit —
+    placed early, they keep every other choice open).
 
-    Ambiguity: the same search preferring the opposite choices (the stable key reversed) looks for a
-    second explaining order; when it finds one that ends in another state, the choice says so.
+    Ambiguity, looked for only where it is cheap: the constrained order with the stable key reversed,
+    and — when the first search had to run — the same search preferring the opposite choices, look for
+    a second explaining order; when one ends in another state, the choice says so.
     """
     n = len(before)
     base = constrained_order(before)
@@ -294,17 +299,20 @@ def search_order(
         return Choice(base, score)
     budget = search_budget(n, exhaustive_max)
     order = base
-    if score > 0:
+    searched = score > 0
+    if searched:
         found = _best_first(before, trial, budget, _preference(n, first, reverse=False))
         if found is None or found[1] >= score:
             return Choice(base, score)
         order, score, end = found
         if score > 0:
             return Choice(order, score)
+    # another explaining order, only where it is cheap: the reversed stable order, and a second search
+    # only when the first one had to run (a stable order that explains the log costs one more run)
     reverse = constrained_order(before, reverse=True)
     other_score, other_end = trial.run(reverse)
     other: tuple[list[int], int, Hashable] | None = (reverse, other_score, other_end)
-    if other_score > 0:
+    if other_score > 0 and searched:
         other = _best_first(before, trial, budget, _preference(n, first, reverse=True))
     if other is not None and other[1] == 0 and other[2] != end:
         return Choice(order, 0, other[0])

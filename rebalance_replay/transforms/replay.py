@@ -89,8 +89,8 @@ class ReplaySettings:
     #: rebalance_replay.transforms.ordering)
     order_search_exhaustive_max: int = 6
     order_search_max: int = 64
-    #: how many of the group's following requests score an order of a tie set beyond its own answers
-    #: (up to when the tie's last answer was logged; rebalance_replay.transforms.replay._TieTrial)
+    #: at most this many of the group's following requests score an order of a tie set beyond its own
+    #: answers (:func:`lookahead_rows`); 0: the tie's own answers only
     order_search_lookahead_max: int = 64
     #: rows fed as columns (:meth:`GroupReplayer.feed_table`) get bulk validation of routine traffic
     #: (rebalance_replay.transforms.bulk); False: every request through the model one by one
@@ -645,10 +645,10 @@ class _TieTrial:
     copies of the model, scored against the observed answers (a disagreement weighs 2, an answer time
     the order's join timer does not explain 1).
 
-    A whole order is also scored on what follows it (*lookahead*): the group's next requests (``after``,
-    in replay order: :func:`lookahead_rows`) are handled on the copy, its timers run to
-    ``lookahead_until``, and their disagreements count too. An order that explains the tie's own answers but leaves the group in a state
-    later answers contradict (a KIP-394 pending member taken into a join phase that two LeaveGroups
+    A whole order is also scored on what follows it (*lookahead*): the group's next requests (``after``, in
+    replay order: :func:`lookahead_rows`) are handled on the copy, its timers run to ``lookahead_until``,
+    and their disagreements count too. An order that explains the tie's own answers but leaves the group in
+    a state later answers contradict (a KIP-394 pending member taken into a join phase that two LeaveGroups
     emptied before it ended) loses to one that explains both."""
 
     def __init__(
@@ -842,8 +842,9 @@ class _TieTrial:
 
     def _member_order(self, group: ClassicGroup) -> int:
         """1 when the members of the join phase in progress joined in an order the later answer's member
-        list contradicts: Kafka lists members by HashMap bucket, and the members of one bucket in the
-        order they joined — so in each bucket, the members in the group must be the first ones listed."""
+        list contradicts: Kafka lists members by their slot in its HashMap (``hash_slot``), and the members
+        of one slot in the order they joined — so in each slot, the members in the group must be the first
+        ones listed."""
         listed = self.member_lists.get(group.generation_id + 1)
         if listed is None:
             return 0
@@ -978,9 +979,9 @@ class GroupReplayer:
                     and not is_routine(tie)
                     and (self.horizon_ms is None or tie[0]["arrival_ms"] >= self.horizon_ms)
                 ):
-                    tie = self._order_tie(
-                        tie, block[end : end + self.settings.order_search_lookahead_max + 1]
-                    )
+                    ahead = self.settings.order_search_lookahead_max
+                    # one row more than the lookahead may take: it shows whether anything was left out
+                    tie = self._order_tie(tie, block[end : end + ahead + 1] if ahead else ())
                 self._replay_rows(tie, out)
         if self.horizon_ms is None or until_ms > self.horizon_ms:
             self.model.advance_to(until_ms)

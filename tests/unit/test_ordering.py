@@ -21,6 +21,7 @@ from rebalance_replay.transforms.ordering import (
     search_order,
     sort_key,
 )
+from rebalance_replay.transforms.replay import lookahead_rows
 
 JOIN, SYNC, HB = int(ApiKey.JOIN_GROUP), int(ApiKey.SYNC_GROUP), int(ApiKey.HEARTBEAT)
 
@@ -217,3 +218,70 @@ def test_search_gives_up_above_its_bound() -> None:
 def test_constrained_order_reversed_prefers_the_largest_index() -> None:
     assert constrained_order([set(), set(), {0}], reverse=True) == [1, 0, 2]
     assert search_budget(10, 3) == 3 + 6 + 6 + 100
+
+
+class _Costs(_Target):
+    """A trial whose state is the set of requests placed (orders of the same requests end alike), with
+    costs given per placement (``place``: (prefix, request) → lasting disagreements) and per whole order
+    beyond its own answers (``after``: order → the following requests' disagreements, the lookahead)."""
+
+    def __init__(
+        self, place: dict[tuple[tuple[int, ...], int], int], after: dict[tuple[int, ...], int]
+    ) -> None:
+        super().__init__([])
+        self.costs = place
+        self.after = after
+
+    def place(self, node: tuple[int, ...], i: int) -> tuple[tuple[int, ...], int, int]:
+        self.tries += 1
+        return (*node, i), self.costs.get((node, i), 0), 0
+
+    def close(self, node: tuple[int, ...]) -> tuple[int, Hashable]:
+        return self.after.get(node, 0), frozenset(node)
+
+    def key(self, node: tuple[int, ...]) -> Hashable:
+        return frozenset(node)
+
+    def run(self, order: Sequence[int]) -> tuple[int, Hashable]:
+        self.runs.append(list(order))
+        own = sum(self.costs.get((tuple(order[:k]), i), 0) for k, i in enumerate(order))
+        return own + self.after.get(tuple(order), 0), frozenset(order)
+
+
+def test_a_state_reached_again_with_fewer_disagreements_is_searched_on() -> None:
+    """[0, 1, 2] and [0, 2, 1] end in the same state, but request 2 after 1 contradicts its answer (a
+    heartbeat answered NONE after the LeaveGroup that removed its member): the search, which reaches the
+    end state first through the disagreeing order, still finds the one that explains the log."""
+    trial = _Costs({((0, 1), 2): 2}, {})
+    got = search_order([set(), set(), set()], trial, exhaustive_max=5, search_max=64)
+    assert got.order == [0, 2, 1] and got.score == 0
+
+
+def test_an_order_contradicted_by_the_requests_that_follow_loses_to_the_stable_order() -> None:
+    """Request 0 first disagrees with one answer of the tie (score 2); request 1 first explains the tie
+    but the requests after it disagree three times (the lookahead, in ``close``/``run``): the stable
+    order is kept."""
+    trial = _Costs({((), 0): 2}, {(1, 0): 6})
+    got = search_order([set(), set()], trial, exhaustive_max=5, search_max=64)
+    assert got.order == [0, 1] and got.score == 2 and not got.ambiguous
+
+
+def _timed(api: ApiKey, arrival: int, done: int | None) -> dict[str, Any]:
+    return {"api_key": int(api), "arrival_ms": arrival, "completion_ms": done}
+
+
+def test_lookahead_rows_reach_the_last_answer_of_the_tie_and_of_the_next_join() -> None:
+    tie = [_timed(ApiKey.HEARTBEAT, 100, 100), _timed(ApiKey.LEAVE_GROUP, 100, 100)]
+    following = [
+        _timed(ApiKey.HEARTBEAT, 101, 101),  # before the next membership request: taken
+        _timed(ApiKey.JOIN_GROUP, 102, 200),  # the next one: its answer at 200 extends the horizon
+        _timed(ApiKey.HEARTBEAT, 150, 150),
+        _timed(ApiKey.SYNC_GROUP, 201, 201),  # after every answer: shows nothing was left out
+        _timed(ApiKey.HEARTBEAT, 300, 300),
+    ]
+    taken, until = lookahead_rows(tie, following)
+    assert taken == following[:3] and until == 201
+    # the rows ready end before the horizon: the timers run no further than the last row taken
+    taken, until = lookahead_rows(tie, following[:3])
+    assert taken == following[:3] and until == 150
+    assert lookahead_rows(tie, []) == ([], None)
