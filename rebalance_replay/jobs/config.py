@@ -253,13 +253,23 @@ class ReplayConfig:
     order_search_exhaustive_max: int = setting(
         6,
         "Requests logged in the same instant are ordered by connection, causality and, among the orders "
-        "still possible, the one that agrees with the observed answers: every order is tried when there "
-        "are at most this many unconstrained requests (6 -> 720 orders; one connection's requests keep "
-        "their order, so larger tie sets often qualify), a greedy search beyond.",
+        "still possible, the one that agrees with the observed answers (the stable order when it does), "
+        "found by a best-first search that the answers prune, each whole order also scored on the group's "
+        "requests that follow (replay.order_search_lookahead_max); its budget is every prefix of every "
+        "order of this many requests (6 -> 1956 placements) plus n² for a tie set of n. An order the log "
+        "leaves open is reported ambiguous.",
         minimum=1,
     )
     order_search_max: int = setting(
         64, "No order search above this many tied requests (then the stable key decides).", minimum=1
+    )
+    order_search_lookahead_max: int = setting(
+        64,
+        "An order of requests logged in the same instant is also scored on at most this many of the "
+        "group's following requests: those up to when the last answer of the tie set, and of the next "
+        "JoinGroups, SyncGroups and LeaveGroups, was logged (an order that explains the instant's answers "
+        "but not the later ones loses). 0: the instant's own answers only.",
+        minimum=0,
     )
     infer_broker: bool = setting(
         True,

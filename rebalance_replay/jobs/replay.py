@@ -188,6 +188,7 @@ def settings_from(config: Config) -> ReplaySettings:
         follow_up_window_ms=config.replay.follow_up_window_ms,
         order_search_exhaustive_max=config.replay.order_search_exhaustive_max,
         order_search_max=config.replay.order_search_max,
+        order_search_lookahead_max=config.replay.order_search_lookahead_max,
         bulk=config.replay.bulk,
     )
 

@@ -14,9 +14,11 @@ replay order respects, in this priority:
     generation, whatever it carries, and a static member's JoinGroup answered at once — a restart
     replacing it in a Stable group — creates none);
 (c) **observations**: among the orders still possible, one whose predicted responses agree with the
-    observed ones — :func:`search_order` runs a bounded search (every order for small tie sets, a
-    greedy search with look-ahead beyond) driven by a caller-supplied scorer (the replayer runs the
-    coordinator model on a copy);
+    observed ones — the constrained order when it explains them, else :func:`search_order` runs a
+    bounded best-first search, request by request, driven by a caller-supplied :class:`Trial` (the
+    replayer runs copies of the coordinator model and scores a whole order on the group's following
+    requests too), pruned by the answers that reveal position; when another order explains the log as
+    well but leads to another state, the choice is marked ambiguous;
 (d) **the stable key** (broker, connection, correlation id, file, line) for what is left.
 
 All functions here are pure and deterministic; constraints that contradict each other (a cycle) are
@@ -28,14 +30,16 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Collection, Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from rebalance_replay.transforms.kafka_protocol import ApiKey
 
 Row = Mapping[str, Any]
+Node = TypeVar("Node")
 
 #: The deterministic tie-break of last resort, after arrival time.
 STABLE_COLUMNS = ("broker_id", "connection", "correlation_id", "source_file", "line_no")
@@ -152,16 +156,17 @@ def predecessors(tie: Sequence[Row], members: Collection[str] | None = None) -> 
     return before
 
 
-def constrained_order(before: Sequence[set[int]]) -> list[int]:
+def constrained_order(before: Sequence[set[int]], *, reverse: bool = False) -> list[int]:
     """A topological order of the constraint graph, smallest index (stable key) first whenever there is a
-    choice; a cycle is broken by taking the smallest remaining index."""
+    choice (``reverse``: the largest); a cycle is broken by taking the smallest remaining index."""
     n = len(before)
+    sign = -1 if reverse else 1
     indegree = [len(b) for b in before]
     after: list[list[int]] = [[] for _ in range(n)]
     for i, b in enumerate(before):
         for j in b:
             after[j].append(i)
-    ready = [i for i in range(n) if indegree[i] == 0]
+    ready = [sign * i for i in range(n) if indegree[i] == 0]
     heapq.heapify(ready)
     done = [False] * n
     order: list[int] = []
@@ -170,7 +175,7 @@ def constrained_order(before: Sequence[set[int]]) -> list[int]:
             i = next(k for k in range(n) if not done[k])
             indegree[i] = 0
         else:
-            i = heapq.heappop(ready)
+            i = sign * heapq.heappop(ready)
             if done[i]:
                 continue
         done[i] = True
@@ -179,7 +184,7 @@ def constrained_order(before: Sequence[set[int]]) -> list[int]:
             if not done[k]:
                 indegree[k] -= 1
                 if indegree[k] == 0:
-                    heapq.heappush(ready, k)
+                    heapq.heappush(ready, sign * k)
     return order
 
 
@@ -205,66 +210,174 @@ def linear_extensions(before: Sequence[set[int]]) -> Iterator[list[int]]:
     yield from rec()
 
 
+class Trial(Protocol[Node]):
+    """How :func:`search_order` tries orders of a tie set (the replayer runs copies of the coordinator
+    model): a *node* is the state after some of the tie's requests (a prefix of an order)."""
+
+    def root(self) -> Node:
+        """The state before the tie."""
+        ...
+
+    def place(self, node: Node, i: int) -> tuple[Node, int, int]:
+        """Request ``i`` after ``node`` (``node`` unchanged): the new node, the disagreements that last
+        whatever follows (answers given), and the provisional ones of the new node (requests held although
+        the broker answered them at once, a leader the log contradicts: a later request may still explain
+        them away)."""
+        ...
+
+    def close(self, node: Node) -> tuple[int, Hashable]:
+        """At the end of the tie: the disagreements the state shows (the provisional ones made final) and
+        the state's fingerprint (what later answers depend on)."""
+        ...
+
+    def key(self, node: Node) -> Hashable:
+        """The fingerprint of ``node``'s state: two prefixes of the same requests with the same fingerprint
+        have the same futures, so only one of them is searched further."""
+        ...
+
+    def run(self, order: Sequence[int]) -> tuple[int, Hashable]:
+        """A whole order at once: its disagreements and the end state's fingerprint."""
+        ...
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The order :func:`search_order` chose, its disagreements, and — when the log does not single it
+    out — another order that explains the log as well (no disagreement) but leads to another state."""
+
+    order: list[int]
+    score: int
+    alternative: list[int] | None = None
+
+    @property
+    def ambiguous(self) -> bool:
+        return self.alternative is not None
+
+
+def search_budget(n: int, exhaustive_max: int) -> int:
+    """Requests tried (one each: a copy of the model handles one request) by one search of a tie set of
+    ``n``: every prefix of every order of ``exhaustive_max`` requests, and ``n²`` more."""
+    every_prefix = sum(math.perm(exhaustive_max, k) for k in range(1, exhaustive_max + 1))
+    return every_prefix + n * n
+
+
 def search_order(
     before: Sequence[set[int]],
-    score: Callable[[Sequence[int]], int],
+    trial: Trial[Node],
     *,
     exhaustive_max: int,
     search_max: int,
-) -> list[int]:
-    """(c): the order with the fewest disagreements ``score`` reports, the constrained order first.
+    first: Collection[int] = (),
+) -> Choice:
+    """(c): an order with no disagreement when one exists (else the fewest found), and whether the log
+    leaves it ambiguous.
 
-    ``score(order)`` → number of predicted responses that disagree with the observed ones when the tie
-    set is replayed in ``order``. Stops at the first order scoring 0. When the constraints allow at most
-    ``exhaustive_max!`` orders (every tie set of up to ``exhaustive_max`` requests, and larger ones made
-    of a few connections' chains) every order is tried; otherwise (up to ``search_max``) the search builds
-    the order greedily, choosing at each position the first candidate whose best completion (the rest in
-    constrained order) scores lowest. Larger tie sets keep the constrained order.
+    The constrained order is tried first, at once, and kept when it explains the log (the trial scores a
+    whole order on the tie's answers and on the requests that follow it: an order that explains the instant
+    but not what comes next does not explain the log). When it disagrees, a best-first search builds orders
+    request by request on copies of the model: a prefix whose answers disagree is set aside (an answer, once
+    given, does not change), a prefix with provisional disagreements waits behind those without, the deepest
+    prefix goes first, and prefixes that reach the same state with the same requests are searched once (the
+    one with fewer disagreements). A found order replaces the constrained one only when it scores better.
+    The answers that reveal position therefore prune the search: a join refused with GROUP_MAX_SIZE_REACHED
+    cannot come before the group is full, the leader is the first member to join a join phase, a heartbeat
+    answered REBALANCE_IN_PROGRESS comes after the join that began the rebalance. At most
+    :func:`search_budget` requests are tried per search; none above ``search_max``. ``first``: requests
+    tried first at each step (the replayer's: those refused at once, which change nothing where they fit —
+    placed early, they keep every other choice open).
+
+    Ambiguity, looked for only where it is cheap: the constrained order with the stable key reversed,
+    and — when the first search had to run — the same search preferring the opposite choices, look for
+    a second explaining order; when one ends in another state, the choice says so.
     """
     n = len(before)
     base = constrained_order(before)
     if n < 2:
-        return base
-    best, best_score = base, score(base)
-    if best_score == 0 or n > search_max:
-        return best
-    # exhaustive whenever the constraints leave few orders (chains of one connection's requests leave
-    # far fewer than n!): at most as many as a tie set of exhaustive_max unconstrained requests has
-    limit = math.factorial(exhaustive_max)
-    orders = list(itertools.islice(linear_extensions(before), limit + 1))
-    if len(orders) <= limit:
-        for order in orders:
-            if order == base:
-                continue
-            s = score(order)
-            if s < best_score:
-                best, best_score = order, s
-                if s == 0:
-                    break
-        return best
-    prefix: list[int] = []
-    while len(prefix) < n:
-        placed = set(prefix)
-        candidates = [i for i in range(n) if i not in placed and before[i] <= placed]
-        if not candidates:  # a cycle: follow the constrained order
-            candidates = [next(i for i in base if i not in placed)]
-        choice, choice_score = candidates[0], -1
-        for c in candidates:
-            taken = placed | {c}
-            rest = [
-                i
-                for i in constrained_order(
-                    [b & set() if i in taken else b - taken for i, b in enumerate(before)]
-                )
-                if i not in taken
-            ]
-            order = [*prefix, c, *rest]
-            s = score(order)
-            if s < best_score:
-                best, best_score = order, s
-                if s == 0:
+        return Choice(base, 0)
+    score, end = trial.run(base)
+    if n > search_max:
+        return Choice(base, score)
+    budget = search_budget(n, exhaustive_max)
+    order = base
+    searched = score > 0
+    if searched:
+        found = _best_first(before, trial, budget, _preference(n, first, reverse=False))
+        if found is None or found[1] >= score:
+            return Choice(base, score)
+        order, score, end = found
+        if score > 0:
+            return Choice(order, score)
+    # another explaining order, only where it is cheap: the reversed stable order, and a second search
+    # only when the first one had to run (a stable order that explains the log costs one more run)
+    reverse = constrained_order(before, reverse=True)
+    other_score, other_end = trial.run(reverse)
+    other: tuple[list[int], int, Hashable] | None = (reverse, other_score, other_end)
+    if other_score > 0 and searched:
+        other = _best_first(before, trial, budget, _preference(n, first, reverse=True))
+    if other is not None and other[1] == 0 and other[2] != end:
+        return Choice(order, 0, other[0])
+    return Choice(order, 0)
+
+
+def _preference(n: int, first: Collection[int], *, reverse: bool) -> list[int]:
+    """The order candidates are tried in: ``first``, then the rest, each by index (``reverse``: largest
+    first)."""
+    ahead = sorted(first, reverse=reverse)
+    rest = [i for i in sorted(range(n), reverse=reverse) if i not in set(ahead)]
+    return [*ahead, *rest]
+
+
+def _best_first(
+    before: Sequence[set[int]], trial: Trial[Node], budget: int, preference: Sequence[int]
+) -> tuple[list[int], int, Hashable] | None:
+    """The search of :func:`search_order`: (order, disagreements, end fingerprint) of the first order
+    without disagreement, else of the best complete order found within ``budget`` tries, else None.
+    Candidates at each step in ``preference`` order."""
+    n = len(before)
+    full = (1 << n) - 1
+    masks = [sum(1 << j for j in b) for b in before]
+    # a node: state, order so far (as a tuple), placed requests (bit mask), next candidate to try
+    nodes: list[tuple[Node, tuple[int, ...], int]] = [(trial.root(), (), 0)]
+    cursors = [0]
+    ready: list[list[int] | None] = [None]
+    heap: list[tuple[int, int, int, int]] = [(0, 0, 0, 0)]  # (lasting, provisional, -depth, node)
+    seen: dict[tuple[int, Hashable], int] = {}
+    best: tuple[list[int], int, Hashable] | None = None
+    tries = 0
+    while heap and tries < budget:
+        lasting, _, depth, k = heap[0]
+        state, prefix, placed = nodes[k]
+        candidates = ready[k]
+        if candidates is None:
+            candidates = [i for i in preference if not placed >> i & 1 and masks[i] & placed == masks[i]]
+            if not candidates:  # a cycle: contradictory constraints, the first unplaced request
+                candidates = [next(i for i in preference if not placed >> i & 1)]
+            ready[k] = candidates
+        c = candidates[cursors[k]]
+        cursors[k] += 1
+        if cursors[k] == len(candidates):
+            heapq.heappop(heap)
+        tries += 1
+        child, cost, pending = trial.place(state, c)
+        now = placed | 1 << c
+        # the same requests leading to the same state: searched further only when they got there with
+        # fewer disagreements (an answer given differently leaves the same state behind)
+        key = (now, trial.key(child))
+        cost_so_far = lasting + cost
+        if seen.get(key, cost_so_far + 1) <= cost_so_far:
+            continue
+        seen[key] = cost_so_far
+        order = (*prefix, c)
+        if now == full:
+            extra, end = trial.close(child)
+            total = lasting + cost + extra
+            if best is None or total < best[1]:
+                best = (list(order), total, end)
+                if total == 0:
                     return best
-            if choice_score < 0 or s < choice_score:
-                choice, choice_score = c, s
-        prefix.append(choice)
+            continue
+        nodes.append((child, order, now))
+        cursors.append(0)
+        ready.append(None)
+        heapq.heappush(heap, (lasting + cost, pending, depth - 1, len(nodes) - 1))
     return best

@@ -14,7 +14,7 @@ sorted-partition fast path (``mapInArrow``) produce the same rows.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,12 +29,13 @@ from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
 from rebalance_replay.transforms.coordinator.engine import EXTERNAL_ERROR_NAMES
 from rebalance_replay.transforms.coordinator.fastobj import constructor
 from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
-from rebalance_replay.transforms.coordinator.state import ClassicGroup
+from rebalance_replay.transforms.coordinator.state import ClassicGroup, hash_slot
 from rebalance_replay.transforms.coordinator.types import (
     GroupRequest,
     GroupState,
     LeaveMember,
     ObservedResponse,
+    PredictedResponse,
     Prediction,
     Protocol,
 )
@@ -56,6 +57,11 @@ _MAGIC = b"RRGR"  # rebalance-replay group replayer
 _ROWS = Codec()
 
 LATE_REASON = "late: landed after its arrival time had been replayed (raise replay.late_tolerance_ms)"
+#: a request of a tie set that another order of the tie explains as well, with another answer (or state)
+AMBIGUOUS_ORDER_REASON = (
+    "ambiguous order: another order of the requests logged in the same instant explains the log as well "
+    "and answers this one differently"
+)
 
 #: Row kinds a replayer emits: one per output table.
 OUTPUT_KINDS = ("predictions", "transitions", "rebalances", "member_sessions")
@@ -78,10 +84,14 @@ class ReplaySettings:
     broker_lag_ms: int = 0
     cooperative_protocols: frozenset[str] = frozenset({"cooperative-sticky"})
     follow_up_window_ms: int = 10_000
-    #: same-instant requests: every allowed order is tried up to this many requests, a greedy search
-    #: beyond, none above ``order_search_max`` (see rebalance_replay.transforms.ordering)
+    #: same-instant requests: the search tries at least every prefix of every order of this many
+    #: requests (``ordering.search_budget``), none above ``order_search_max`` tied requests (see
+    #: rebalance_replay.transforms.ordering)
     order_search_exhaustive_max: int = 6
     order_search_max: int = 64
+    #: at most this many of the group's following requests score an order of a tie set beyond its own
+    #: answers (:func:`lookahead_rows`); 0: the tie's own answers only
+    order_search_lookahead_max: int = 64
     #: rows fed as columns (:meth:`GroupReplayer.feed_table`) get bulk validation of routine traffic
     #: (rebalance_replay.transforms.bulk); False: every request through the model one by one
     bulk: bool = True
@@ -595,6 +605,277 @@ def born_in_log(rows: Sequence[Mapping[str, Any]]) -> str | None:
     return None
 
 
+_MEMBERSHIP_APIS = frozenset({int(ApiKey.JOIN_GROUP), int(ApiKey.SYNC_GROUP), int(ApiKey.LEAVE_GROUP)})
+
+
+def lookahead_rows(
+    tie: Sequence[Mapping[str, Any]], following: Sequence[Mapping[str, Any]]
+) -> tuple[list[Mapping[str, Any]], int | None]:
+    """The rows after a tie set that score its orders (:class:`_TieTrial`), and until when the model's
+    timers may run after them. ``following``: the group's next rows in replay order (as many as the
+    lookahead may take).
+
+    The orders of a tie differ in the answers still to come: those of its own requests held in a join
+    phase, and those of the group's next JoinGroups, SyncGroups and LeaveGroups. The lookahead takes the
+    rows up to when the last of these was logged (the tie's, then those of the rows taken), and at least
+    up to the group's next such request. When a later row shows that nothing before then is missing, the
+    timers run to just past it (the held answers come out); else no further than the last row taken."""
+    horizon = max(
+        int(r["completion_ms"] if r.get("completion_ms") is not None else r["arrival_ms"]) for r in tie
+    )
+    taken: list[Mapping[str, Any]] = []
+    membership = False
+    for row in following:
+        if int(row["arrival_ms"]) > horizon and membership:
+            return taken, horizon + 1
+        taken.append(row)
+        if int(row["api_key"]) in _MEMBERSHIP_APIS:
+            membership = True
+            if row.get("completion_ms") is not None:
+                horizon = max(horizon, int(row["completion_ms"]))
+    return taken, (int(taken[-1]["arrival_ms"]) if taken else None)
+
+
+def _plain_handle(model: GroupCoordinatorModel, request: GroupRequest) -> None:
+    model.handle(request)
+
+
+class _TieTrial:
+    """The replayer's :class:`~rebalance_replay.transforms.ordering.Trial`: a tie set's requests tried on
+    copies of the model, scored against the observed answers (a disagreement weighs 2, an answer time
+    the order's join timer does not explain 1).
+
+    A whole order is also scored on what follows it (*lookahead*): the group's next requests (``after``, in
+    replay order: :func:`lookahead_rows`) are handled on the copy, its timers run to ``lookahead_until``,
+    and their disagreements count too. An order that explains the tie's own answers but leaves the group in
+    a state later answers contradict (a KIP-394 pending member taken into a join phase that two LeaveGroups
+    emptied before it ended) loses to one that explains both."""
+
+    def __init__(
+        self,
+        model: GroupCoordinatorModel,
+        requests: list[GroupRequest],
+        tolerance: int,
+        after: Sequence[GroupRequest] = (),
+        lookahead_until: int | None = None,
+        handle: Callable[[GroupCoordinatorModel, GroupRequest], None] | None = None,
+    ) -> None:
+        self.model = model
+        self.requests = requests
+        self.tolerance = tolerance
+        self.t = requests[0].arrival_ms
+        self.handle: Callable[[GroupCoordinatorModel, GroupRequest], None] = handle or _plain_handle
+        self.after = after
+        #: how far the lookahead lets the copy's timers run (None: not past the last request fed)
+        self.lookahead_until = lookahead_until
+        # the tie's JoinGroups the broker accepted and answered after this instant (order-independent)
+        parked = [
+            r.observed
+            for r in requests
+            if r.api is ApiKey.JOIN_GROUP
+            and r.observed is not None
+            and r.observed.error == "NONE"
+            and r.observed.completion_ms is not None
+            and r.observed.completion_ms > self.t
+        ]
+        self.answered_later = [obs.completion_ms for obs in parked if obs.completion_ms is not None]
+        # the leader each generation the tie's parked JoinGroups were answered with names (the first
+        # member to join that join phase, or the previous leader when it rejoined)
+        leaders: dict[int, set[str]] = {}
+        for obs in parked:
+            if obs.leader and obs.generation_id is not None:
+                leaders.setdefault(obs.generation_id, set()).add(obs.leader)
+        self.leaders = {g: next(iter(ls)) for g, ls in leaders.items() if len(ls) == 1}
+        # the member list of each such generation, in Kafka's order (its HashMap's: members that share a
+        # bucket are listed in the order they joined)
+        self.member_lists = {
+            obs.generation_id: obs.members for obs in parked if obs.members and obs.generation_id is not None
+        }
+
+    def refused_at_once(self) -> list[int]:
+        """The tie's requests the broker answered at once with an error."""
+        return [
+            i
+            for i, r in enumerate(self.requests)
+            if r.observed is not None
+            and r.observed.error not in (None, "NONE")
+            and r.observed.completion_ms is not None
+            and r.observed.completion_ms <= self.t
+        ]
+
+    # -- ordering.Trial ------------------------------------------------------------------------------
+    def root(self) -> GroupCoordinatorModel:
+        return self.model.fork()
+
+    def place(self, node: GroupCoordinatorModel, i: int) -> tuple[GroupCoordinatorModel, int, int]:
+        child = node.fork()
+        child.handle(self.requests[i])
+        predictions, _ = child.drain()
+        return child, self._disagreements(predictions), self._provisional(child)
+
+    def close(self, node: GroupCoordinatorModel) -> tuple[int, Hashable]:
+        score = 2 * self._provisional(node) + self._deadline(node)
+        if self.after or self.lookahead_until is not None:
+            score += self._lookahead(node)[0]
+        return score, self._answers_depend_on(node)
+
+    def key(self, node: GroupCoordinatorModel) -> Hashable:
+        return node.fingerprint()
+
+    def run(self, order: Sequence[int]) -> tuple[int, Hashable]:
+        score, end, _ = self.outcome(order)
+        return score, end
+
+    @staticmethod
+    def _answers_depend_on(model: GroupCoordinatorModel) -> Hashable:
+        """What the answers still to come depend on (two explaining orders that agree on it are not
+        ambiguous): the group's state, generation, protocol, leader, members in Kafka's order with what
+        each awaits, and when the join phase ends by its timer."""
+        group = model.group
+        if group is None:
+            return None
+        return (
+            group.state,
+            group.generation_id,
+            group.protocol_name,
+            group.leader_id,
+            tuple(
+                (m.member_id, m.awaiting_join is not None, m.awaiting_sync is not None)
+                for m in group.ordered_members()
+            ),
+            model.join_deadline_ms(),
+        )
+
+    # -- scoring -------------------------------------------------------------------------------------
+    def _lookahead(
+        self, node: GroupCoordinatorModel
+    ) -> tuple[int, dict[tuple[str, int] | None, PredictedResponse], set[tuple[str, int]]]:
+        """The disagreements of the requests that follow the tie, on a copy of ``node`` (the state after an
+        order of the tie), up to when the last of the tie's answers was logged; the answers predicted
+        meanwhile (request ref → response); and the requests still held then."""
+        model = node.fork()
+        for request in self.after:
+            self.handle(model, request)
+        until = self.lookahead_until
+        if until is not None and until > (model.now_ms or self.t):
+            model.advance_to(until)
+        predictions, _ = model.drain()
+        bad = self._disagreements(predictions)
+        held: set[tuple[str, int]] = set()
+        group = model.group
+        if group is not None:
+            for member in group.members.values():
+                for call in (member.awaiting_join, member.awaiting_sync):
+                    if call is None or call.emitted or call.request.ref is None:
+                        continue
+                    held.add(call.request.ref)
+                    logged = None if call.request.observed is None else call.request.observed.completion_ms
+                    if until is not None and logged is not None and logged + self.tolerance < until:
+                        bad += 2  # held by the model although the broker had answered it by then
+        return bad, {p.request.ref: p.response for p in predictions}, held
+
+    def outcome(self, order: Sequence[int]) -> tuple[int, Hashable, GroupCoordinatorModel]:
+        model = self.model.fork()
+        for i in order:
+            model.handle(self.requests[i])
+        predictions, _ = model.drain()
+        extra, end = self.close(model)
+        return self._disagreements(predictions) + extra, end, model
+
+    def differing(self, order: Sequence[int], other: Sequence[int]) -> list[int]:
+        """The requests (indexes) whose answers differ between two orders (the tie's, then the
+        lookahead's), or are still to come after it in either (then they depend on the state the order
+        left)."""
+        answers = []
+        held: set[tuple[str, int]] = set()
+        for o in (order, other):
+            model = self.model.fork()
+            for i in o:
+                model.handle(self.requests[i])
+            predictions, _ = model.drain()
+            _, later, still = self._lookahead(model)
+            answers.append({**{p.request.ref: p.response for p in predictions}, **later})
+            held |= still
+        first, second = answers
+        return [
+            i for i, r in enumerate(self.requests) if r.ref in held or first.get(r.ref) != second.get(r.ref)
+        ]
+
+    def _disagreements(self, predictions: Sequence[Prediction]) -> int:
+        bad = 0
+        for p in predictions:
+            obs = p.request.observed
+            if p.reconciled or (  # track mode: the model had to be corrected to the observed answer
+                obs is not None
+                and compare(p.request, obs, p.response, completion_tolerance_ms=self.tolerance).mismatches
+            ):
+                bad += 2
+        return bad
+
+    def _provisional(self, model: GroupCoordinatorModel) -> int:
+        """Requests held by the model although the broker had answered them in this instant, a join phase
+        led by a member the log's answers do not name (a leader that has joined it stays leader), and its
+        members in an order its answers do not show."""
+        group = model.group
+        if group is None:
+            return 0
+        bad = 0
+        for member in group.members.values():
+            for call in (member.awaiting_join, member.awaiting_sync):
+                if call is None or call.emitted or call.request.observed is None:
+                    continue
+                done = call.request.observed.completion_ms
+                if done is not None and done <= self.t:
+                    bad += 1
+        if group.state is GroupState.PREPARING_REBALANCE and group.leader_id is not None:
+            expected = self.leaders.get(group.generation_id + 1)
+            leader = group.members.get(group.leader_id)
+            if (
+                expected is not None
+                and leader is not None
+                and leader.awaiting_join is not None
+                and group.leader_id != _current_id(group, expected)
+            ):
+                bad += 1
+            bad += self._member_order(group)
+        return bad
+
+    def _member_order(self, group: ClassicGroup) -> int:
+        """1 when the members of the join phase in progress joined in an order the later answer's member
+        list contradicts: Kafka lists members by their slot in its HashMap (``hash_slot``), and the members
+        of one slot in the order they joined — so in each slot, the members in the group must be the first
+        ones listed."""
+        listed = self.member_lists.get(group.generation_id + 1)
+        if listed is None:
+            return 0
+        ids = [_current_id(group, m) for m in listed]
+        peak = max(group.peak_size, len(ids))
+        shown: dict[tuple[int, int], list[str]] = {}
+        for m in ids:
+            shown.setdefault(hash_slot(m, group.map_layout, peak), []).append(m)
+        wanted = set(ids)
+        joined: dict[tuple[int, int], list[str]] = {}
+        for m in group.members:
+            if m in wanted:
+                joined.setdefault(hash_slot(m, group.map_layout, peak), []).append(m)
+        return int(any(members != shown[b][: len(members)] for b, members in joined.items()))
+
+    def _deadline(self, model: GroupCoordinatorModel) -> int:
+        """When the tie's parked JoinGroups were answered bounds the join phase the order started: the
+        broker cannot have answered later than the join timer the model armed (a timer that ends exactly
+        when the broker answered is the likeliest explanation)."""
+        bounds = model.join_deadline_ms()
+        if bounds is None or not self.answered_later:
+            return 0
+        deadline, latest = bounds
+        tolerance = self.tolerance
+        if any(done > latest + tolerance for done in self.answered_later):
+            return 2  # answered after the join timer the order armed: impossible
+        if all(not deadline - tolerance <= done <= latest + tolerance for done in self.answered_later):
+            return 1  # not explained by the timer (all members joining may still be)
+        return 0
+
+
 class GroupReplayer:
     """Replays one group; see the module docstring."""
 
@@ -612,6 +893,8 @@ class GroupReplayer:
         self.brokers: dict[str, str] = {}  # "file:line" → broker id, for requests still parked in the model
         self.horizon_ms: int | None = None  # everything before it has been replayed
         self.late: set[str] = set()  # "file:line" of late requests whose prediction is still to come
+        # "file:line" of requests whose answer depends on an order of their tie set the log leaves open
+        self.ambiguous: set[str] = set()
         self.replayed = 0
         self.kip848 = False  # the group speaks ConsumerGroupHeartbeat: not a classic group
         self.serving_broker: str | None = None  # the broker answering the group's requests (its coordinator)
@@ -688,13 +971,17 @@ class GroupReplayer:
                 assert table is not None
                 self._replay_run(table, block, out)
                 continue
+            end = 0
             for tie in tie_sets(block):
+                end += len(tie)
                 if (
                     len(tie) > 1
                     and not is_routine(tie)
                     and (self.horizon_ms is None or tie[0]["arrival_ms"] >= self.horizon_ms)
                 ):
-                    tie = self._order_tie(tie)
+                    ahead = self.settings.order_search_lookahead_max
+                    # one row more than the lookahead may take: it shows whether anything was left out
+                    tie = self._order_tie(tie, block[end : end + ahead + 1] if ahead else ())
                 self._replay_rows(tie, out)
         if self.horizon_ms is None or until_ms > self.horizon_ms:
             self.model.advance_to(until_ms)
@@ -847,72 +1134,30 @@ class GroupReplayer:
         for m in [m for m, t in self.last_answer.items() if t < stale]:
             del self.last_answer[m]
 
-    def _order_tie(self, tie: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    def _order_tie(
+        self, tie: list[Mapping[str, Any]], following: Sequence[Mapping[str, Any]] = ()
+    ) -> list[Mapping[str, Any]]:
         """Requests that arrived in the same instant, in the order that respects the log's constraints
-        and agrees best with the observed responses (rebalance_replay.transforms.ordering)."""
+        and agrees best with the observed responses (rebalance_replay.transforms.ordering), those of the
+        tie and of the ``following`` rows (the group's next ones ready, in replay order: the lookahead of
+        :class:`_TieTrial`). When another order explains the log as well but leads elsewhere, the
+        requests whose answers differ between the two (or are still to come) are marked to be unscored
+        (``AMBIGUOUS_ORDER_REASON``)."""
         requests = [request_from_row(row) for row in tie]
-        t = requests[0].arrival_ms
-        tolerance = self.completion_tolerance_ms
-        # the tie's JoinGroups the broker accepted and answered after this instant (order-independent)
-        parked_joins = [
-            r.observed
-            for r in requests
-            if r.api is ApiKey.JOIN_GROUP
-            and r.observed is not None
-            and r.observed.error == "NONE"
-            and r.observed.completion_ms is not None
-            and r.observed.completion_ms > t
-        ]
-        answered_later = [obs.completion_ms for obs in parked_joins if obs.completion_ms is not None]
-        leaders = {obs.leader for obs in parked_joins if obs.leader}
-
-        def disagreements(order: Sequence[int]) -> int:
-            model = self.model.fork()
-            for i in order:
-                model.handle(requests[i])
-            bad = 0
-            predictions, _ = model.drain()
-            for p in predictions:
-                obs = p.request.observed
-                if (
-                    obs is not None
-                    and compare(p.request, obs, p.response, completion_tolerance_ms=tolerance).mismatches
-                ):
-                    bad += 2
-            group = model.group
-            if group is not None:  # held by the model although the broker had answered by now
-                for member in group.members.values():
-                    for call in (member.awaiting_join, member.awaiting_sync):
-                        if call is None or call.emitted or call.request.observed is None:
-                            continue
-                        done = call.request.observed.completion_ms
-                        if done is not None and done <= t:
-                            bad += 2
-                # when the tie's parked JoinGroups were answered bounds the join phase the order
-                # started: the broker cannot have answered later than the join timer the model armed
-                # (a timer that ends exactly when the broker answered is the likeliest explanation; a
-                # disagreement weighs 2, an answer time the order's timer does not explain 1)
-                deadline = model.join_deadline_ms()
-                if deadline is not None and answered_later:
-                    if any(done > deadline + tolerance for done in answered_later):
-                        bad += 2  # answered after the join timer the order armed: impossible
-                    elif all(abs(done - deadline) > tolerance for done in answered_later):
-                        bad += 1  # not explained by the timer (all members joining may still be)
-                # the leader of a join phase is the first member added to a leaderless group: the
-                # observed leader of the tie's later-answered JoinGroups tells which came first
-                if len(leaders) == 1 and group.state is GroupState.PREPARING_REBALANCE:
-                    leader = _current_id(group, next(iter(leaders)))
-                    if leader in group.members and group.leader_id != leader:
-                        bad += 2
-            return bad
-
-        order = search_order(
+        taken, until = lookahead_rows(tie, following)
+        after = [request_from_row(row) for row in taken]
+        trial = _TieTrial(self.model, requests, self.completion_tolerance_ms, after, until, self._handle_on)
+        choice = search_order(
             predecessors(tie, () if self.model.group is None else self.model.group.members),
-            disagreements,
+            trial,
             exhaustive_max=self.settings.order_search_exhaustive_max,
             search_max=self.settings.order_search_max,
+            first=trial.refused_at_once(),
         )
-        return [tie[i] for i in order]
+        if choice.alternative is not None:
+            for i in trial.differing(choice.order, choice.alternative):
+                self.ambiguous.add(f"{tie[i]['source_file']}:{tie[i]['line_no']}")
+        return [tie[i] for i in choice.order]
 
     def _replay_rows(self, rows: Iterable[Mapping[str, Any]], out: ReplayOutput) -> None:
         for row in rows:
@@ -948,6 +1193,9 @@ class GroupReplayer:
         self.serving_broker = broker
 
     def _handle(self, request: GroupRequest) -> None:
+        self._handle_on(self.model, request)
+
+    def _handle_on(self, model: GroupCoordinatorModel, request: GroupRequest) -> None:
         """The model handles ``request``. A timer due within ``broker_lag_ms`` before it is taken as firing
         after it when only that explains the broker's answer: a broker's timer thread runs late by a few
         ms (a real 3.7 broker expired a session 4 ms after its deadline and answered a heartbeat that
@@ -955,20 +1203,22 @@ class GroupReplayer:
         lag = self.settings.broker_lag_ms
         t = request.arrival_ms
         if lag and request.observed is not None:
-            due = self.model.next_timer_deadline()
+            due = model.next_timer_deadline()
             if (
                 due is not None
                 and t - lag <= due <= t
-                and self._explains(request, None) is False
-                and self._explains(request, due)
+                and self._explains(model, request, None) is False
+                and self._explains(model, request, due)
             ):
-                self.model.handle(request, late_timers_from=due)
+                model.handle(request, late_timers_from=due)
                 return
-        self.model.handle(request)
+        model.handle(request)
 
-    def _explains(self, request: GroupRequest, late_timers_from: int | None) -> bool | None:
-        """Whether a copy of the model answers ``request`` as the broker did (None: not answered yet)."""
-        trial = self.model.fork()
+    def _explains(
+        self, model: GroupCoordinatorModel, request: GroupRequest, late_timers_from: int | None
+    ) -> bool | None:
+        """Whether a copy of ``model`` answers ``request`` as the broker did (None: not answered yet)."""
+        trial = model.fork()
         trial.handle(request, late_timers_from=late_timers_from)
         predictions, _ = trial.drain()
         obs = request.observed
@@ -1017,6 +1267,10 @@ class GroupReplayer:
         if key in self.late:
             self.late.discard(key)
             p = replace(p, scored=False, unscored_reason=LATE_REASON)
+        if key in self.ambiguous:
+            self.ambiguous.discard(key)
+            if p.scored:
+                p = replace(p, scored=False, unscored_reason=AMBIGUOUS_ORDER_REASON)
         return prediction_row(
             p,
             completion_tolerance_ms=self.completion_tolerance_ms,
@@ -1046,6 +1300,7 @@ class GroupReplayer:
             ),
             "brokers": self.brokers,
             "late": sorted(self.late),
+            "ambiguous": sorted(self.ambiguous),
             "clock": [self.clock_samples, self.clock_divisor],
             "last_answer": self.last_answer,
             "horizon": self.horizon_ms,
@@ -1064,6 +1319,7 @@ class GroupReplayer:
         r.buffer = _ROWS.decode(doc["buffer"])
         r.brokers = doc["brokers"]
         r.late = set(doc["late"])
+        r.ambiguous = set(doc.get("ambiguous", ()))  # absent from states saved before it was kept
         r.clock_samples, r.clock_divisor = doc["clock"]
         r.last_answer = doc["last_answer"]
         r.horizon_ms = doc["horizon"]

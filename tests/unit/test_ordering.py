@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from hypothesis import given, settings
@@ -16,9 +17,11 @@ from rebalance_replay.transforms.ordering import (
     constrained_order,
     linear_extensions,
     predecessors,
+    search_budget,
     search_order,
     sort_key,
 )
+from rebalance_replay.transforms.replay import lookahead_rows
 
 JOIN, SYNC, HB = int(ApiKey.JOIN_GROUP), int(ApiKey.SYNC_GROUP), int(ApiKey.HEARTBEAT)
 
@@ -127,52 +130,158 @@ def _respects(order: list[int], before: list[set[int]]) -> bool:
     return all(order.index(j) < order.index(i) for i in range(len(before)) for j in before[i])
 
 
+class _Target:
+    """A :class:`~rebalance_replay.transforms.ordering.Trial` whose observations single out ``target``:
+    placing a request where the target has another costs one lasting disagreement; the end state is the
+    order itself unless ``ends`` names it (orders with the same end are the same for what follows)."""
+
+    def __init__(self, target: list[int], ends: dict[tuple[int, ...], str] | None = None) -> None:
+        self.target = target
+        self.ends = ends
+        self.runs: list[list[int]] = []
+        self.tries = 0
+
+    def root(self) -> tuple[int, ...]:
+        return ()
+
+    def place(self, node: tuple[int, ...], i: int) -> tuple[tuple[int, ...], int, int]:
+        self.tries += 1
+        return (*node, i), int(self.target[len(node)] != i), 0
+
+    def _end(self, order: tuple[int, ...]) -> Hashable:
+        return order if self.ends is None else self.ends.get(order, "elsewhere")
+
+    def close(self, node: tuple[int, ...]) -> tuple[int, Hashable]:
+        return 0, self._end(node)
+
+    def key(self, node: tuple[int, ...]) -> Hashable:
+        return node
+
+    def run(self, order: Sequence[int]) -> tuple[int, Hashable]:
+        self.runs.append(list(order))
+        return sum(a != b for a, b in zip(order, self.target, strict=True)), self._end(tuple(order))
+
+
 @settings(max_examples=80, deadline=None)
-@given(st.integers(min_value=2, max_value=5), st.randoms(use_true_random=False))
-def test_exhaustive_search_finds_the_order_the_observations_need(n: int, rnd: random.Random) -> None:
-    """Small tie sets: whatever single valid order the observations single out (any scorer), found."""
-    before = _random_constraints(n, rnd)
-    target = rnd.choice(list(linear_extensions(before)))
-
-    def score(order: list[int]) -> int:  # disagreements: requests whose place differs from the truth
-        return sum(1 for a, b in zip(order, target, strict=True) if a != b)
-
-    got = search_order(before, score, exhaustive_max=5, search_max=64)
-    assert _respects(got, before)
-    assert got == target
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.integers(min_value=6, max_value=12), st.randoms(use_true_random=False))
-def test_greedy_search_finds_the_order_when_wrong_choices_cost_what_follows(
-    n: int, rnd: random.Random
-) -> None:
-    """Larger tie sets: the greedy search with look-ahead finds the order when a wrong choice makes the
-    answers from there on disagree (how a coordinator's answers behave: a wrong order changes the state)."""
+@given(st.integers(min_value=2, max_value=12), st.randoms(use_true_random=False))
+def test_search_finds_the_order_the_observations_need(n: int, rnd: random.Random) -> None:
+    """Whatever single valid order the observations single out, found (a wrong choice is a disagreement
+    that stays, as a coordinator's answer does), and not ambiguous."""
     before = _random_constraints(n, rnd)
     target = rnd.choice(list(itertools.islice(linear_extensions(before), 200)))
+    trial = _Target(target)
+    got = search_order(before, trial, exhaustive_max=5, search_max=64)
+    assert _respects(got.order, before)
+    assert got.order == target and got.score == 0 and not got.ambiguous
 
-    def score(order: list[int]) -> int:
-        agree = next((k for k, (a, b) in enumerate(zip(order, target, strict=True)) if a != b), n)
-        return n - agree
 
-    got = search_order(before, score, exhaustive_max=5, search_max=64)
-    assert _respects(got, before)
-    assert got == target
+def test_search_is_pruned_by_the_answers_not_brute_force() -> None:
+    """Fifty unconstrained requests: the order is found trying about n²/2 placements, not n!."""
+    rnd = random.Random(3)
+    target = list(range(50))
+    rnd.shuffle(target)
+    trial = _Target(target)
+    got = search_order([set() for _ in range(50)], trial, exhaustive_max=6, search_max=64)
+    assert got.order == target
+    assert trial.tries <= 50 * 51 // 2 + 50
+
+
+def test_two_orders_that_explain_the_log_and_end_apart_are_ambiguous() -> None:
+    # requests 0 and 1 may come in either order (both agree with every answer) but end in other states
+    trial = _Target([0, 1, 2])
+    trial.place = lambda node, i: ((*node, i), 0, 0)  # type: ignore[method-assign]
+    trial.run = lambda order: (0, tuple(order))  # type: ignore[method-assign]
+    got = search_order([set(), set(), {0, 1}], trial, exhaustive_max=5, search_max=64)
+    assert got.order == [0, 1, 2] and got.ambiguous and got.alternative == [1, 0, 2]
+
+
+def test_orders_that_end_in_the_same_state_are_not_ambiguous() -> None:
+    trial = _Target([0, 1, 2], ends={})
+    trial.run = lambda order: (0, "same")  # type: ignore[method-assign]
+    got = search_order([set(), set(), set()], trial, exhaustive_max=5, search_max=64)
+    assert got.order == [0, 1, 2] and not got.ambiguous
 
 
 def test_search_keeps_the_constrained_order_when_it_already_agrees() -> None:
-    calls: list[list[int]] = []
-
-    def score(order: list[int]) -> int:
-        calls.append(list(order))
-        return 0
-
-    before = [set(), set(), set()]
-    assert search_order(before, score, exhaustive_max=5, search_max=64) == [0, 1, 2]
-    assert calls == [[0, 1, 2]]
+    trial = _Target([0, 1, 2], ends={})
+    got = search_order([set(), set(), set()], trial, exhaustive_max=5, search_max=64)
+    assert got.order == [0, 1, 2] and not got.ambiguous
+    assert trial.runs[:2] == [[0, 1, 2], [2, 1, 0]]  # the constrained order, then the reversed one
 
 
 def test_search_gives_up_above_its_bound() -> None:
-    before: list[set[int]] = [set() for _ in range(10)]
-    assert search_order(before, lambda order: 1, exhaustive_max=3, search_max=5) == list(range(10))
+    trial = _Target(list(range(9, -1, -1)))
+    got = search_order([set() for _ in range(10)], trial, exhaustive_max=3, search_max=5)
+    assert got.order == list(range(10)) and trial.tries == 0
+
+
+def test_constrained_order_reversed_prefers_the_largest_index() -> None:
+    assert constrained_order([set(), set(), {0}], reverse=True) == [1, 0, 2]
+    assert search_budget(10, 3) == 3 + 6 + 6 + 100
+
+
+class _Costs(_Target):
+    """A trial whose state is the set of requests placed (orders of the same requests end alike), with
+    costs given per placement (``place``: (prefix, request) → lasting disagreements) and per whole order
+    beyond its own answers (``after``: order → the following requests' disagreements, the lookahead)."""
+
+    def __init__(
+        self, place: dict[tuple[tuple[int, ...], int], int], after: dict[tuple[int, ...], int]
+    ) -> None:
+        super().__init__([])
+        self.costs = place
+        self.after = after
+
+    def place(self, node: tuple[int, ...], i: int) -> tuple[tuple[int, ...], int, int]:
+        self.tries += 1
+        return (*node, i), self.costs.get((node, i), 0), 0
+
+    def close(self, node: tuple[int, ...]) -> tuple[int, Hashable]:
+        return self.after.get(node, 0), frozenset(node)
+
+    def key(self, node: tuple[int, ...]) -> Hashable:
+        return frozenset(node)
+
+    def run(self, order: Sequence[int]) -> tuple[int, Hashable]:
+        self.runs.append(list(order))
+        own = sum(self.costs.get((tuple(order[:k]), i), 0) for k, i in enumerate(order))
+        return own + self.after.get(tuple(order), 0), frozenset(order)
+
+
+def test_a_state_reached_again_with_fewer_disagreements_is_searched_on() -> None:
+    """[0, 1, 2] and [0, 2, 1] end in the same state, but request 2 after 1 contradicts its answer (a
+    heartbeat answered NONE after the LeaveGroup that removed its member): the search, which reaches the
+    end state first through the disagreeing order, still finds the one that explains the log."""
+    trial = _Costs({((0, 1), 2): 2}, {})
+    got = search_order([set(), set(), set()], trial, exhaustive_max=5, search_max=64)
+    assert got.order == [0, 2, 1] and got.score == 0
+
+
+def test_an_order_contradicted_by_the_requests_that_follow_loses_to_the_stable_order() -> None:
+    """Request 0 first disagrees with one answer of the tie (score 2); request 1 first explains the tie
+    but the requests after it disagree three times (the lookahead, in ``close``/``run``): the stable
+    order is kept."""
+    trial = _Costs({((), 0): 2}, {(1, 0): 6})
+    got = search_order([set(), set()], trial, exhaustive_max=5, search_max=64)
+    assert got.order == [0, 1] and got.score == 2 and not got.ambiguous
+
+
+def _timed(api: ApiKey, arrival: int, done: int | None) -> dict[str, Any]:
+    return {"api_key": int(api), "arrival_ms": arrival, "completion_ms": done}
+
+
+def test_lookahead_rows_reach_the_last_answer_of_the_tie_and_of_the_next_join() -> None:
+    tie = [_timed(ApiKey.HEARTBEAT, 100, 100), _timed(ApiKey.LEAVE_GROUP, 100, 100)]
+    following = [
+        _timed(ApiKey.HEARTBEAT, 101, 101),  # before the next membership request: taken
+        _timed(ApiKey.JOIN_GROUP, 102, 200),  # the next one: its answer at 200 extends the horizon
+        _timed(ApiKey.HEARTBEAT, 150, 150),
+        _timed(ApiKey.SYNC_GROUP, 201, 201),  # after every answer: shows nothing was left out
+        _timed(ApiKey.HEARTBEAT, 300, 300),
+    ]
+    taken, until = lookahead_rows(tie, following)
+    assert taken == following[:3] and until == 201
+    # the rows ready end before the horizon: the timers run no further than the last row taken
+    taken, until = lookahead_rows(tie, following[:3])
+    assert taken == following[:3] and until == 150
+    assert lookahead_rows(tie, []) == ([], None)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Self
 
 from rebalance_replay.transforms.coordinator import causes
@@ -274,6 +274,47 @@ class CoordinatorEngine:
         finally:
             self._predictions, self._events = outputs
 
+    def fingerprint(self) -> Hashable:
+        """What the answers to later requests depend on, as one hashable value (the replay's tie ordering
+        compares the states different orders lead to): the group's state, generation, protocol, leader,
+        members in Kafka's order (with what each awaits), static, pending and pending-sync members, and the
+        timers with the rebalance timers' deadlines (a session timer by key only: the orders of one instant
+        arm it a millisecond apart). Not the bookkeeping of outputs (sequence numbers, arming order)."""
+        timers = tuple(
+            sorted((t.key, None if t.kind == T_HEARTBEAT else t.deadline) for t in self._timers.timers())
+        )
+        group = self._group
+        if group is None:
+            return (None, self._book.confident, timers)
+        members = tuple(
+            (
+                m.member_id,
+                m.group_instance_id,
+                m.awaiting_join is not None,
+                m.awaiting_sync is not None,
+                m.is_new,
+                m.protocols,
+                m.session_timeout_ms,
+                m.rebalance_timeout_ms,
+                m.assignment,
+            )
+            for m in group.ordered_members()
+        )
+        return (
+            group.state,
+            group.generation_id,
+            group.protocol_type,
+            group.protocol_name,
+            group.leader_id,
+            members,
+            tuple(sorted(group.static_members.items())),
+            tuple(sorted(group.pending_members)),
+            tuple(sorted(group.pending_sync_members)),
+            group.new_member_added,
+            self._book.confident,
+            timers,
+        )
+
     def to_state(self) -> Json:
         """The whole model as a JSON document (:mod:`~rebalance_replay.transforms.coordinator.serde`); the
         same state
@@ -304,10 +345,16 @@ class CoordinatorEngine:
         model._events = saved.events
         return model
 
-    def join_deadline_ms(self) -> int | None:
-        """When the join phase in progress ends at the latest (its timer), or None."""
+    def join_deadline_ms(self) -> tuple[int, int] | None:
+        """When the join phase in progress ends by its timer, or None: (the timer's deadline, the latest
+        end) — the same but for an initial delayed join, which the timer extends while members keep
+        joining, up to the rebalance timeout."""
         timer = self._timers.get(self._join_key)
-        return None if timer is None else timer.deadline
+        if timer is None:
+            return None
+        if timer.kind == T_INITIAL_JOIN:
+            return timer.deadline, timer.deadline + int(timer.data[1])
+        return timer.deadline, timer.deadline
 
     def handle(self, request: GroupRequest, late_timers_from: int | None = None) -> None:
         """Process one request (arrival order, non-decreasing ``arrival_ms``); fires due timers first.

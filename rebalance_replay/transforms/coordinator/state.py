@@ -124,6 +124,18 @@ def hash_order(keys: Iterable[str], layout: MapLayout, peak_size: int) -> list[s
     return scala_hash_order(keys, scala_hashmap_capacity(JAVA_HASHMAP_CAPACITY, peak_size))
 
 
+def hash_slot(key: str, layout: MapLayout, peak_size: int) -> tuple[int, int]:
+    """Where :func:`hash_order` puts ``key``: keys of one slot are iterated in insertion order, slots in
+    the order of this value (Java: the bucket; Scala: the bucket, then the spread hash as a signed
+    ``Int``). The replay's tie ordering reads a logged member list's order of joins from it."""
+    if layout == "java":
+        return _spread(key) & (java_hashmap_capacity(JAVA_HASHMAP_CAPACITY, peak_size) - 1), 0
+    h = _spread(key)
+    return h & (scala_hashmap_capacity(JAVA_HASHMAP_CAPACITY, peak_size) - 1), (
+        h - (1 << 32) if h & 0x80000000 else h
+    )
+
+
 #: ``GroupState.validPreviousStates`` (GroupMetadata.scala / ClassicGroupState.java).
 VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
     GroupState.PREPARING_REBALANCE: frozenset(

@@ -276,3 +276,14 @@ class HeartbeatRun:
     generations: tuple[int | None, ...]  # the distinct request generations
     instances: tuple[tuple[str, str], ...]  # distinct (group instance id, member id) of static members
     members: tuple[RunMember, ...]
+
+
+def _shared(self: object, memo: dict[int, object]) -> object:
+    """A deep copy of a frozen value made only of immutable values is the value itself: the model's
+    ``fork`` (the replay's tie ordering copies the model once per request tried) shares requests and
+    answers instead of copying them field by field."""
+    return self
+
+
+for _frozen in (Protocol, LeaveMember, ObservedResponse, GroupRequest, PredictedResponse):
+    _frozen.__deepcopy__ = _shared  # type: ignore[union-attr]
