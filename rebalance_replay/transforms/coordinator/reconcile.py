@@ -383,6 +383,10 @@ def _reconcile_member_request(model: Coordinator, call: ParkedCall, observed: st
             adopt_generation(model, group, gen, what)
             if group.state != COMPLETING:
                 lose_confidence(model, f"{what} while the model is {group.state.value}")
+            if group.state == EMPTY:
+                # the broker refuses commits so only in CompletingRebalance, and a group with a member
+                # is never Empty (a static member's rejoin would then meet a state Kafka rules out)
+                force_state(model, group, COMPLETING, what)
             return
         if group.state == PREPARING or (gen >= 0 and gen < group.generation_id):
             return  # already rebalancing / a stale answer about an older generation

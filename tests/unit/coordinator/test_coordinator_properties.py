@@ -435,3 +435,36 @@ def test_track_mode_with_another_versions_answers(
     if observed:
         split = (len(observed) * 2) // 3
         assert replay(track, observed, split=split) == once
+
+
+def test_warm_start_on_a_commit_refused_mid_rebalance_then_a_static_rejoin() -> None:
+    """Found by the property above (a 2.8 broker's answers, a 2.3.0 model in track mode, warm start from
+    the commit): an OffsetCommit answered REBALANCE_IN_PROGRESS made the model adopt its member and
+    generation but left the group Empty — a group with a member, which Kafka never has — and the static
+    member's rejoin that followed raised IllegalStateTransition. Commits are refused so only in
+    CompletingRebalance, so that is where the model now puts the group."""
+    config = CoordinatorConfig(kafka_version="2.8", group_initial_rebalance_delay_ms=0, group_max_size=2)
+    actions = [
+        ("join", 0, 0, 0, 0),
+        ("join", 2, 0, 0, 0),
+        ("join", 0, 8000, 0, 0),
+        ("commit", 0, 0, 1, 0),
+        ("sync", 0, 8000, 1, 0),
+        ("join", 2, 0, 2, 0),
+    ]
+    requests, preds, _, _ = drive(config, actions, 3)
+    observed = with_answers(requests, preds)
+    warm = GroupCoordinatorModel(GROUP, replace(config, kafka_version="2.3.0", mode="track", warm_start=True))
+    suffix = observed[2:]
+    answered = []
+    for req in suffix:
+        warm.handle(req)
+        answered.extend(warm.drain()[0])
+        check_group(warm)
+    assert sorted(p.seq for p in answered) == list(range(len(suffix)))
+    join = answered[-1]
+    assert (join.request.api, join.response.error, join.response.member_id) == (
+        ApiKey.JOIN_GROUP,
+        "NONE",
+        suffix[-1].observed.member_id if suffix[-1].observed else None,
+    )
