@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 WAREHOUSE ?= warehouse
 
-.PHONY: demo test test-fast test-realkafka real-kafka-corpus lint install check-java check-maven bench clean cluster-demo
+.PHONY: demo test test-fast test-realkafka test-random real-kafka-corpus lint install check-java check-maven bench clean cluster-demo
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' \
@@ -42,6 +42,16 @@ cluster-demo: check-java install
 
 test: check-java install
 	$(BIN)/python -m pytest -m "not realkafka"
+
+# The property tests (hypothesis) once more, randomized: a new seed each run unless HYPOTHESIS_SEED is set
+# (printed first, so a failure can be replayed with HYPOTHESIS_SEED=<seed> make test-random). `make test`
+# runs them derandomized under CI (tests/conftest.py, profile "ci"); CI runs this with its commit's seed.
+PROPERTY_TESTS = $(shell grep -rl "@given" tests --include='*.py' | sort)
+test-random: install
+	@seed=$${HYPOTHESIS_SEED:-$$($(BIN)/python -c "import random; print(random.randrange(2**32))")}; \
+	echo "hypothesis seed: $$seed (replay: HYPOTHESIS_SEED=$$seed make test-random)"; \
+	HYPOTHESIS_PROFILE=random $(BIN)/python -m pytest -m "not spark and not slow" \
+		--hypothesis-seed=$$seed $(PROPERTY_TESTS)
 
 check-maven:
 	@command -v mvn >/dev/null 2>&1 \

@@ -54,7 +54,15 @@ def test_run_finds_the_incidents_and_a_rerun_changes_nothing(
     r02 = next(r for r in rows if r["rule_id"] == "R02")
     assert sorted(r02["client_ids"]) == ["consumer-inc-r02-crashes-2", "consumer-inc-r02-crashes-3"]
     assert r02["evidence"] and r02["evidence"][0]["api"] in ("HEARTBEAT", "OFFSET_COMMIT", "JOIN_GROUP")
-    assert dict(r02["metrics"])["rebalance_time_caused_ms"] >= 0 and r02["rebalance_seqs"]
+    # the cost is the caused rebalances' durations (the rebalances table's) added up
+    durations = {
+        r["rebalance_seq"]: r["total_duration_ms"]
+        for r in read_table(warehouse / "rebalances")
+        if r["group_id"] == "inc-r02-crashes"
+    }
+    caused = sorted(set(r02["rebalance_seqs"]))
+    assert caused and all(durations[seq] and durations[seq] > 0 for seq in caused)
+    assert dict(r02["metrics"])["rebalance_time_caused_ms"] == float(sum(durations[seq] for seq in caused))
     summary = json.loads((warehouse / "summary.json").read_text())
     assert summary["findings"] == {"R02": 1, "R07": 1}
     assert summary["audit"]["gx"]["success"] is True

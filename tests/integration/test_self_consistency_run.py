@@ -24,6 +24,7 @@ def test_coarse_clock_logs_through_run_agree(tmp_path: Path, spark: object) -> N
         "capped": [c for c in configs if c.coordinator.group_max_size != 2**31 - 1],
     }
     scored = matched = total = 0
+    wrong: list[tuple[str, str]] = []
     for name, cfgs in groups.items():
         logs, wh = tmp_path / name / "logs", tmp_path / name / "wh"
         for broker, lines in render_coarse(cfgs, 10, 0).items():
@@ -40,5 +41,14 @@ def test_coarse_clock_logs_through_run_agree(tmp_path: Path, spark: object) -> N
         total += len(predictions)
         scored += sum(p["scored"] for p in predictions)
         matched += sum(p["matched"] for p in predictions)
+        wrong += [(p["group_id"], p["api"]) for p in predictions if not p["matched"]]
     assert total > 1_000 and scored == total
-    assert matched / scored >= 0.999, (matched, scored)
+    # exactly three answers of one group disagree, the same before and after the tie search with
+    # lookahead (5fcfdb8 and now): in s0-held a member's rejoin and its session's deadline fall in one 10 ms
+    # step of the coarse clock, which hides that the rejoin came first (the model expires the member, then
+    # answers UNKNOWN_MEMBER_ID, and the join phase's leader and members follow)
+    assert (scored - matched, sorted(set(wrong))) == (3, [("s0-held", "JOIN_GROUP")]), (
+        matched,
+        scored,
+        wrong,
+    )

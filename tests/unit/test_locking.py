@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -35,13 +34,14 @@ def _holder(wh: Path, seconds: float) -> subprocess.Popen[str]:
     return p
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a measure: a run that waited would wait for the holder forever
 def test_a_second_run_fails_fast_naming_the_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The second run does not wait for the lock: the holder keeps it until it is killed, which happens
+    only after ``main`` returned — a blocking lock would never return."""
     wh = tmp_path / "wh"
-    holder = _holder(wh, 60)
+    holder = _holder(wh, 600)
     try:
-        started = time.monotonic()
         assert main(["ingest", "--input", str(tmp_path / "missing"), "--warehouse", str(wh)]) == 1
-        assert time.monotonic() - started < 5
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1
         assert f"is being written by 'rebalance-replay run' (pid {holder.pid}" in err[0]

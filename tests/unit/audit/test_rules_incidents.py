@@ -144,10 +144,15 @@ def _row_shape(f: Finding) -> dict[str, Any]:
 def test_finding_rows_have_the_findings_columns() -> None:
     from rebalance_replay.schemas import FINDINGS
 
-    findings, _ = audited(7)
-    f = findings["inc-r02-crashes"][0]
+    files, _ = log_files(7)
+    inputs = group_inputs_of(files, incident_coordinator())["inc-r02-crashes"]
+    f = evaluate(inputs, AuditSettings()).findings[0]
     row = _row_shape(f)
     assert list(row) == FINDINGS.column_names
-    assert row["metrics"]["rebalance_time_caused_ms"] >= 0
+    # the cost is the caused rebalances' durations added up, each counted once
+    caused = [inputs.rebalance(seq) for seq in sorted(set(row["rebalance_seqs"]))]
+    durations = [rb.total_duration_ms for rb in caused if rb is not None and rb.total_duration_ms is not None]
+    assert len(durations) == len(caused) and all(d > 0 for d in durations)
+    assert row["metrics"]["rebalance_time_caused_ms"] == float(sum(durations))
     assert "member_seconds_without_assignment" in row["metrics"]
     assert row["rebalance_seqs"], "the evictions caused rebalances"
