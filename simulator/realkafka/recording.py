@@ -54,12 +54,31 @@ class Admin:
         self.bootstrap = bootstrap
         self.client = AdminClient({"bootstrap.servers": bootstrap})
 
-    def create_topic(self, name: str, partitions: int, replication: int = 1) -> None:
-        from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+    def create_topic(self, name: str, partitions: int, replication: int = 1, attempts: int = 5) -> None:
+        """Create ``name``; retried with a fresh client, since a cluster just started may drop the admin's
+        connection (three KRaft brokers on a busy CI machine: "Broker handle destroyed without
+        termination") or not have a controller yet. A topic an earlier attempt did create counts."""
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-        futures = self.client.create_topics([NewTopic(name, partitions, replication)], operation_timeout=30)
-        for f in futures.values():
-            f.result(60)
+        for attempt in range(1, attempts + 1):
+            try:
+                topics = [NewTopic(name, partitions, replication)]
+                for f in self.client.create_topics(topics, operation_timeout=30).values():
+                    f.result(60)
+                return
+            except KafkaException as e:
+                err = e.args[0] if e.args else None
+                if (
+                    attempt > 1
+                    and isinstance(err, KafkaError)
+                    and err.code() == KafkaError.TOPIC_ALREADY_EXISTS
+                ):
+                    return
+                if attempt == attempts:
+                    raise
+                time.sleep(2 * attempt)
+                self.client = AdminClient({"bootstrap.servers": self.bootstrap})
 
     def add_partitions(self, name: str, total: int) -> None:
         from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
