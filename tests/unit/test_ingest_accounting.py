@@ -18,6 +18,7 @@ from rebalance_replay.jobs.ingest import (
     IngestCounts,
     IngestResult,
     format_counts_table,
+    ingest_summary,
     merge_slice_stats,
     parse_slices,
 )
@@ -215,3 +216,53 @@ def test_the_accounting_reports_an_unbalanced_count(counts: IngestCounts, balanc
         )
         last = format_counts_table(result).splitlines()[-1]
         assert last.endswith(": ok" if balanced else ": MISMATCH"), last
+
+
+def test_a_slice_that_read_fewer_bytes_than_planned_leaves_a_named_gap(tmp_path: Path) -> None:
+    """No error, file present, but the slice ended before its planned end (the file shrank while it was
+    read): a later slice that read lines leaves a gap after the short slice's last line, named."""
+    path = tmp_path / "broker-1" / "kafka-request.log.1"
+    pieces = _pieces(path)
+    first, (second,), later = stats_of(pieces[:1]), stats_of(pieces[1:2]), stats_of(pieces[2:])
+    assert not second["missing"] and not second["error"] and pieces[1].end_offset is not None
+    assert pieces[2].start_line > pieces[1].start_line + 1
+    (read,) = merge_slice_stats([*first, second, *later])
+    assert read.problems == []
+    short = dict(second, end_line=pieces[1].start_line, end_offset=pieces[1].end_offset - 1)
+    (read,) = merge_slice_stats([*first, short, *later])
+    assert read.problems == [
+        f"lines {pieces[1].start_line + 1}-{pieces[2].start_line - 1} were not read (the file changed or "
+        "vanished while it was read)"
+    ]
+    assert read.errors == []
+
+
+def test_the_summary_holds_the_warehouse_totals_and_this_runs_counts() -> None:
+    run = IngestCounts(4, 2, 1, 1, 0, {"FETCH": 1})
+    total = IngestCounts(9, 5, 1, 2, 1, {"METADATA": 1, "FETCH": 1})
+    result = IngestResult(
+        batch_id=7, files_seen=3, slices=4, duplicate_files=1, run=run, total=total, seconds=1.234
+    )
+    assert total.as_dict() == {
+        "lines_read": 9,
+        "requests": 5,
+        "quarantined": 1,
+        "other_api_lines": 2,
+        "other_lines": 1,
+        "other_api_by_name": {"FETCH": 1, "METADATA": 1},
+        "accounting_ok": True,
+    }
+    assert list(total.as_dict()["other_api_by_name"]) == ["FETCH", "METADATA"]
+    assert ingest_summary(result) == {
+        **total.as_dict(),
+        "ingest": {
+            "batch_id": 7,
+            "files_seen": 3,
+            "slices_read": 4,
+            "duplicate_files": 1,
+            "this_run": run.as_dict(),
+            "seconds": 1.23,
+        },
+    }
+    run.add(total)
+    assert run == IngestCounts(13, 7, 2, 3, 1, {"FETCH": 2, "METADATA": 1})
