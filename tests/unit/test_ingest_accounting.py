@@ -266,3 +266,80 @@ def test_the_summary_holds_the_warehouse_totals_and_this_runs_counts() -> None:
     }
     run.add(total)
     assert run == IngestCounts(13, 7, 2, 3, 1, {"FETCH": 2, "METADATA": 1})
+
+
+def _one_slice(path: Path) -> list[dict[str, Any]]:
+    described = describe_file(str(path), r"(?P<broker_id>[^/]+)/[^/]+$")
+    assert described is not None
+    slices, _ = plan_slices([described], {})
+    return list(parse_slices(slices, "UTC", AT))
+
+
+def test_a_quarantined_line_keeps_its_file_line_broker_and_date(tmp_path: Path) -> None:
+    path = tmp_path / "broker-7" / "kafka-request.log.1"
+    path.parent.mkdir()
+    broken = JSON_JOIN[: len(JSON_JOIN) // 2]  # a request line cut short: quarantined
+    path.write_text(f"{JSON_HEARTBEAT}\n{broken}\n")
+    (q,) = [r for r in _one_slice(path) if r["row_kind"] == "quarantine"]
+    assert set(q) == {
+        "row_kind",
+        "source_file",
+        "line_no",
+        "broker_id",
+        "quarantine_reason",
+        "raw_line",
+        "ingested_at",
+        "log_date",
+    }
+    assert (q["source_file"], q["line_no"], q["broker_id"], q["raw_line"]) == (
+        str(path),
+        2,
+        "broker-7",
+        broken,
+    )
+    assert q["quarantine_reason"] and q["ingested_at"] == AT
+
+
+def test_a_gzip_that_breaks_off_counts_its_unreadable_rest_as_one_quarantined_line(tmp_path: Path) -> None:
+    """The rest of a broken gzip stream is one quarantined line after the last line read: lines_read
+    counts it, so the accounting balances and covers the whole file."""
+    import gzip
+
+    path = tmp_path / "broker-1" / "kafka-request.log.2024-05-01-10.gz"
+    path.parent.mkdir()
+    whole = gzip.compress("".join(line + "\n" for line in VALID * 200).encode())
+    path.write_bytes(whole[: len(whole) // 2])
+    rows = _one_slice(path)
+    (stats,) = [r for r in rows if r["row_kind"] == "stats"]
+    assert stats["error"]
+    rest = [r for r in rows if r["row_kind"] == "quarantine" and r["raw_line"] == ""]
+    assert rest == [
+        {
+            "row_kind": "quarantine",
+            "source_file": str(path),
+            "line_no": stats["end_line"] + 1,
+            "broker_id": "broker-1",
+            "quarantine_reason": stats["error"],
+            "raw_line": "",
+            "ingested_at": AT,
+            "log_date": AT.date(),
+        }
+    ]
+    assert stats["lines_read"] == stats["end_line"] + 1 > 1
+    assert stats["lines_read"] == (
+        stats["n_requests"] + stats["n_quarantined"] + stats["n_other_api"] + stats["n_other"]
+    )
+
+
+def test_an_api_versions_line_gives_the_brokers_versions_as_evidence(tmp_path: Path) -> None:
+    """A real broker's ApiVersions answer (Kafka 3.7.2): the stats row carries its version ranges."""
+    real = Path(__file__).parent / "data" / "broker_facts" / "kafka-3.7.2.log"
+    line = next(x for x in real.read_text().splitlines() if '"requestApiKeyName":"API_VERSIONS"' in x)
+    path = tmp_path / "broker-1" / "kafka-request.log.1"
+    path.parent.mkdir()
+    path.write_text(line + "\n")
+    (stats,) = [r for r in _one_slice(path) if r["row_kind"] == "stats"]
+    assert stats["n_other_api"] == 1 and json.loads(stats["other_api_counts"]) == {"API_VERSIONS": 1}
+    evidence = json.loads(stats["evidence"])
+    # JoinGroup (key 11) is answered up to v9 by Kafka 3.7
+    assert evidence["api_versions"]["11"] == [0, 9]
