@@ -67,10 +67,10 @@ lint: install
 # Mutation testing of the core modules (docs/mutation-testing.md; mutmut, configured in pyproject.toml).
 # `make mutation`: EVERY mutant of every core module (~14,000 mutants: many hours on two cores; a
 # surviving mutant not listed in tests/mutation/equivalents.txt fails it). `make mutation-ci`: the CI tier,
-# time-boxed (MUTATION_BUDGET seconds, all included): the mutants of the core functions changed against
-# MUTATION_BASE, or, when none changed (or the base is unknown), a seeded sample of MUTATION_SAMPLE mutants
-# per core module.
-MUTATION_BASE   ?= origin/main
+# time-boxed (MUTATION_BUDGET seconds, all included): the mutants of the core functions changed since
+# MUTATION_BASE (origin/main, or main without a remote), or, when none changed (or the base is unknown),
+# a seeded sample of MUTATION_SAMPLE mutants per core module.
+MUTATION_BASE   ?= $(shell git rev-parse -q --verify origin/main >/dev/null && echo origin/main || echo main)
 MUTATION_BUDGET ?= 540
 MUTATION_SAMPLE ?= 4
 MUTATION_SEED   ?= 24

@@ -169,11 +169,14 @@ def load_equivalents(path: Path = EQUIVALENTS) -> dict[tuple[str, str], Equivale
 
 
 def changed_functions(base: str) -> dict[str, set[str]]:
-    """The core files changed against ``base`` (committed or not) → the mangled names (mutmut's
+    """The core files changed since ``base`` (committed or not) → the mangled names (mutmut's
     ``x_f``, ``xǁCǁm``) of their top-level functions and methods whose lines the change touched."""
     files = [f for m in MODULES.values() for f in m[0]]
+    git = ["git", "-C", str(ROOT)]
+    # against where this branch left the base, so that the base's own later commits do not count
+    fork = subprocess.run([*git, "merge-base", base, "HEAD"], capture_output=True, text=True, check=True)
     diff = subprocess.run(
-        ["git", "diff", "-U0", base, "--", *files], cwd=ROOT, capture_output=True, text=True, check=True
+        [*git, "diff", "-U0", fork.stdout.strip(), "--", *files], capture_output=True, text=True, check=True
     ).stdout
     touched: dict[str, set[int]] = {}
     current = None
