@@ -208,10 +208,10 @@ def changed_functions(base: str) -> dict[str, set[str]]:
     return out
 
 
-def run_mutmut(names: list[str], timeout: float, max_children: int) -> bool:
-    """``mutmut run NAMES`` in its own process group; False when the budget ran out first."""
+def run_mutmut(names: list[str], timeout: float, max_children: int) -> int | None:
+    """``mutmut run NAMES`` in its own process group: its exit status, None when the budget ran out."""
     if not names:
-        return True
+        return 0
     cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *names]
     with subprocess.Popen(cmd, cwd=ROOT, start_new_session=True) as proc:
         # a CI timeout that stops this script stops the mutants too
@@ -225,8 +225,8 @@ def run_mutmut(names: list[str], timeout: float, max_children: int) -> bool:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-            return False
-    return True
+            return None
+    return proc.returncode
 
 
 @dataclass
@@ -307,9 +307,12 @@ def main(argv: list[str] | None = None) -> int:
             to_run.append(n)
     print(f"mutation: {what}: {sum(map(len, selected.values()))} mutant(s), {len(known)} listed equivalent")
     remaining = args.budget - (time.monotonic() - start) if args.budget else 10**9
-    finished = run_mutmut(to_run, remaining - 30 if args.budget else remaining, args.max_children)
-    if not finished:
+    status = run_mutmut(to_run, remaining - 30 if args.budget else remaining, args.max_children)
+    if status is None:
         print(f"mutation: the budget of {args.budget:.0f} s ran out: the mutants not reached are not run")
+    elif status != 0:
+        print(f"mutation: FAILED: mutmut exited with status {status} (its output above says why)")
+        return 2
 
     status_of = results()
     from mutmut.stats import status_by_exit_code
