@@ -34,6 +34,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 EQUIVALENTS = Path(__file__).resolve().parent / "equivalents.txt"
+#: survivors found by the sampled runs and not yet triaged (each needs a test): reported as OPEN, not a
+#: failure unless --strict, so that CI fails on new survivors while this backlog is worked off
+BACKLOG = Path(__file__).resolve().parent / "backlog.txt"
 
 # module → (its files, the functions mutated: None = all of them). Ingest is mostly Spark plumbing: only
 # its accounting (the executor-side reading and counting, the merge of the tasks' counts, the balance and
@@ -285,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--module", action="append", choices=list(MODULES), help="only these modules")
     p.add_argument("--budget", type=float, default=0, help="seconds for the whole run (0: no limit)")
     p.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
+    p.add_argument("--strict", action="store_true", help="tests/mutation/backlog.txt's survivors fail too")
     p.add_argument("--report", type=Path, help="write the per-module table and survivors as JSON here")
     args = p.parse_args(argv)
     start = time.monotonic()
@@ -294,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     selected, what = pick(args, modules)
     equivalents = load_equivalents()
     # the listed equivalents are known survivors: not run, only checked to still be the same mutation
+    backlog = load_equivalents(BACKLOG) if BACKLOG.exists() and not args.strict else {}
     listed_functions = {f for f, _ in equivalents}
     known: dict[str, str] = {}
     to_run: list[str] = []
@@ -348,9 +353,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{r.module:<28}{r.mutants:>8}{r.selected:>6}{r.killed:>8}{len(r.equivalent):>7}"
             f"{len(r.survived):>10}{r.not_run:>9}{r.score:>8}"
         )
-    survivors = [n for r in rows for n in r.survived]
-    for n in survivors:
+    survivors = []
+    open_ = []
+    for n in (n for r in rows for n in r.survived):
         diff, fp = fingerprint(n)
+        if (function_of(n), fp) in backlog:
+            open_.append(n)
+            print(f"\nOPEN (in tests/mutation/backlog.txt, needs a test): {n} {fp}")
+            continue
+        survivors.append(n)
         print(f"\nSURVIVED ({status_by_exit_code[status_of.get(n)]}): {n} {fp}\n{diff}")
     if args.report:
         args.report.write_text(
@@ -360,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
                     "seconds": round(time.monotonic() - start),
                     "rows": [r.__dict__ | {"score": r.score} for r in rows],
                     "survivors": {n: fingerprint(n)[1] for n in survivors},
+                    "open": open_,
                 },
                 indent=2,
             )
