@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 DEFAULT_DOC = "coordinator-semantics.md"
 #: folders that are not project code: data, generated output, tool caches, the docs themselves
-SKIP_DIRS = {"docs", "samples", "warehouse", "build", "dist", "__pycache__", "node_modules"}
+# mutants: mutmut's copy of the tree (make mutation), git-ignored
+SKIP_DIRS = {"docs", "samples", "warehouse", "build", "dist", "__pycache__", "node_modules", "mutants"}
 #: the test's own docstring and patterns cite sections as examples
 SELF = Path(__file__).resolve()
 

@@ -18,6 +18,7 @@ from rebalance_replay.jobs.ingest import (
     IngestCounts,
     IngestResult,
     format_counts_table,
+    ingest_summary,
     merge_slice_stats,
     parse_slices,
 )
@@ -215,3 +216,130 @@ def test_the_accounting_reports_an_unbalanced_count(counts: IngestCounts, balanc
         )
         last = format_counts_table(result).splitlines()[-1]
         assert last.endswith(": ok" if balanced else ": MISMATCH"), last
+
+
+def test_a_slice_that_read_fewer_bytes_than_planned_leaves_a_named_gap(tmp_path: Path) -> None:
+    """No error, file present, but the slice ended before its planned end (the file shrank while it was
+    read): a later slice that read lines leaves a gap after the short slice's last line, named."""
+    path = tmp_path / "broker-1" / "kafka-request.log.1"
+    pieces = _pieces(path)
+    first, (second,), later = stats_of(pieces[:1]), stats_of(pieces[1:2]), stats_of(pieces[2:])
+    assert not second["missing"] and not second["error"] and pieces[1].end_offset is not None
+    assert pieces[2].start_line > pieces[1].start_line + 1
+    (read,) = merge_slice_stats([*first, second, *later])
+    assert read.problems == []
+    short = dict(second, end_line=pieces[1].start_line, end_offset=pieces[1].end_offset - 1)
+    (read,) = merge_slice_stats([*first, short, *later])
+    assert read.problems == [
+        f"lines {pieces[1].start_line + 1}-{pieces[2].start_line - 1} were not read (the file changed or "
+        "vanished while it was read)"
+    ]
+    assert read.errors == []
+
+
+def test_the_summary_holds_the_warehouse_totals_and_this_runs_counts() -> None:
+    run = IngestCounts(4, 2, 1, 1, 0, {"FETCH": 1})
+    total = IngestCounts(9, 5, 1, 2, 1, {"METADATA": 1, "FETCH": 1})
+    result = IngestResult(
+        batch_id=7, files_seen=3, slices=4, duplicate_files=1, run=run, total=total, seconds=1.234
+    )
+    assert total.as_dict() == {
+        "lines_read": 9,
+        "requests": 5,
+        "quarantined": 1,
+        "other_api_lines": 2,
+        "other_lines": 1,
+        "other_api_by_name": {"FETCH": 1, "METADATA": 1},
+        "accounting_ok": True,
+    }
+    assert list(total.as_dict()["other_api_by_name"]) == ["FETCH", "METADATA"]
+    assert ingest_summary(result) == {
+        **total.as_dict(),
+        "ingest": {
+            "batch_id": 7,
+            "files_seen": 3,
+            "slices_read": 4,
+            "duplicate_files": 1,
+            "this_run": run.as_dict(),
+            "seconds": 1.23,
+        },
+    }
+    run.add(total)
+    assert run == IngestCounts(13, 7, 2, 3, 1, {"FETCH": 2, "METADATA": 1})
+
+
+def _one_slice(path: Path) -> list[dict[str, Any]]:
+    described = describe_file(str(path), r"(?P<broker_id>[^/]+)/[^/]+$")
+    assert described is not None
+    slices, _ = plan_slices([described], {})
+    return list(parse_slices(slices, "UTC", AT))
+
+
+def test_a_quarantined_line_keeps_its_file_line_broker_and_date(tmp_path: Path) -> None:
+    path = tmp_path / "broker-7" / "kafka-request.log.1"
+    path.parent.mkdir()
+    broken = JSON_JOIN[: len(JSON_JOIN) // 2]  # a request line cut short: quarantined
+    path.write_text(f"{JSON_HEARTBEAT}\n{broken}\n")
+    (q,) = [r for r in _one_slice(path) if r["row_kind"] == "quarantine"]
+    assert set(q) == {
+        "row_kind",
+        "source_file",
+        "line_no",
+        "broker_id",
+        "quarantine_reason",
+        "raw_line",
+        "ingested_at",
+        "log_date",
+    }
+    assert (q["source_file"], q["line_no"], q["broker_id"], q["raw_line"]) == (
+        str(path),
+        2,
+        "broker-7",
+        broken,
+    )
+    assert q["quarantine_reason"] and q["ingested_at"] == AT
+
+
+def test_a_gzip_that_breaks_off_counts_its_unreadable_rest_as_one_quarantined_line(tmp_path: Path) -> None:
+    """The rest of a broken gzip stream is one quarantined line after the last line read: lines_read
+    counts it, so the accounting balances and covers the whole file."""
+    import gzip
+
+    path = tmp_path / "broker-1" / "kafka-request.log.2024-05-01-10.gz"
+    path.parent.mkdir()
+    whole = gzip.compress("".join(line + "\n" for line in VALID * 200).encode())
+    path.write_bytes(whole[: len(whole) // 2])
+    rows = _one_slice(path)
+    (stats,) = [r for r in rows if r["row_kind"] == "stats"]
+    assert stats["error"]
+    rest = [r for r in rows if r["row_kind"] == "quarantine" and r["raw_line"] == ""]
+    assert rest == [
+        {
+            "row_kind": "quarantine",
+            "source_file": str(path),
+            "line_no": stats["end_line"] + 1,
+            "broker_id": "broker-1",
+            "quarantine_reason": stats["error"],
+            "raw_line": "",
+            "ingested_at": AT,
+            "log_date": AT.date(),
+        }
+    ]
+    assert stats["lines_read"] == stats["end_line"] + 1 > 1
+    assert stats["lines_read"] == (
+        stats["n_requests"] + stats["n_quarantined"] + stats["n_other_api"] + stats["n_other"]
+    )
+
+
+def test_an_api_versions_line_gives_the_brokers_versions_as_evidence(tmp_path: Path) -> None:
+    """A real broker's ApiVersions answer (Kafka 3.7.2): the stats row carries its version ranges."""
+    real = Path(__file__).parent / "data" / "broker_facts" / "kafka-3.7.2.log"
+    line = next(x for x in real.read_text().splitlines() if '"requestApiKeyName":"API_VERSIONS"' in x)
+    path = tmp_path / "broker-1" / "kafka-request.log.1"
+    path.parent.mkdir()
+    path.write_text(line + "\n")
+    (stats,) = [r for r in _one_slice(path) if r["row_kind"] == "stats"]
+    assert stats["n_other_api"] == 1 and json.loads(stats["other_api_counts"]) == {"API_VERSIONS": 1}
+    evidence = json.loads(stats["evidence"])
+    # JoinGroup (key 11) is answered up to v9 by Kafka 3.7
+    assert evidence["api_versions"]["11"] == [0, 9]

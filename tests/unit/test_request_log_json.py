@@ -941,6 +941,8 @@ def test_quarantine_group_apis_need_their_group_field() -> None:
         '"requestApiKeyName":"DESCRIBE_GROUPS"},"request":{"groups":["g1",2]},"response":""' + TAIL
     )
     assert quarantined(dg) == "DescribeGroups v5 request: field groups[1] is not a string: 2"
+    assert quarantined(dg.replace('["g1",2]', "null")) == "DescribeGroups v5 request: field groups is null"
+    assert quarantined(dg.replace('{"groups":["g1",2]}', "{}")) == "DescribeGroups v5 request: missing groups"
 
 
 def test_quarantine_bad_timestamp_names_it() -> None:

@@ -82,7 +82,6 @@ def _after(inputs: GroupInputs, member: str, t: int, limit: int = 3) -> list[Req
     return [r for r in member_requests(inputs, member) if r.arrival_ms > t][:limit]
 
 
-@register("R02", "session-timeout-eviction")
 def session_timeout_eviction(inputs: GroupInputs, st: R02Settings, cap: int) -> list[Finding]:
     ev = [(s, last, k) for s, last, k in _expiries(inputs) if k in ("dynamic", "static-gone")]
     if not ev:
@@ -147,6 +146,9 @@ def session_timeout_eviction(inputs: GroupInputs, st: R02Settings, cap: int) -> 
     ]
 
 
+register("R02", "session-timeout-eviction")(session_timeout_eviction)
+
+
 POLL_TIMEOUT = "poll timeout"
 
 
@@ -156,11 +158,6 @@ def _is_poll_timeout_leave(r: Req) -> bool:
     )
 
 
-@register(
-    "R03",
-    "max-poll-interval-exceeded",
-    support=needs_version(LEAVE_GROUP, 5, "the client's leave reasons"),
-)
 def max_poll_interval_exceeded(inputs: GroupInputs, st: R03Settings, cap: int) -> list[Finding]:
     leaves = [r for r in inputs.requests if _is_poll_timeout_leave(r)]
     if not leaves:
@@ -213,6 +210,13 @@ def max_poll_interval_exceeded(inputs: GroupInputs, st: R03Settings, cap: int) -
             rebalance_seqs=seqs,
         )
     ]
+
+
+register(
+    "R03",
+    "max-poll-interval-exceeded",
+    support=needs_version(LEAVE_GROUP, 5, "the client's leave reasons"),
+)(max_poll_interval_exceeded)
 
 
 def _static_eviction_findings(
@@ -286,7 +290,6 @@ def _static_eviction_findings(
     ]
 
 
-@register("R04", "static-member-poll-timeout")
 def static_member_poll_timeout(inputs: GroupInputs, st: R04Settings, cap: int) -> list[Finding]:
     return _static_eviction_findings(
         inputs,
@@ -313,7 +316,9 @@ def static_member_poll_timeout(inputs: GroupInputs, st: R04Settings, cap: int) -
     )
 
 
-@register("R11", "static-restart-slower-than-session-timeout")
+register("R04", "static-member-poll-timeout")(static_member_poll_timeout)
+
+
 def static_restart_slow(inputs: GroupInputs, st: R11Settings, cap: int) -> list[Finding]:
     return _static_eviction_findings(
         inputs,
@@ -335,7 +340,9 @@ def static_restart_slow(inputs: GroupInputs, st: R11Settings, cap: int) -> list[
     )
 
 
-@register("R06", "heartbeat-interval-near-session-timeout")
+register("R11", "static-restart-slower-than-session-timeout")(static_restart_slow)
+
+
 def heartbeat_interval_near_timeout(inputs: GroupInputs, st: R06Settings, cap: int) -> list[Finding]:
     flagged: list[tuple[str, float, float, int, list[tuple[int, Req, Req]]]] = []
     for member, gaps in sorted(heartbeat_gaps(inputs).items()):
@@ -384,7 +391,9 @@ def heartbeat_interval_near_timeout(inputs: GroupInputs, st: R06Settings, cap: i
     ]
 
 
-@register("R12", "static-session-timeout-too-large")
+register("R06", "heartbeat-interval-near-session-timeout")(heartbeat_interval_near_timeout)
+
+
 def static_timeout_too_large(inputs: GroupInputs, st: R12Settings, cap: int) -> list[Finding]:
     evicted = {s.member_id for s, _, _ in _expiries(inputs)}
     silent: list[tuple[str, int, Req, Req, int]] = []
@@ -427,7 +436,9 @@ def static_timeout_too_large(inputs: GroupInputs, st: R12Settings, cap: int) -> 
     ]
 
 
-@register("R15", "double-join-leaked-member")
+register("R12", "static-session-timeout-too-large")(static_timeout_too_large)
+
+
 def double_join(inputs: GroupInputs, st: R15Settings, cap: int) -> list[Finding]:
     required = [
         r for r in inputs.requests if r.api_name == JOIN_GROUP and r.error_name == "MEMBER_ID_REQUIRED"
@@ -486,3 +497,6 @@ def double_join(inputs: GroupInputs, st: R15Settings, cap: int) -> list[Finding]
             rebalance_seqs=seqs,
         )
     ]
+
+
+register("R15", "double-join-leaked-member")(double_join)

@@ -70,7 +70,6 @@ def _trigger_rows(inputs: GroupInputs, rbs: list[Rebalance]) -> list[Req]:
     return rows
 
 
-@register("R01", "rebalance-storm")
 def rebalance_storm(inputs: GroupInputs, st: R01Settings, cap: int) -> list[Finding]:
     last_request = inputs.requests[-1].arrival_ms if inputs.requests else 0
     rbs = [rb for rb in inputs.rebalances if rb.started_ms <= last_request]  # not the log-end expiries
@@ -128,7 +127,9 @@ def rebalance_storm(inputs: GroupInputs, st: R01Settings, cap: int) -> list[Find
     ]
 
 
-@register("R05", "rebalance-held-by-slow-member")
+register("R01", "rebalance-storm")(rebalance_storm)
+
+
 def held_by_slow_member(inputs: GroupInputs, st: R05Settings, cap: int) -> list[Finding]:
     held: list[tuple[Rebalance, str, Req | None]] = []
     for rb in inputs.rebalances:
@@ -189,7 +190,9 @@ def held_by_slow_member(inputs: GroupInputs, st: R05Settings, cap: int) -> list[
     ]
 
 
-@register("R09", "cooperative-follow-up-rounds")
+register("R05", "rebalance-held-by-slow-member")(held_by_slow_member)
+
+
 def cooperative_follow_ups(inputs: GroupInputs, st: R09Settings, cap: int) -> list[Finding]:
     chains: list[list[Rebalance]] = []
     current: list[Rebalance] = []
@@ -234,7 +237,9 @@ def cooperative_follow_ups(inputs: GroupInputs, st: R09Settings, cap: int) -> li
     ]
 
 
-@register("R13", "rolling-deploy-without-static-membership")
+register("R09", "cooperative-follow-up-rounds")(cooperative_follow_ups)
+
+
 def rolling_deploy(inputs: GroupInputs, st: R13Settings, cap: int) -> list[Finding]:
     leaves = [
         r
@@ -316,7 +321,9 @@ def rolling_deploy(inputs: GroupInputs, st: R13Settings, cap: int) -> list[Findi
     ]
 
 
-@register("R14", "initial-rebalance-delay-churn")
+register("R13", "rolling-deploy-without-static-membership")(rolling_deploy)
+
+
 def initial_delay_churn(inputs: GroupInputs, st: R14Settings, cap: int) -> list[Finding]:
     cycles = [t for t in inputs.transitions if t.from_state == "Empty" and t.to_state == "PreparingRebalance"]
     if len(cycles) < st.min_cycles:
@@ -361,14 +368,12 @@ def initial_delay_churn(inputs: GroupInputs, st: R14Settings, cap: int) -> list[
     ]
 
 
+register("R14", "initial-rebalance-delay-churn")(initial_delay_churn)
+
+
 METADATA_REASONS = ("metadata has changed", "subscription has changed", "metadata")
 
 
-@register(
-    "R16",
-    "metadata-driven-rebalances",
-    support=needs_version(JOIN_GROUP, 8, "the client's rejoin reasons"),
-)
 def metadata_driven(inputs: GroupInputs, st: R16Settings, cap: int) -> list[Finding]:
     rbs = [
         rb
@@ -409,7 +414,13 @@ def metadata_driven(inputs: GroupInputs, st: R16Settings, cap: int) -> list[Find
     ]
 
 
-@register("R19", "sync-never-completes")
+register(
+    "R16",
+    "metadata-driven-rebalances",
+    support=needs_version(JOIN_GROUP, 8, "the client's rejoin reasons"),
+)(metadata_driven)
+
+
 def sync_never_completes(inputs: GroupInputs, st: R19Settings, cap: int) -> list[Finding]:
     expired = [s for s in inputs.sessions if s.end_reason == "pending_sync_expiry"]
     slow = [
@@ -489,7 +500,9 @@ def sync_never_completes(inputs: GroupInputs, st: R19Settings, cap: int) -> list
     ]
 
 
-@register("R22", "periodic-probing-rebalances")
+register("R19", "sync-never-completes")(sync_never_completes)
+
+
 def probing_rebalances(inputs: GroupInputs, st: R22Settings, cap: int) -> list[Finding]:
     same = [
         rb
@@ -542,3 +555,6 @@ def probing_rebalances(inputs: GroupInputs, st: R22Settings, cap: int) -> list[F
             window=rebalance_window(best),
         )
     ]
+
+
+register("R22", "periodic-probing-rebalances")(probing_rebalances)

@@ -63,7 +63,6 @@ def _refused_finding(
     ]
 
 
-@register("R07", "session-timeout-out-of-bounds")
 def session_timeout_out_of_bounds(inputs: GroupInputs, st: R07Settings, cap: int) -> list[Finding]:
     rows = _refused_joins(inputs, "INVALID_SESSION_TIMEOUT")
     if not rows:
@@ -93,7 +92,9 @@ def session_timeout_out_of_bounds(inputs: GroupInputs, st: R07Settings, cap: int
     )
 
 
-@register("R08", "inconsistent-assignors")
+register("R07", "session-timeout-out-of-bounds")(session_timeout_out_of_bounds)
+
+
 def inconsistent_assignors(inputs: GroupInputs, st: R08Settings, cap: int) -> list[Finding]:
     refused = [
         r
@@ -139,7 +140,9 @@ def inconsistent_assignors(inputs: GroupInputs, st: R08Settings, cap: int) -> li
     ]
 
 
-@register("R10", "duplicate-group-instance-id")
+register("R08", "inconsistent-assignors")(inconsistent_assignors)
+
+
 def duplicate_instance_id(inputs: GroupInputs, st: R10Settings, cap: int) -> list[Finding]:
     fenced = [r for r in inputs.requests if r.error_name == "FENCED_INSTANCE_ID" and r.group_instance_id]
     if not fenced:
@@ -177,6 +180,9 @@ def duplicate_instance_id(inputs: GroupInputs, st: R10Settings, cap: int) -> lis
     return out
 
 
+register("R10", "duplicate-group-instance-id")(duplicate_instance_id)
+
+
 def _leader_syncs(inputs: GroupInputs) -> list[Req]:
     return [r for r in inputs.requests if r.api_name == SYNC_GROUP and r.assignments]
 
@@ -190,7 +196,6 @@ def _assignment_support(inputs: GroupInputs) -> str | None:
     return None
 
 
-@register("R17", "over-provisioned-group", support=_assignment_support)
 def over_provisioned(inputs: GroupInputs, st: R17Settings, cap: int) -> list[Finding]:
     hits: list[tuple[Req, list[str], int]] = []
     for r in _leader_syncs(inputs):
@@ -227,7 +232,9 @@ def over_provisioned(inputs: GroupInputs, st: R17Settings, cap: int) -> list[Fin
     ]
 
 
-@register("R18", "group-max-size-reached")
+register("R17", "over-provisioned-group", support=_assignment_support)(over_provisioned)
+
+
 def group_max_size(inputs: GroupInputs, st: R18Settings, cap: int) -> list[Finding]:
     rows = _refused_joins(inputs, "GROUP_MAX_SIZE_REACHED")
     if not rows:
@@ -249,6 +256,9 @@ def group_max_size(inputs: GroupInputs, st: R18Settings, cap: int) -> list[Findi
     )
 
 
+register("R18", "group-max-size-reached")(group_max_size)
+
+
 COORDINATOR_ERRORS = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR")
 GROUP_APIS = (
     "JOIN_GROUP",
@@ -260,7 +270,6 @@ GROUP_APIS = (
 )
 
 
-@register("R20", "coordinator-unavailable-or-moving")
 def coordinator_moving(inputs: GroupInputs, st: R20Settings, cap: int) -> list[Finding]:
     errs = [r for r in inputs.requests if r.error_name in COORDINATOR_ERRORS]
     moves: list[tuple[Req, Req]] = []
@@ -314,10 +323,12 @@ def coordinator_moving(inputs: GroupInputs, st: R20Settings, cap: int) -> list[F
     ]
 
 
+register("R20", "coordinator-unavailable-or-moving")(coordinator_moving)
+
+
 RACING_ERRORS = ("REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID")
 
 
-@register("R21", "commits-racing-rebalances")
 def commits_racing(inputs: GroupInputs, st: R21Settings, cap: int) -> list[Finding]:
     rows = [
         r
@@ -363,6 +374,9 @@ def commits_racing(inputs: GroupInputs, st: R21Settings, cap: int) -> list[Findi
     ]
 
 
+register("R21", "commits-racing-rebalances")(commits_racing)
+
+
 KIP848_ERRORS = (
     "FENCED_MEMBER_EPOCH",
     "UNRELEASED_INSTANCE_ID",
@@ -371,7 +385,6 @@ KIP848_ERRORS = (
 )
 
 
-@register("R23", "kip848-group")
 def kip848_group(inputs: GroupInputs, st: R23Settings, cap: int) -> list[Finding]:
     cgh = [r for r in inputs.requests if r.api_name == "CONSUMER_GROUP_HEARTBEAT"]
     if not cgh:
@@ -415,3 +428,6 @@ def kip848_group(inputs: GroupInputs, st: R23Settings, cap: int) -> list[Finding
             metrics={"consumer_group_heartbeats": float(len(cgh)), "classic_requests": float(len(classic))},
         )
     ]
+
+
+register("R23", "kip848-group")(kip848_group)

@@ -38,7 +38,8 @@ RULES: dict[str, Rule] = {}
 
 
 def register(rule_id: str, name: str, *, support: Support = _always) -> Callable[[Check], Check]:
-    """Decorator: register ``check`` as rule ``rule_id``."""
+    """Register ``check`` as rule ``rule_id``: ``register(id, name)(check)`` after the check's definition
+    (a plain call, not a decorator: mutmut leaves decorated functions alone, docs/mutation-testing.md)."""
 
     def wrap(check: Check) -> Check:
         if rule_id in RULES:

@@ -246,3 +246,20 @@ def test_errors_are_their_names_with_their_wire_codes() -> None:
     with pytest.raises(KeyError):
         Errors.named("NOT_AN_ERROR")
     assert len({e.code for e in Errors}) == len(Errors)  # one member per code
+
+
+@pytest.mark.parametrize("implementation", ["scala", "java"])
+def test_a_pending_member_that_leaves_is_removed_by_name(implementation: str) -> None:
+    """KIP-394: a JoinGroup v4 without a member id is answered MEMBER_ID_REQUIRED and the new id waits in
+    the pending set; its LeaveGroup removes it from there (GroupCoordinator.handleLeaveGroup /
+    GroupMetadataManager.classicGroupLeave: removePendingMember) and the event names that member."""
+    model = GroupCoordinatorModel(G, default_config(implementation=implementation))
+    model.handle(replace(join(0), api_version=4))
+    (pred,), _ = model.drain()
+    pending = pred.response.member_id
+    assert pred.response.error is Errors.MEMBER_ID_REQUIRED and pending
+    model.handle(GroupRequest(ApiKey.LEAVE_GROUP, 3, G, 5, leave_members=(LeaveMember(pending),)))
+    (leave,), events = model.drain()
+    assert leave.response.error is Errors.NONE
+    removed = [e for e in events if e.kind is EventKind.PENDING_MEMBER_REMOVED]
+    assert [(e.member_id, e.removal_reason is not None) for e in removed] == [(pending, True)]

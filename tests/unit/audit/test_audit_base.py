@@ -1,0 +1,89 @@
+"""The audit's shared arithmetic on hand-made inputs: the cost of the rebalances a finding names, the
+rebalances a set of members caused, a finding's window. (Mutation testing found these unchecked.)"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rebalance_replay.transforms.audit import GroupInputs
+from rebalance_replay.transforms.audit.base import cost, make_finding, rebalances_caused_by
+from rebalance_replay.transforms.audit.model import Rebalance, Req
+
+
+def _rb(seq: int, *, duration: int | None = 500, **kw: object) -> Rebalance:
+    base = Rebalance(
+        rebalance_seq=seq,
+        generation_from=seq,
+        generation_to=seq + 1,
+        started_ms=10_000 * seq,
+        ended_ms=10_000 * seq + (duration or 0),
+        total_duration_ms=duration,
+        outcome="stable",
+        trigger="new_member",
+        trigger_member_id="m1",
+        members_before=("m1", "m2"),
+        members_after=("m1", "m2"),
+    )
+    return replace(base, **kw)  # type: ignore[arg-type]
+
+
+def _req(t: int, member: str = "m1") -> Req:
+    return Req(
+        source_file="b1/kafka-request.log",
+        line_no=t,
+        broker_id="broker-1",
+        api_name="JOIN_GROUP",
+        api_version=9,
+        arrival_ms=t,
+        completion_ms=t + 1,
+        member_id=member,
+        client_id="c1",
+    )
+
+
+def test_cost_adds_durations_and_members_times_seconds() -> None:
+    rbs = [
+        _rb(0),  # 2 members x 0.5 s
+        _rb(1, duration=2000, members_after=("m1", "m2", "m3")),  # 3 members (before ∪ after) x 2 s
+        _rb(2, duration=None),  # still open: no duration, no cost
+    ]
+    gi = GroupInputs.build("g", requests=[_req(1)], rebalances=rbs)
+    assert cost(gi, [1, 0, 1, 2, 7]) == {
+        "rebalance_time_caused_ms": 2500.0,
+        "member_seconds_without_assignment": 7.0,
+    }
+    assert cost(gi, []) == {"rebalance_time_caused_ms": 0.0, "member_seconds_without_assignment": 0.0}
+
+
+def test_rebalances_caused_by_trigger_member_evicted_or_left() -> None:
+    rbs = [
+        _rb(0, trigger="new_member", trigger_member_id="m3"),
+        _rb(1, trigger="member_left", trigger_member_id="m9", left=("m3",)),
+        _rb(2, trigger="session_expired", trigger_member_id="m9", evicted=("m3",)),
+        _rb(3, trigger="member_left", trigger_member_id="m9", left=("m4",)),
+    ]
+    gi = GroupInputs.build("g", requests=[_req(1)], rebalances=rbs)
+    assert rebalances_caused_by(gi, ["m3"], ["new_member", "member_left", "session_expired"]) == [0, 1, 2]
+    assert rebalances_caused_by(gi, ["m3"], ["member_left"]) == [1]
+    assert rebalances_caused_by(gi, ["m3"], ["session_expired"]) == [2]
+    assert rebalances_caused_by(gi, ["m5"], ["member_left", "session_expired", "new_member"]) == []
+
+
+def test_a_findings_window_spans_its_evidence_unless_given() -> None:
+    gi = GroupInputs.build("g", requests=[_req(1000), _req(3000)], rebalances=[_rb(0)])
+    common = {
+        "rule_id": "R02",
+        "severity": "info",
+        "confidence": 1.0,
+        "members": ["m1"],
+        "occurrences": 1,
+        "summary": "s",
+        "fix": "f",
+    }
+    f = make_finding(gi, 10, evidence=[_req(3000), _req(1000)], **common)  # type: ignore[arg-type]
+    assert (f.window_start_ms, f.window_end_ms) == (1000, 3000)
+    f = make_finding(gi, 10, evidence=[_req(1000)], window=(500, 2500), rebalance_seqs=[0], **common)  # type: ignore[arg-type]
+    assert (f.window_start_ms, f.window_end_ms) == (500, 2500)
+    assert (
+        f.metric("rebalance_time_caused_ms") == 500.0 and f.metric("member_seconds_without_assignment") == 1.0
+    )
