@@ -53,7 +53,7 @@ def java_hash_order(keys: Iterable[str], capacity: int = JAVA_HASHMAP_CAPACITY) 
     insertion order within a bucket (resizing keeps it). Buckets long enough to become trees (8+
     colliding keys) are not modelled."""
     mask = capacity - 1
-    return sorted(keys, key=lambda k: _spread(k) & mask)
+    return sorted(keys, key=lambda k: _java_slot(k, mask))
 
 
 def scala_hash_order(keys: Iterable[str], capacity: int = JAVA_HASHMAP_CAPACITY) -> list[str]:
@@ -63,12 +63,19 @@ def scala_hash_order(keys: Iterable[str], capacity: int = JAVA_HASHMAP_CAPACITY)
     ``<=`` the new one), equal hashes in insertion order; ``growTable`` splits buckets keeping their
     order, ``remove`` unlinks."""
     mask = capacity - 1
+    return sorted(keys, key=lambda k: _scala_slot(k, mask))
 
-    def key(k: str) -> tuple[int, int]:
-        h = _spread(k)
-        return h & mask, h - (1 << 32) if h & 0x80000000 else h
 
-    return sorted(keys, key=key)
+def _java_slot(key: str, mask: int) -> tuple[int, int]:
+    """A ``java.util.HashMap`` key's place: its bucket (insertion order within it)."""
+    return _spread(key) & mask, 0
+
+
+def _scala_slot(key: str, mask: int) -> tuple[int, int]:
+    """A Scala 2.13 ``mutable.HashMap`` key's place: its bucket, then its spread hash as a signed ``Int``
+    (insertion order among equal hashes)."""
+    h = _spread(key)
+    return h & mask, h - (1 << 32) if h & 0x80000000 else h
 
 
 def java_hashmap_capacity(capacity: int, size: int) -> int:
@@ -129,11 +136,8 @@ def hash_slot(key: str, layout: MapLayout, peak_size: int) -> tuple[int, int]:
     the order of this value (Java: the bucket; Scala: the bucket, then the spread hash as a signed
     ``Int``). The replay's tie ordering reads a logged member list's order of joins from it."""
     if layout == "java":
-        return _spread(key) & (java_hashmap_capacity(JAVA_HASHMAP_CAPACITY, peak_size) - 1), 0
-    h = _spread(key)
-    return h & (scala_hashmap_capacity(JAVA_HASHMAP_CAPACITY, peak_size) - 1), (
-        h - (1 << 32) if h & 0x80000000 else h
-    )
+        return _java_slot(key, java_hashmap_capacity(JAVA_HASHMAP_CAPACITY, peak_size) - 1)
+    return _scala_slot(key, scala_hashmap_capacity(JAVA_HASHMAP_CAPACITY, peak_size) - 1)
 
 
 #: ``GroupState.validPreviousStates`` (GroupMetadata.scala / ClassicGroupState.java).
