@@ -6,6 +6,10 @@ Mutations work at three levels:
   boundary number for Kafka's int8/16/32/64 types, a value of the wrong type, a very long or unicode/NUL
   string, or its key deleted; text era: a number token replaced by a boundary number, a token replaced);
 * **lines** (truncated, a chunk cut out, an impossible timestamp, bytes flipped, NUL inserted);
+* **derived values** (what the product computes from a line, not what it says: a timing field huge,
+  negative, NaN/Infinity or larger than the line's timestamp allows, so the arrival time — completion
+  less ``totalTimeMs`` — falls before the epoch; a timestamp at the edges of the accepted range) — see
+  :func:`mutate_timing`;
 * **files** (a gzip stream corrupt half-way, one very long line, binary garbage, an empty file, a file
   that grows while it is read, a symlink loop in the input tree) — see :func:`write_bad_files`.
 
@@ -26,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.clients import ConsumerSpec, SimConfig, simulate
-from simulator.log_render import complete_record, render_line
+from simulator.log_render import complete_record, java_double, render_line
 
 T0 = 1_714_557_600_000  # 2024-05-01T10:00:00Z
 
@@ -54,6 +58,40 @@ BOUNDARY_NUMBERS: tuple[int | float, ...] = (
 )
 WRONG_TYPES: tuple[Any, ...] = (None, "", "1", True, False, [], {}, [1, "a"], {"a": 1})
 STRINGS: tuple[str, ...] = ("\u00e9\u4e2d\U0001f600", "\x00", "a\x00b", "x" * 5000, "\u202e", "\\", '"')
+#: Timing values whose derived arrival time is impossible (or on the edge of possible).
+TIMING_VALUES: tuple[float, ...] = (
+    9.2e18,
+    -9.2e18,
+    -1.0,
+    -0.001,
+    1e300,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    2.0**53,
+    2_592_000_000.0,  # the longest request the product accepts (30 days): kept
+    2_592_000_001.0,
+    1_714_557_600_001.0,  # the line's own epoch milliseconds and more: arrival before 1970
+)
+TIMING_FIELDS: tuple[str, ...] = (
+    "totalTimeMs",
+    "requestQueueTimeMs",
+    "localTimeMs",
+    "remoteTimeMs",
+    "responseQueueTimeMs",
+    "sendTimeMs",
+    "throttleTimeMs",
+)
+#: Timestamps at and beyond the edges of what the product accepts (1970-01-01..2100-01-01 UTC).
+EDGE_TIMESTAMPS: tuple[str, ...] = (
+    "0001-01-01 00:00:00,000",
+    "1969-12-31 23:59:59,999",
+    "1970-01-01 00:00:00,000",
+    "1970-01-01 00:00:05,000",
+    "2099-12-31 23:59:59,999",
+    "2100-01-01 00:00:00,000",
+    "9999-12-31 23:59:59,999",
+)
 _NUMBER_TOKEN = re.compile(r"(?<=[=:])-?\d+(?=[,)\]}])")
 
 
@@ -155,13 +193,46 @@ def mutate_line(line: str, rng: random.Random) -> str:
     return line[:i] + "\x00" + line[i:]
 
 
+_TEXT_TIMING = re.compile(
+    r"(?<=[;,])(totalTime|requestQueueTime|localTime|remoteTime|responseQueueTime|sendTime):(-?[\d.]+)"
+)
+
+
+def mutate_timing(line: str, rng: random.Random) -> str:
+    """A derived value made impossible: a timing field set to one of :data:`TIMING_VALUES`, or the
+    line's timestamp to one of :data:`EDGE_TIMESTAMPS`."""
+    if rng.random() < 0.3 and line.startswith("["):
+        return "[" + rng.choice(EDGE_TIMESTAMPS) + line[24:]
+    value = rng.choice(TIMING_VALUES)
+    start = line.find("Completed request:") + len("Completed request:")
+    if line.startswith("{", start):
+        try:
+            body, end = json.JSONDecoder().raw_decode(line, start)
+        except ValueError:
+            return line
+        body[rng.choice(TIMING_FIELDS)] = value
+        return line[:start] + json.dumps(body, separators=(",", ":"), allow_nan=True) + line[end:]
+    fields = list(_TEXT_TIMING.finditer(line))
+    if not fields:
+        return line
+    m = rng.choice(fields)
+    return line[: m.start(2)] + java_double(value) + line[m.end(2) :]
+
+
 def mutated_lines(lines: Sequence[str], count: int, seed: int) -> list[str]:
-    """``count`` lines: each a base line mutated at value level (2 in 3) or line level (1 in 3)."""
+    """``count`` lines: each a base line mutated at value level (1 in 2), line level (1 in 4) or
+    derived-value level (1 in 4)."""
     rng = random.Random(seed)
     out = []
     for _ in range(count):
         line = rng.choice(lines)
-        out.append(mutate_value(line, rng) if rng.random() < 2 / 3 else mutate_line(line, rng))
+        pick = rng.random()
+        if pick < 1 / 2:
+            out.append(mutate_value(line, rng))
+        elif pick < 3 / 4:
+            out.append(mutate_line(line, rng))
+        else:
+            out.append(mutate_timing(line, rng))
     return [line.replace("\n", " ").replace("\r", " ") for line in out]
 
 

@@ -37,7 +37,13 @@ import pyarrow.json as pj
 from rebalance_replay.schemas.core import arrow_table, arrow_type
 from rebalance_replay.schemas.tables import COMMIT_PARTITION, COMMIT_PARTITION_RESPONSE
 from rebalance_replay.transforms.kafka_protocol import MAX_API_VERSION, ApiKey, Errors
-from rebalance_replay.transforms.request_log import RECORD_COLUMNS, split_connection
+from rebalance_replay.transforms.request_log import (
+    EARLIEST_LINE_MS,
+    LATEST_LINE_MS,
+    MAX_TOTAL_TIME_MS,
+    RECORD_COLUMNS,
+    split_connection,
+)
 
 __all__ = ["ROUTINE_APIS", "RoutineRows", "parse_routine_lines"]
 
@@ -152,8 +158,6 @@ _COMMIT_PARTITION = arrow_type(COMMIT_PARTITION)
 _COMMIT_PARTITION_RESPONSE = arrow_type(COMMIT_PARTITION_RESPONSE)
 _MS_PER_DAY = 86_400_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-#: |totalTimeMs| beyond this falls back (the arrival time must be exact integer arithmetic)
-_MAX_TOTAL_MS = 1e15
 
 
 @dataclass(frozen=True)
@@ -345,7 +349,8 @@ def _columns(
         & _np_bool(_f(hdr, "correlationId").is_valid())
         & _np_bool(_f(hdr, "clientId").is_valid())  # a null clientId might be a missing one
         & _np_bool(_f(req, "groupId").is_valid())
-        & _np_bool(pc.less(pc.abs(total), _MAX_TOTAL_MS))  # null, NaN and ±inf compare false
+        # null, NaN and ±inf compare false; out of range falls back to parse_line, which says why
+        & _np_bool(pc.and_(pc.greater_equal(total, 0.0), pc.less_equal(total, float(MAX_TOTAL_TIME_MS))))
     )
     # completion time: the wall-clock second through the zone once per distinct second, then the millis
     seconds = _by_value(pc.struct_field(m, "ts"), lambda s: _utc_second(s, tz), _I64)
@@ -353,6 +358,9 @@ def _columns(
     completion_ms = pc.add(pc.multiply(seconds.fill_null(0), 1000), pc.cast(_f(m, "ms"), _I64))
     arrival_ms = pc.subtract(
         completion_ms, pc.cast(pc.floor(pc.add(total.fill_null(0.0), 0.5)), _I64, safe=False)
+    )
+    keep &= _np_bool(
+        pc.and_(pc.greater_equal(arrival_ms, EARLIEST_LINE_MS), pc.less(completion_ms, LATEST_LINE_MS))
     )
     conn = _f(body, "connection")
     listener_address, client_address, connection_index = _connection_parts(conn)

@@ -871,11 +871,33 @@ def split_connection(conn: str | None) -> tuple[str | None, str | None, str | No
     return None, None, None
 
 
-def _set_times(r: Rec, utc: datetime, total: float) -> None:
+#: The longest a broker can take over one request, in ms: Kafka measures ``totalTimeMs`` on a monotonic
+#: clock from the request's arrival to its response, and the longest wait is a JoinGroup parked for the
+#: largest rebalance timeout (an int32 of ms, ~24.9 days) plus its queues. A larger (or negative) value is
+#: no time the broker measured, and the arrival time computed from it would be nonsense: quarantined.
+MAX_TOTAL_TIME_MS = 30 * 86_400_000
+#: Line times the product accepts, in epoch ms: from the epoch (Kafka's times are epoch millis, and the
+#: arrival time, completion less ``totalTimeMs``, may not fall before it) to 2100-01-01 UTC, so every
+#: deadline and window computed from a time (plus at most an int32 of ms) is a date Python and Spark hold.
+EARLIEST_LINE_MS = 0
+LATEST_LINE_MS = 4_102_444_800_000
+
+
+def _set_times(r: Rec, utc: datetime, total: float, field: str) -> None:
+    """The line's times from its completion time and its total time (``field`` names it in the line):
+    both range-checked here, where the arrival time is computed, so no later stage sees an impossible one."""
+    if not 0 <= total <= MAX_TOTAL_TIME_MS:
+        raise _Bad(f"field {field} out of range: {total!r} ms (a request takes 0..{MAX_TOTAL_TIME_MS} ms)")
     ms = (utc - _EPOCH) // _ONE_MS
+    arrival = ms - math.floor(total + 0.5)  # round half up, like Spark's round()
+    if ms >= LATEST_LINE_MS or arrival < EARLIEST_LINE_MS:
+        when = f"{utc.year:04d}-{utc:%m-%d %H:%M:%S} UTC"
+        if ms >= LATEST_LINE_MS:
+            raise _Bad(f"line time out of range: {when} is after 2100-01-01")
+        raise _Bad(f"arrival time out of range: {when} less {field} is before 1970-01-01")
     r["completion_time"] = utc
     r["completion_ms"] = ms
-    r["arrival_ms"] = ms - math.floor(total + 0.5)  # round half up, like Spark's round()
+    r["arrival_ms"] = arrival
     r["log_date"] = utc.date()
 
 
@@ -1080,7 +1102,7 @@ def _parse_json_kept(
         r["client_software_version"] = _top_str(ci, "softwareVersion")
     r["temporary_memory_bytes"] = _top_long(top, "temporaryMemoryBytes")
     r["message_conversions_time_ms"] = _num(top, "messageConversionsTime")
-    _set_times(r, utc, total)
+    _set_times(r, utc, total, "totalTimeMs")
 
     if "response" not in top:
         raise _Bad("missing response (a Completed request line always logs it)")
@@ -1433,7 +1455,7 @@ def _parse_text_kept(line: str, marker: int, b: int, tz: tzinfo, api: ApiKey) ->
         r["temporary_memory_bytes"] = _text_long("temporaryMemoryBytes", g(13))
     if g(14) is not None:
         r["message_conversions_time_ms"] = _text_float("messageConversionsTime", g(14))
-    _set_times(r, utc, total)
+    _set_times(r, utc, total, "totalTime")
     _map_bodies(api, v, req, resp, r)
     r["raw_request"] = line[h.end() : p]
     r["raw_response"] = line[p + 10 : k]

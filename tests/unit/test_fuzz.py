@@ -19,6 +19,7 @@ from rebalance_replay.jobs.ingest import TASK_OUTPUT, parse_slices
 from rebalance_replay.jobs.log_files import describe_file, plan_slices
 from rebalance_replay.schemas.core import value_check
 from rebalance_replay.schemas.tables import REQUESTS
+from rebalance_replay.transforms.columnar_log import parse_routine_lines
 from rebalance_replay.transforms.request_log import LineKind, parse_line
 from simulator.mutations import BOUNDARY_NUMBERS, base_lines, mutated_lines, write_bad_files
 
@@ -79,7 +80,7 @@ def test_out_of_range_values_name_the_field_and_value(lines: list[str]) -> None:
     line = next(x for x in lines if '"correlationId":' in x and "HEARTBEAT" in x)
     for bad, reason in (
         ('"correlationId":2147483648', "correlationId 2147483648 is out of int32 range"),
-        ('"totalTimeMs":-9223372036854775809', "arrival_ms"),
+        ('"totalTimeMs":-9223372036854775809', "field totalTimeMs out of range: -9.223372036854776e+18 ms"),
         ('"generationId":9223372036854775807', "generationId 9223372036854775807 is out of int32 range"),
         ('"generationId":"1"', 'generationId is not an int: "1"'),
     ):
@@ -89,6 +90,124 @@ def test_out_of_range_values_name_the_field_and_value(lines: list[str]) -> None:
         mutated = re.sub(re.escape(key) + r":(-?[0-9.]+|\"[^\"]*\")", bad, line, count=1)
         out = parse_line(mutated, UTC)
         assert out.kind is LineKind.QUARANTINE and reason in (out.reason or ""), (bad, out.reason)
+
+
+@pytest.mark.parametrize(
+    ("total", "outcome"),
+    [
+        ("9.2e18", "field totalTimeMs out of range: 9.2e+18 ms (a request takes 0..2592000000 ms)"),
+        ("-9.2e18", "field totalTimeMs out of range: -9.2e+18 ms (a request takes 0..2592000000 ms)"),
+        ("-0.001", "field totalTimeMs out of range: -0.001 ms (a request takes 0..2592000000 ms)"),
+        ("2592000001", "field totalTimeMs out of range: 2592000001.0 ms (a request takes 0..2592000000 ms)"),
+        ("NaN", "field totalTimeMs is not finite"),
+        ("Infinity", "field totalTimeMs is not finite"),
+        (
+            "1714557600001.5",
+            "field totalTimeMs out of range: 1714557600001.5 ms (a request takes 0..2592000000 ms)",
+        ),
+        ("2592000000", 1_714_557_600_000 - 2_592_000_000),  # 30 days: the longest accepted
+        ("0", 1_714_557_600_000),
+        ("-0.0", 1_714_557_600_000),
+        ("0.5", 1_714_557_600_000 - 1),  # rounded half up, like Spark's round()
+    ],
+)
+def test_impossible_derived_times_are_quarantined_naming_the_field(
+    lines: list[str], total: str, outcome: str | int
+) -> None:
+    """The arrival time is computed (completion less totalTimeMs) and range-checked where it is computed:
+    in the line parser and in the columnar parser (whose rows outside the range fall back to it), so an
+    absurd value never reaches the replay's dates."""
+    import re
+
+    line = next(x for x in lines if '"requestApiKeyName":"HEARTBEAT"' in x)
+    line = "[2024-05-01 10:00:00,000]" + line[line.index("]") + 1 :]
+    mutated = re.sub(r'"totalTimeMs":[^,]+', '"totalTimeMs":' + total, line, count=1)
+    out = parse_line(mutated, UTC)
+    typed = parse_routine_lines([mutated], UTC)  # the columnar parser: what it cannot type falls back
+    if isinstance(outcome, str):
+        assert out.kind is LineKind.QUARANTINE and out.reason == outcome
+        assert typed.positions.tolist() == []
+    else:
+        assert out.kind is LineKind.REQUEST and out.record is not None
+        assert out.record["arrival_ms"] == outcome
+        assert typed.positions.tolist() == [0]
+        assert typed.records.column("arrival_ms").to_pylist() == [outcome]
+
+
+@pytest.mark.parametrize(
+    ("stamp", "total", "reason"),
+    [
+        (
+            "0001-01-01 00:00:00,000",
+            "1",
+            "arrival time out of range: 0001-01-01 00:00:00 UTC less totalTimeMs is before 1970-01-01",
+        ),
+        (
+            "1970-01-01 00:00:00,000",
+            "0.6",
+            "arrival time out of range: 1970-01-01 00:00:00 UTC less totalTimeMs is before 1970-01-01",
+        ),
+        ("1970-01-01 00:00:05,000", "5000", None),
+        ("2099-12-31 23:59:59,999", "1", None),
+        (
+            "2100-01-01 00:00:00,000",
+            "1",
+            "line time out of range: 2100-01-01 00:00:00 UTC is after 2100-01-01",
+        ),
+        (
+            "9999-12-31 23:59:59,999",
+            "1",
+            "line time out of range: 9999-12-31 23:59:59 UTC is after 2100-01-01",
+        ),
+    ],
+)
+def test_line_times_outside_the_accepted_range_are_quarantined(
+    lines: list[str], stamp: str, total: str, reason: str | None
+) -> None:
+    """Both eras: a JSON line and a text (≤2.7) line with the same time and total."""
+    import re
+
+    for era_marker in ('"requestApiKeyName":"HEARTBEAT"', "RequestHeader(apiKey=HEARTBEAT"):
+        line = next(x for x in lines if era_marker in x)
+        line = "[" + stamp + line[line.index("]") :]
+        if line.count("totalTimeMs"):
+            line = re.sub(r'"totalTimeMs":[^,]+', '"totalTimeMs":' + total, line, count=1)
+        else:
+            line = re.sub(r"totalTime:[^,]+", "totalTime:" + total, line, count=1)
+            reason = reason and reason.replace("totalTimeMs", "totalTime")
+        out = parse_line(line, UTC)
+        typed = parse_routine_lines([line], UTC).positions.tolist()  # text lines are never typed there
+        if reason is None:
+            assert out.kind is LineKind.REQUEST, out.reason
+            assert typed == ([0] if line.count("totalTimeMs") else [])
+        else:
+            assert (out.kind, out.reason) == (LineKind.QUARANTINE, reason)
+            assert typed == []
+
+
+def test_fuzzed_derived_values_never_pass_an_impossible_time(lines: list[str], tmp_path: Path) -> None:
+    """Every line :func:`mutate_timing` makes is either quarantined or carries times in range."""
+    import random
+
+    from simulator.mutations import mutate_timing
+
+    rng = random.Random(29)
+    bad = [mutate_timing(rng.choice(lines), rng) for _ in range(2_000)]
+    path = tmp_path / "broker-1" / "kafka-request.log.2024-05-01-10"
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join(bad) + "\n", encoding="utf-8")
+    rows, stats = _ingest_file(path)
+    reasons = _check(rows, stats)
+    requests = [r for r in rows if r["row_kind"] == "request"]
+    typed = parse_routine_lines(bad, UTC).records
+    assert typed.num_rows > 100
+    requests += typed.select(["arrival_ms", "completion_ms", "total_time_ms"]).to_pylist()
+    assert requests and all(0 <= r["arrival_ms"] <= r["completion_ms"] < 4_102_444_800_000 for r in requests)
+    assert all(0 <= r["total_time_ms"] <= 2_592_000_000 for r in requests)
+    assert {"arrival time out of range", "line time out of range", "field totalTimeMs out of range"} <= set(
+        reasons
+    )
+    assert {"field totalTime out of range", "text-era field totalTime is not finite"} <= set(reasons)
 
 
 def test_a_completed_join_group_without_its_response_is_quarantined(lines: list[str]) -> None:
