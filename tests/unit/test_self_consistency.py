@@ -46,7 +46,7 @@ def _check(predictions: list[dict[str, Any]], minimum: float) -> None:
     )
 
 
-@pytest.mark.parametrize("resolution_ms", [1, 10])
+@pytest.mark.parametrize("resolution_ms", [1, pytest.param(10, marks=pytest.mark.slow)])
 def test_coarse_clock_and_shuffled_ties(resolution_ms: int) -> None:
     _check(run_corpus(range(3), resolution_ms, DEFAULT), 1.0)
 

@@ -186,3 +186,10 @@ def test_request_rows_with_fields_missing_are_read_not_crashed_on() -> None:
     assert req.commit_errors == ()
     assert req.leave_members == ((None, None, None),)
     assert req.assignments == (("", None),)
+
+
+def test_the_rules_doc_is_the_registry() -> None:
+    from rebalance_replay.transforms.audit.registry import catalogue_markdown
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "audit-rules.md").read_text(encoding="utf-8")
+    assert doc == catalogue_markdown(), "run: python -m rebalance_replay.jobs.config"
