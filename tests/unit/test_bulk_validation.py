@@ -140,7 +140,7 @@ def test_sample_logs_identical_and_mostly_bulk(calls: int) -> None:
     assert in_bulk >= 0.9 * heartbeats  # the steady sample: ≥ 90% of heartbeats never go one by one
 
 
-@pytest.mark.parametrize("calls", [1, 5])
+@pytest.mark.parametrize("calls", [1, pytest.param(5, marks=pytest.mark.slow)])
 def test_incident_logs_identical(calls: int) -> None:
     groups = _by_group(_corpus("incidents"))
     assert len(groups) >= 5
