@@ -1,4 +1,5 @@
 """Liveness rules: members that stop heartbeating, poll too slowly, restart too slowly, or leak.
+
 Which rules are here: ``docs/audit-rules.md`` (generated from the registry, column "family").
 """
 

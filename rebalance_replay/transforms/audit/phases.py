@@ -1,4 +1,5 @@
 """Rebalance-shape rules: what makes rebalances slow, frequent or repeated.
+
 Which rules are here: ``docs/audit-rules.md`` (generated from the registry, column "family").
 """
 

@@ -1,4 +1,5 @@
 """Protocol and configuration rules: what the coordinator refuses, and group shapes it cannot serve.
+
 Which rules are here: ``docs/audit-rules.md`` (generated from the registry, column "family").
 """
 
