@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 WAREHOUSE ?= warehouse
 
-.PHONY: demo test test-fast test-realkafka test-random real-kafka-corpus lint install check-java check-maven bench clean cluster-demo mutation mutation-ci
+.PHONY: demo test test-fast test-browser test-realkafka test-random real-kafka-corpus lint install check-java check-maven bench clean cluster-demo mutation mutation-ci
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' \
@@ -40,8 +40,26 @@ cluster-demo: check-java install
 	  $(BIN)/spark-submit --master $$MASTER rebalance_replay/jobs/submit.py run --input samples/logs --warehouse $(WAREHOUSE)-cluster; \
 	  status=$$?; $(BIN)/python -m rebalance_replay.jobs.standalone stop --dir $(CLUSTER_DIR); exit $$status
 
+# The test tiers (README "Development" gives each one's measured time). `make test` is every tier but the
+# real-Kafka one: the browser tests in a pytest process of their own, after the rest (both always run;
+# it fails if either did).
 test: check-java install
-	$(BIN)/python -m pytest -m "not realkafka"
+	@status=0; \
+	$(BIN)/python -m pytest -m "not realkafka and not browser" || status=$$?; \
+	$(BIN)/python -m pytest -p no:xdist -m "browser and not realkafka" || status=$$?; \
+	exit $$status
+
+# Pure Python, no JVM, no browser, nothing slow: `-n` workers (pytest-xdist; FAST_WORKERS=0 runs them in
+# this process), one test file per worker so a file's cached inputs are computed once.
+FAST_MARKERS = not spark and not slow and not browser and not differential and not realkafka and not cluster
+FAST_WORKERS ?= auto
+test-fast: install
+	$(BIN)/python -m pytest -m "$(FAST_MARKERS)" -n $(FAST_WORKERS) --dist loadfile
+
+# The pages in headless Chromium (/usr/lib/chromium/chromium; skipped, with the reason, without it): the
+# 1,000-member report page (no Spark) and the sample's report and Data Docs (Spark).
+test-browser: check-java install
+	$(BIN)/python -m pytest -p no:xdist -m "browser and not realkafka"
 
 # The property tests (hypothesis) once more, randomized: a new seed each run unless HYPOTHESIS_SEED is set
 # (printed first, so a failure can be replayed with HYPOTHESIS_SEED=<seed> make test-random). `make test`
@@ -65,9 +83,6 @@ test-realkafka: check-java check-maven install
 # Re-record the committed corpus tests/data/real-kafka (every release, every scenario: ~15 min).
 real-kafka-corpus: check-java check-maven install
 	$(BIN)/python -m simulator.realkafka.record --out tests/data/real-kafka
-
-test-fast: install
-	$(BIN)/python -m pytest -m "not spark and not slow"
 
 lint: install
 	$(BIN)/ruff check .

@@ -22,7 +22,7 @@ into ``benchmarks/.data/pipeline-l<lines>-g<groups>-m<members>/logs`` (reused by
 - ``fast`` / ``stateful``: ``rebalance_replay.jobs.replay.replay`` on that warehouse with ``path=fast`` /
 ``path=stateful``;
 - ``validate``: ``rebalance_replay.jobs.validate.validate`` on it (after the stateful replay);
-- ``audit``: ``rebalance_replay.jobs.audit.audit`` on it (rules R01–R23; no Great Expectations);
+- ``audit``: ``rebalance_replay.jobs.audit.audit`` on it (every rule; no Great Expectations);
 - ``run``: the whole CLI ``run`` (ingest → replay → validate …) into a second fresh warehouse, JVM start
   included.
 

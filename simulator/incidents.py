@@ -397,31 +397,11 @@ INCIDENTS: dict[str, Callable[[str, int, random.Random, bool], Incident]] = {
     "R22": probing,
     "R23": kip848,
 }
-NAMES = {
-    "R01": "storm",
-    "R02": "crashes",
-    "R03": "poll-timeout",
-    "R04": "static-stall",
-    "R05": "slow-joiner",
-    "R06": "slow-heartbeats",
-    "R07": "bad-session-timeout",
-    "R08": "mixed-assignors",
-    "R09": "cooperative-rounds",
-    "R10": "duplicate-instance",
-    "R11": "slow-static-restart",
-    "R12": "static-long-timeout",
-    "R13": "rolling-deploy",
-    "R14": "short-lived",
-    "R15": "double-join",
-    "R16": "metadata-churn",
-    "R17": "over-provisioned",
-    "R18": "max-size",
-    "R19": "hung-sync",
-    "R20": "coordinator-move",
-    "R21": "commit-races",
-    "R22": "probing",
-    "R23": "kip848",
-}
+
+
+def incident_name(rule_id: str) -> str:
+    """The incident's group-name part: its function's name in kebab case (``poll_timeout`` → poll-timeout)."""
+    return INCIDENTS[rule_id].__name__.replace("_", "-")
 
 
 def incidents(
@@ -432,7 +412,7 @@ def incidents(
     rnd = random.Random(seed)
     out = []
     for k, rule_id in enumerate(sorted(rules or INCIDENTS)):
-        g = f"inc-{rule_id.lower()}-{NAMES[rule_id]}"
+        g = f"inc-{rule_id.lower()}-{incident_name(rule_id)}"
         out.append(INCIDENTS[rule_id](g, T0 + k * 7 * S, rnd, inject))
     for k in range(healthy_groups):
         out.append(healthy(f"healthy-{k + 1}", T0 + (k * 11 + 3) * S, rnd))

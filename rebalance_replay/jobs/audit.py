@@ -49,13 +49,14 @@ from rebalance_replay.transforms.audit.model import (
     Session,
     Transition,
 )
+from rebalance_replay.transforms.audit.registry import rule_ids_text
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
     from pyspark.sql import Column as SparkColumn
     from pyspark.sql import DataFrame, SparkSession
 
-    from rebalance_replay.jobs.delta_store import DeltaStore
+    from rebalance_replay.jobs.delta import DeltaStore
 
 Log = Callable[[str], object]
 
@@ -382,7 +383,7 @@ def audit(
         )
     unknown = [r for r in (rules or ()) if r not in RULES]
     if unknown:
-        raise ValueError(f"audit: unknown rule id(s) {', '.join(unknown)} (rules are R01…R23)")
+        raise ValueError(f"audit: unknown rule id(s) {', '.join(unknown)} (rules are {rule_ids_text()})")
     settings = config.audit
     only = tuple(sorted(rules)) if rules else None
     from rebalance_replay.jobs.broker_facts import broker_facts

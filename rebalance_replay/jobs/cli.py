@@ -3,7 +3,7 @@
     rebalance-replay ingest   --input PATH... --warehouse DIR   land request logs into Delta
     rebalance-replay replay   --warehouse DIR                   replay every group through the model
     rebalance-replay validate --warehouse DIR                   predicted vs observed, GX checkpoints
-    rebalance-replay audit    --warehouse DIR [--rules R02,R03] misconfigurations and anomalies (R01…R23)
+    rebalance-replay audit    --warehouse DIR [--rules R02,R03] misconfigurations and anomalies (rules)
     rebalance-replay report   --warehouse DIR                   HTML forensics report
     rebalance-replay run      --input PATH... --warehouse DIR   all of the above in order
 
@@ -60,6 +60,8 @@ def _common(p: argparse.ArgumentParser, *, needs_input: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from rebalance_replay.transforms.audit import rule_ids_text
+
     parser = _Parser(
         prog=PROG, description="Spark-native batch analytics over Kafka group-coordinator request logs."
     )
@@ -68,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         "ingest": "land broker request logs (text ≤2.7 and JSON 2.8+, rotated, gzipped) into Delta tables",
         "replay": "replay each group's requests through the coordinator model",
         "validate": "compare predicted and observed responses; Great Expectations checkpoints",
-        "audit": "flag misconfigurations and anomalies",
+        "audit": f"flag misconfigurations and anomalies (rules {rule_ids_text()})",
         "report": "write the HTML forensics report",
         "run": "ingest, replay, validate, audit and report, in order",
     }
@@ -137,7 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
                 type=_rule_ids,
                 default=None,
                 metavar="R02,R03",
-                help="run only these audit rules (default: every rule enabled in audit.*)",
+                help=f"run only these audit rules, of {rule_ids_text()} (default: every rule enabled in "
+                "audit.*)",
             )
     return parser
 
@@ -146,7 +149,7 @@ def _rule_ids(text: str) -> tuple[str, ...]:
     """``--rules R02,R03``: known rule ids, upper-cased; R2 is R02."""
     import re
 
-    from rebalance_replay.transforms.audit import RULES
+    from rebalance_replay.transforms.audit import RULES, rule_ids_text
 
     ids = []
     for part in (p.strip().upper() for p in text.split(",")):
@@ -155,7 +158,7 @@ def _rule_ids(text: str) -> tuple[str, ...]:
         m = re.fullmatch(r"R(\d{1,2})", part)
         rule_id = f"R{int(m.group(1)):02d}" if m else part
         if rule_id not in RULES:
-            raise argparse.ArgumentTypeError(f"unknown rule {part!r} (rules are R01…R23)")
+            raise argparse.ArgumentTypeError(f"unknown rule {part!r} (rules are {rule_ids_text()})")
         ids.append(rule_id)
     if not ids:
         raise argparse.ArgumentTypeError("--rules needs at least one rule id, e.g. R02,R03")

@@ -27,6 +27,7 @@ from rebalance_replay.jobs.errors import (
 )
 from rebalance_replay.jobs.settings import build, defaults, render_markdown, render_yaml, section, setting
 from rebalance_replay.transforms.audit.config import AuditSettings
+from rebalance_replay.transforms.audit.registry import catalogue_markdown
 from rebalance_replay.transforms.coordinator.config import CoordinatorConfig, Implementation, Mode, TimerRule
 from rebalance_replay.transforms.kafka_version import KAFKA_LINES, parse_kafka_version
 
@@ -468,12 +469,13 @@ def config_markdown() -> str:
 
 
 def write_generated(root: Path) -> list[Path]:
-    """Regenerate ``rebalance_replay/conf/default.yaml`` and ``docs/config.md`` under the checkout
-    ``root``."""
+    """Regenerate ``rebalance_replay/conf/default.yaml``, ``docs/config.md`` and ``docs/audit-rules.md``
+    (the rule registry's catalogue) under the checkout ``root``."""
     out = []
     for rel, text in (
         ("rebalance_replay/conf/default.yaml", default_yaml_text()),
         ("docs/config.md", config_markdown()),
+        ("docs/audit-rules.md", catalogue_markdown()),
     ):
         path = root / rel
         path.write_text(text, encoding="utf-8")

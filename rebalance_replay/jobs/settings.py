@@ -26,7 +26,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from rebalance_replay.jobs.errors import ConfigError
-from rebalance_replay.transforms.declare import META, Setting, section, setting
+from rebalance_replay.transforms.declare import META, Setting, section, section_doc, setting
 
 __all__ = ["Setting", "build", "defaults", "keys", "render_markdown", "render_yaml", "section", "setting"]
 
@@ -82,7 +82,9 @@ def keys(cls: type[Any], prefix: str = "") -> list[Key]:
 
 def sections(cls: type[Any]) -> list[tuple[str, str, type[Any]]]:
     """(name, doc, class) of the top-level sections."""
-    return [(spec.name or f.name, spec.doc, tp) for f, tp, spec in _fields(cls) if _is_section(tp)]
+    return [
+        (spec.name or f.name, section_doc(spec, tp), tp) for f, tp, spec in _fields(cls) if _is_section(tp)
+    ]
 
 
 def _raw(value: Any) -> Any:
@@ -210,7 +212,7 @@ def render_yaml(cls: type[Any], header: str) -> str:
     def emit(section_cls: type[Any], indent: str) -> None:
         for f, tp, spec in _fields(section_cls):
             name = spec.name or f.name
-            lines.extend(_comment(spec.doc, indent))
+            lines.extend(_comment(section_doc(spec, tp) if _is_section(tp) else spec.doc, indent))
             if _is_section(tp):
                 lines.append(f"{indent}{name}:")
                 emit(tp, indent + "  ")

@@ -28,7 +28,7 @@ checkpoint per suite:
   ``predictions``. An absent table leaves its expectations vacuously true.
 * ``findings_contract`` on the audit's ``findings`` (when the table exists; ``audit`` also runs it right
   after writing the table): every finding has evidence rows, ``window_start_ms ≤ window_end_ms``,
-  ``severity`` in info/warning/critical, ``confidence`` in [0, 1], ``rule_id`` is R01…R23.
+  ``severity`` in info/warning/critical, ``confidence`` in [0, 1], ``rule_id`` is a registered rule's.
 
 A failed expectation does not fail the job (exit 0): it is reported (``gx_success``, ``gx.failures``) and
 shown in Data Docs. ``report.great_expectations: false`` skips GX (``gx_success`` and ``data_docs`` None).
@@ -717,6 +717,8 @@ def findings_contract_frame(findings: DataFrame) -> DataFrame:
 
 
 def _findings_expectations(gx: Any) -> list[Any]:
+    from rebalance_replay.transforms.audit import rule_id_pattern, rule_ids_text
+
     E = gx.expectations
     return [
         E.ExpectColumnValuesToBeBetween(
@@ -735,7 +737,7 @@ def _findings_expectations(gx: Any) -> list[Any]:
             column="confidence", min_value=0, max_value=1, description="confidence in [0, 1]"
         ),
         E.ExpectColumnValuesToMatchRegex(
-            column="rule_id", regex="^R(0[1-9]|1[0-9]|2[0-3])$", description="rule_id is R01…R23"
+            column="rule_id", regex=rule_id_pattern(), description=f"rule_id is {rule_ids_text()}"
         ),
     ]
 

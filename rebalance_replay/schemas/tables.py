@@ -321,12 +321,13 @@ EVIDENCE = "struct<source_file:string,line_no:bigint,api:string,arrival_ms:bigin
 FINDINGS = TableDef(
     name="findings",
     doc=(
-        "Audit: one row per finding of a rule (misconfiguration or anomaly, catalogue R01…R23) in a group, "
-        "with the evidence rows, the measured values, the fix and the cost."
+        "Audit: one row per finding of a rule (misconfiguration or anomaly, one rule per pattern of the "
+        "audit catalogue: [audit-rules.md](audit-rules.md)) in a group, with the evidence rows, the measured "
+        "values, the fix and the cost."
     ),
     partition_by=("log_date",),
     columns=(
-        C("rule_id", "string", False, "R01…R23: the pattern's number in the audit catalogue"),
+        C("rule_id", "string", False, "R01, R02, …: the pattern's number in the audit catalogue"),
         C("rule", "string", False, "kebab-case rule name, e.g. session-timeout-eviction"),
         C("severity", "string", False, "info, warning or critical"),
         C("confidence", "double", False, "0–1; the summary says what lowers it"),

@@ -45,5 +45,12 @@ def setting(
 
 
 def section(cls: type[Any], doc: str = "") -> Any:
-    """A nested section as a field of its parent (its defaults are its own fields' defaults)."""
-    return field(default_factory=cls, metadata={META: Setting(doc or (cls.__doc__ or "").strip())})
+    """A nested section as a field of its parent (its defaults are its own fields' defaults). Without
+    ``doc`` its doc is the class's docstring when the docs are written (:func:`section_doc`)."""
+    return field(default_factory=cls, metadata={META: Setting(doc)})
+
+
+def section_doc(spec: Setting, cls: type[Any]) -> str:
+    """The doc of the section ``cls`` declared with ``spec``: its own, else the class's docstring as it is
+    now (the audit's names the rules registered so far)."""
+    return spec.doc or (cls.__doc__ or "").strip()

@@ -1,5 +1,12 @@
 """Headless Chromium (the distribution's package) driven by Playwright, with every request that is not
-``file://`` aborted and counted: the pages must work with no network."""
+``file://`` aborted and counted: the pages must work with no network.
+
+The browser tests are their own tier (marker ``browser``, ``make test-browser``; ``make test`` runs them in
+a pytest process of their own, after the rest, xdist off): a Chromium shares its pytest process only with
+the few tests of its tier, never with the whole suite's Spark session, its workers and caches, and each
+test starts its own Chromium (a crash cannot carry over to the next test). A renderer that crashes
+anyway fails its test as :class:`BrowserCrashed`, naming the page, instead of a bare
+``TargetClosedError`` from whatever call came next."""
 
 from __future__ import annotations
 
@@ -11,7 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+#: the browser binary itself first: Debian's /usr/bin/chromium is a shell wrapper that sources
+#: /etc/chromium.d (its /dev/shm check fails when /dev/shm is mounted twice) and adds flags of its own
+#: (GPU rasterization, extensions) that a headless test does not want
+CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -21,6 +31,7 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    "--disable-dev-shm-usage",  # shared memory in /tmp: a small or crowded /dev/shm crashes renderers
 ]
 
 
@@ -38,7 +49,7 @@ def skip_reason() -> str | None:
     except ImportError:
         return "Playwright for Python is not installed (pip install -e '.[dev]')"
     if chromium_path() is None:
-        return "no Chromium at /usr/bin/chromium (apt-get install -y chromium; .ci/run installs it)"
+        return "no Chromium at /usr/lib/chromium/chromium (apt-get install -y chromium; .ci/run installs it)"
     return None
 
 
@@ -49,11 +60,18 @@ class PageLoad:
     page_errors: list[str] = field(default_factory=list)
 
 
+class BrowserCrashed(AssertionError):
+    """Chromium (a renderer, or the browser) went away under a test: out of memory, killed."""
+
+
 @contextmanager
 def offline_browser() -> Iterator[Any]:
-    """A fresh Chromium (new user-data-dir) whose contexts abort every non-file:// request."""
+    """A fresh Chromium (new user-data-dir) whose contexts abort every non-file:// request. A crashed
+    renderer or browser fails the test as :class:`BrowserCrashed`, naming the page."""
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 
+    crashes: list[str] = []
     profile = tempfile.mkdtemp(prefix="rr-chromium-")
     try:
         with sync_playwright() as pw:
@@ -65,9 +83,19 @@ def offline_browser() -> Iterator[Any]:
                 offline=True,
                 viewport={"width": 1400, "height": 900},
             )
+            context.on(
+                "page", lambda page: page.on("crash", lambda p: crashes.append(f"renderer of {p.url}"))
+            )
+            context.on("close", lambda _c: crashes.append("browser") if not closing else None)
+            closing = False
             try:
                 yield context
+            except PlaywrightError as e:
+                if crashes:
+                    raise BrowserCrashed(f"Chromium crashed ({'; '.join(crashes)}): {e}") from e
+                raise
             finally:
+                closing = True
                 context.close()
     finally:
         shutil.rmtree(profile, ignore_errors=True)

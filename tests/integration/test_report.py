@@ -27,7 +27,6 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 SCHEDULED = ("requests", "predictions", "transitions", "rebalances", "member_sessions")
 LANES_JS = "document.querySelectorAll('#timeline .yaxislayer-above g.ytick').length"
 BANDS_JS = "document.querySelectorAll('#timeline .layer-below .shapelayer path').length"
-needs_browser = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +100,8 @@ def test_report_of_one_group_and_window(sample_wh: Path, tmp_path: Path) -> None
     assert "orders-processor" in page.read_text() and "window" in (out / "index.html").read_text()
 
 
-@needs_browser
+@pytest.mark.browser
+@pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 def test_report_pages_render_offline(sample_wh: Path) -> None:
     reports = sample_wh / "reports"
     meta = {g["page"]: g for g in json.loads((reports / "report.json").read_text())["groups"]}
@@ -127,7 +127,8 @@ def test_report_pages_render_offline(sample_wh: Path) -> None:
     assert load.console_errors == [] and load.page_errors == []
 
 
-@needs_browser
+@pytest.mark.browser
+@pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 def test_data_docs_render_offline(sample_wh: Path) -> None:
     summary = json.loads((sample_wh / "summary.json").read_text())
     site = Path(summary["data_docs"]).parent
@@ -151,6 +152,7 @@ def test_data_docs_render_offline(sample_wh: Path) -> None:
     assert load.console_errors == [] and load.page_errors == []
 
 
+@pytest.mark.browser  # its browser checks skip visibly when Chromium is missing
 def test_findings_are_rendered_when_the_audit_wrote_them(sample_wh: Path, tmp_path: Path) -> None:
     """A `findings` table (issue 10's columns) → markers with summary and fix, the evidence as file:line,
     the overview's findings table linking to the group page; "audit not run" is gone."""

@@ -140,7 +140,7 @@ def test_sample_logs_identical_and_mostly_bulk(calls: int) -> None:
     assert in_bulk >= 0.9 * heartbeats  # the steady sample: ≥ 90% of heartbeats never go one by one
 
 
-@pytest.mark.parametrize("calls", [1, 5])
+@pytest.mark.parametrize("calls", [1, pytest.param(5, marks=pytest.mark.slow)])
 def test_incident_logs_identical(calls: int) -> None:
     groups = _by_group(_corpus("incidents"))
     assert len(groups) >= 5
@@ -153,7 +153,11 @@ def test_incident_logs_identical(calls: int) -> None:
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("resolution_ms", [1, 10, 1000])
+@pytest.mark.parametrize(
+    # the coarser clocks make bigger same-millisecond bursts: the slow tier (1-16 s each on two cores)
+    "resolution_ms",
+    [1, pytest.param(10, marks=pytest.mark.slow), pytest.param(1000, marks=pytest.mark.slow)],
+)
 def test_simulator_traces_identical(seed: int, resolution_ms: int) -> None:
     configs = scenario_configs(seed)
     rows = parse_rows(render_coarse(configs, resolution_ms, seed))

@@ -77,7 +77,11 @@ def test_every_typed_line_of_the_corpus_is_what_parse_line_gives(corpus: list[st
     assert typed < len(corpus) // 2  # and most of it is not routine, or is malformed
 
 
-@pytest.mark.parametrize("zone", ZONES)
+@pytest.mark.parametrize(
+    # a second time zone parses every line of the corpus alone once more: the slow tier
+    "zone",
+    [z if k == 0 else pytest.param(z, marks=pytest.mark.slow) for k, z in enumerate(ZONES)],
+)
 def test_each_line_alone_gives_the_same_answer(corpus: list[str], zone: str) -> None:
     """Blocks of one line: no neighbour can help or hurt (the bisection's base case)."""
     routine = [ln for ln in corpus if '"requestApiKey":12,' in ln or '"requestApiKey":8,' in ln]

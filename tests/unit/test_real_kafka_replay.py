@@ -138,6 +138,7 @@ def test_fifty_consumers_joining_at_once_are_scored_from_the_groups_birth() -> N
     assert disagreements(kept) == []
 
 
+@pytest.mark.slow  # replays the whole real corpus once more (30 s and more on two cores)
 def test_without_the_leader_first_the_leader_is_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
     """The leader's line written 14 ms late makes its JoinGroup look 14 ms later than joins the
     coordinator took after it (server.log: it was the first "Adding to the group now"): taken as

@@ -1,13 +1,22 @@
-"""The audit: rules R01…R23 (the audit catalogue's patterns) as pure functions over one group's rows.
+"""The audit: one rule per pattern of the audit catalogue, as pure functions over one group's rows.
 
 ``RULES`` (id → :class:`~rebalance_replay.transforms.audit.registry.Rule`) is filled by importing the rule
-families.
+families; adding a rule is one check function with its ``register(id, name, settings)(check)`` call and
+one settings class (docs/architecture.md, "Adding an audit rule").
 """
 
 from rebalance_replay.transforms.audit import liveness, phases, protocol  # noqa: F401  (registers the rules)
 from rebalance_replay.transforms.audit.config import AuditSettings
 from rebalance_replay.transforms.audit.model import BrokerBounds, Finding, GroupInputs
-from rebalance_replay.transforms.audit.registry import RULES, GroupAudit, evaluate, selected_rules
+from rebalance_replay.transforms.audit.registry import (
+    RULES,
+    GroupAudit,
+    evaluate,
+    rule_id_pattern,
+    rule_ids,
+    rule_ids_text,
+    selected_rules,
+)
 
 __all__ = [
     "RULES",
@@ -17,5 +26,8 @@ __all__ = [
     "GroupAudit",
     "GroupInputs",
     "evaluate",
+    "rule_id_pattern",
+    "rule_ids",
+    "rule_ids_text",
     "selected_rules",
 ]

@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rebalance_replay.transforms.audit.config import SEVERITIES
+from rebalance_replay.transforms.audit.config import SEVERITIES, RuleSettings
 from rebalance_replay.transforms.audit.model import (
     Evidence,
     Finding,
@@ -17,6 +17,7 @@ from rebalance_replay.transforms.audit.model import (
     finite,
     sorted_unique,
 )
+from rebalance_replay.transforms.audit.registry import rule_of
 
 HEARTBEAT = "HEARTBEAT"
 JOIN_GROUP = "JOIN_GROUP"
@@ -89,9 +90,9 @@ def who(inputs: GroupInputs, member: str) -> str:
 
 def make_finding(
     inputs: GroupInputs,
+    st: RuleSettings,
     cap: int,
     *,
-    rule_id: str,
     severity: str,
     confidence: float,
     members: Iterable[str],
@@ -104,10 +105,12 @@ def make_finding(
     window: tuple[int, int] | None = None,
     confidence_note: str | None = None,
 ) -> Finding:
+    """A finding of the rule whose settings ``st`` are (the registry knows which: ``rule_of``)."""
+    rule = rule_of(st)
     rows = sorted(set(evidence), key=lambda r: (r.arrival_ms, r.source_file, r.line_no))
     if window is None:
         if not rows:
-            raise ValueError(f"{rule_id}: a finding needs evidence or a window")
+            raise ValueError(f"{rule.rule_id}: a finding needs evidence or a window")
         window = (rows[0].arrival_ms, rows[-1].arrival_ms)
     seqs = tuple(sorted(set(rebalance_seqs)))
     m = dict(metrics or {})
@@ -125,11 +128,9 @@ def make_finding(
         )
     if confidence < 1 and confidence_note:
         summary = f"{summary} (confidence {confidence:.2f}: {confidence_note})"
-    from rebalance_replay.transforms.audit.registry import RULES
-
     return Finding(
-        rule_id=rule_id,
-        rule=RULES[rule_id].name,
+        rule_id=rule.rule_id,
+        rule=rule.name,
         severity=severity,
         confidence=round(confidence, 3),
         group_id=inputs.group_id,

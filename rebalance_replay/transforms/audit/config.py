@@ -1,16 +1,18 @@
 """The audit's settings: one typed declaration per rule (on/off, severity, thresholds), with defaults.
 
 Declared with :func:`rebalance_replay.transforms.declare.setting` like every other key
-(``rebalance_replay.jobs.config`` nests
-:class:`AuditSettings` as the ``audit:`` section), so ``rebalance_replay/conf/default.yaml``,
-``docs/config.md``, parsing
-and validation all come from these fields; ``--set audit.R01.max_rebalances_per_hour=6`` overrides one.
+(``rebalance_replay.jobs.config`` nests :class:`AuditSettings` as the ``audit:`` section), so
+``rebalance_replay/conf/default.yaml``, ``docs/config.md``, parsing and validation all come from these
+fields; ``--set audit.R01.max_rebalances_per_hour=6`` overrides one. A rule's settings class becomes its
+``audit.<id>`` section when the rule is registered (``registry.register`` calls
+:func:`declare_rule_section`): no list of rules here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from rebalance_replay.transforms.declare import section, setting
 
@@ -233,65 +235,82 @@ class R23Settings(RuleSettings):
 
 @dataclass(frozen=True)
 class AuditSettings:
-    """Audit: rules R01…R23 (the audit catalogue's patterns), each with enabled, severity and thresholds."""
+    """Audit: the rules' settings (this text is replaced once the rules are registered)."""
 
     evidence_cap: int = setting(20, "evidence rows kept per finding (the rest are counted)", minimum=1)
-    R01: R01Settings = section(R01Settings)
-    R02: R02Settings = section(R02Settings)
-    R03: R03Settings = section(R03Settings)
-    R04: R04Settings = section(R04Settings)
-    R05: R05Settings = section(R05Settings)
-    R06: R06Settings = section(R06Settings)
-    R07: R07Settings = section(R07Settings)
-    R08: R08Settings = section(R08Settings)
-    R09: R09Settings = section(R09Settings)
-    R10: R10Settings = section(R10Settings)
-    R11: R11Settings = section(R11Settings)
-    R12: R12Settings = section(R12Settings)
-    R13: R13Settings = section(R13Settings)
-    R14: R14Settings = section(R14Settings)
-    R15: R15Settings = section(R15Settings)
-    R16: R16Settings = section(R16Settings)
-    R17: R17Settings = section(R17Settings)
-    R18: R18Settings = section(R18Settings)
-    R19: R19Settings = section(R19Settings)
-    R20: R20Settings = section(R20Settings)
-    R21: R21Settings = section(R21Settings)
-    R22: R22Settings = section(R22Settings)
-    R23: R23Settings = section(R23Settings)
+    # one section per registered rule, ``R01: R01Settings``, … : added by ``register`` (registry.py)
 
     @property
     def rules(self) -> dict[str, RuleSettings]:
         """Rule id → its settings, R01 first."""
-        return {rule_id: getattr(self, rule_id) for rule_id in RULE_IDS}
+        return {rule_id: getattr(self, rule_id) for rule_id in sorted(_RULE_SECTIONS)}
 
     def rule(self, rule_id: str) -> RuleSettings:
         settings: RuleSettings = getattr(self, rule_id)
         return settings
 
 
-RULE_IDS: tuple[str, ...] = (
-    "R01",
-    "R02",
-    "R03",
-    "R04",
-    "R05",
-    "R06",
-    "R07",
-    "R08",
-    "R09",
-    "R10",
-    "R11",
-    "R12",
-    "R13",
-    "R14",
-    "R15",
-    "R16",
-    "R17",
-    "R18",
-    "R19",
-    "R20",
-    "R21",
-    "R22",
-    "R23",
+#: AuditSettings' own fields (the rule sections come from the registry)
+_BASE_FIELDS = dict(AuditSettings.__dataclass_fields__)
+#: rule id → (its settings class, its section's doc): the sections ``register`` declared
+_RULE_SECTIONS: dict[str, tuple[type[RuleSettings], str]] = {}
+#: what ``dataclass`` writes into a class: removed before :class:`AuditSettings` is derived again
+_DERIVED = (
+    "__init__",
+    "__repr__",
+    "__eq__",
+    "__hash__",
+    "__setattr__",
+    "__delattr__",
+    "__match_args__",
+    "__dataclass_fields__",
+    "__dataclass_params__",
 )
+
+
+def ids_text(ids: Sequence[str]) -> str:
+    """Rule ids as texts name them: ``R01…R23`` when they run without a gap, else each one."""
+    numbers = [int(i[1:]) for i in ids]
+    if len(ids) > 2 and numbers == list(range(numbers[0], numbers[0] + len(ids))):
+        return f"{ids[0]}…{ids[-1]}"
+    return ", ".join(ids)
+
+
+def declare_rule_section(rule_id: str, settings: type[RuleSettings], doc: str) -> None:
+    """Give :class:`AuditSettings` the section ``rule_id: settings`` (the config keys ``audit.<rule_id>.*``,
+    documented as ``doc``). Called by ``registry.register``, once per rule."""
+    if rule_id in _RULE_SECTIONS or rule_id in _BASE_FIELDS:
+        raise ValueError(f"audit.{rule_id} is declared twice")
+    _RULE_SECTIONS[rule_id] = (settings, doc)
+    _derive()
+
+
+def drop_rule_section(rule_id: str) -> None:
+    """Take the section ``rule_id`` out of :class:`AuditSettings` again (``registry.unregister``)."""
+    del _RULE_SECTIONS[rule_id]
+    if hasattr(AuditSettings, rule_id):
+        delattr(AuditSettings, rule_id)
+    _derive()
+
+
+def _derive() -> None:
+    """:class:`AuditSettings` as a frozen dataclass of its own fields and one section per declared rule,
+    in id order: the same class object (``Config.audit`` and pickled settings keep referring to it), its
+    fields, ``__init__``, doc and annotations derived again from ``_BASE_FIELDS`` and ``_RULE_SECTIONS``."""
+    cls = AuditSettings
+    for name in _DERIVED:
+        if name in cls.__dict__:
+            delattr(cls, name)
+    annotations: dict[str, Any] = {name: cls.__annotations__[name] for name in _BASE_FIELDS}
+    for name, f in _BASE_FIELDS.items():
+        setattr(cls, name, f)
+    for rule_id in sorted(_RULE_SECTIONS):
+        settings, doc = _RULE_SECTIONS[rule_id]
+        annotations[rule_id] = settings
+        setattr(cls, rule_id, section(settings, doc))
+    cls.__annotations__ = annotations
+    cls.__doc__ = (
+        f"Audit: rules {ids_text(sorted(_RULE_SECTIONS))} (the audit catalogue's patterns), each with "
+        "enabled, severity and thresholds."
+    )
+    dataclass(frozen=True)(cls)

@@ -1,8 +1,6 @@
 """Liveness rules: members that stop heartbeating, poll too slowly, restart too slowly, or leak.
 
-R02 session-timeout-eviction, R03 max-poll-interval-exceeded, R04 static-member-poll-timeout,
-R06 heartbeat-interval-near-session-timeout, R11 static-restart-slower-than-session-timeout,
-R12 static-session-timeout-too-large, R15 double-join-leaked-member.
+Which rules are here: ``docs/audit-rules.md`` (generated from the registry, column "family").
 """
 
 from __future__ import annotations
@@ -31,6 +29,7 @@ from rebalance_replay.transforms.audit.config import (
     R11Settings,
     R12Settings,
     R15Settings,
+    RuleSettings,
 )
 from rebalance_replay.transforms.audit.model import Finding, GroupInputs, Req, Session, seconds, span
 from rebalance_replay.transforms.audit.registry import register
@@ -119,8 +118,8 @@ def session_timeout_eviction(inputs: GroupInputs, st: R02Settings, cap: int) -> 
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R02",
             severity=escalate(
                 st.severity, (n >= st.warning_evictions, "warning"), (n >= st.critical_evictions, "critical")
             ),
@@ -146,7 +145,7 @@ def session_timeout_eviction(inputs: GroupInputs, st: R02Settings, cap: int) -> 
     ]
 
 
-register("R02", "session-timeout-eviction")(session_timeout_eviction)
+register("R02", "session-timeout-eviction", R02Settings)(session_timeout_eviction)
 
 
 POLL_TIMEOUT = "poll timeout"
@@ -197,8 +196,8 @@ def max_poll_interval_exceeded(inputs: GroupInputs, st: R03Settings, cap: int) -
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R03",
             severity=escalate(st.severity, (n >= st.critical_occurrences, "critical")),
             confidence=1.0,
             members=members,
@@ -215,16 +214,17 @@ def max_poll_interval_exceeded(inputs: GroupInputs, st: R03Settings, cap: int) -
 register(
     "R03",
     "max-poll-interval-exceeded",
+    R03Settings,
     support=needs_version(LEAVE_GROUP, 5, "the client's leave reasons"),
 )(max_poll_interval_exceeded)
 
 
 def _static_eviction_findings(
     inputs: GroupInputs,
+    st: RuleSettings,
     cap: int,
     kind: str,
     *,
-    rule_id: str,
     severity: str,
     confidence: float,
     note: str,
@@ -273,8 +273,8 @@ def _static_eviction_findings(
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id=rule_id,
             severity=severity,
             confidence=confidence,
             confidence_note=note,
@@ -293,9 +293,9 @@ def _static_eviction_findings(
 def static_member_poll_timeout(inputs: GroupInputs, st: R04Settings, cap: int) -> list[Finding]:
     return _static_eviction_findings(
         inputs,
+        st,
         cap,
         "static-stalled",
-        rule_id="R04",
         severity=st.severity,
         confidence=0.8,
         note=(
@@ -316,15 +316,15 @@ def static_member_poll_timeout(inputs: GroupInputs, st: R04Settings, cap: int) -
     )
 
 
-register("R04", "static-member-poll-timeout")(static_member_poll_timeout)
+register("R04", "static-member-poll-timeout", R04Settings)(static_member_poll_timeout)
 
 
 def static_restart_slow(inputs: GroupInputs, st: R11Settings, cap: int) -> list[Finding]:
     return _static_eviction_findings(
         inputs,
+        st,
         cap,
         "static-restarted",
-        rule_id="R11",
         severity=st.severity,
         confidence=0.9,
         note="the restart time is measured from the last heartbeat, not from the process stop",
@@ -340,7 +340,7 @@ def static_restart_slow(inputs: GroupInputs, st: R11Settings, cap: int) -> list[
     )
 
 
-register("R11", "static-restart-slower-than-session-timeout")(static_restart_slow)
+register("R11", "static-restart-slower-than-session-timeout", R11Settings)(static_restart_slow)
 
 
 def heartbeat_interval_near_timeout(inputs: GroupInputs, st: R06Settings, cap: int) -> list[Finding]:
@@ -373,8 +373,8 @@ def heartbeat_interval_near_timeout(inputs: GroupInputs, st: R06Settings, cap: i
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R06",
             severity=st.severity,
             confidence=0.8,
             confidence_note=(
@@ -391,7 +391,7 @@ def heartbeat_interval_near_timeout(inputs: GroupInputs, st: R06Settings, cap: i
     ]
 
 
-register("R06", "heartbeat-interval-near-session-timeout")(heartbeat_interval_near_timeout)
+register("R06", "heartbeat-interval-near-session-timeout", R06Settings)(heartbeat_interval_near_timeout)
 
 
 def static_timeout_too_large(inputs: GroupInputs, st: R12Settings, cap: int) -> list[Finding]:
@@ -417,8 +417,8 @@ def static_timeout_too_large(inputs: GroupInputs, st: R12Settings, cap: int) -> 
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R12",
             severity=escalate(st.severity, (longest >= st.warning_silence_ms, "warning")),
             confidence=0.7,
             confidence_note="idle partitions are inferred: the request log does not show consumer lag",
@@ -436,7 +436,7 @@ def static_timeout_too_large(inputs: GroupInputs, st: R12Settings, cap: int) -> 
     ]
 
 
-register("R12", "static-session-timeout-too-large")(static_timeout_too_large)
+register("R12", "static-session-timeout-too-large", R12Settings)(static_timeout_too_large)
 
 
 def double_join(inputs: GroupInputs, st: R15Settings, cap: int) -> list[Finding]:
@@ -481,8 +481,8 @@ def double_join(inputs: GroupInputs, st: R15Settings, cap: int) -> list[Finding]
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R15",
             severity=st.severity,
             confidence=1.0,
             members=leaked + used_ids,
@@ -499,4 +499,4 @@ def double_join(inputs: GroupInputs, st: R15Settings, cap: int) -> list[Finding]
     ]
 
 
-register("R15", "double-join-leaked-member")(double_join)
+register("R15", "double-join-leaked-member", R15Settings)(double_join)

@@ -1,8 +1,6 @@
 """Rebalance-shape rules: what makes rebalances slow, frequent or repeated.
 
-R01 rebalance-storm, R05 rebalance-held-by-slow-member, R09 cooperative-follow-up-rounds,
-R13 rolling-deploy-without-static-membership, R14 initial-rebalance-delay-churn,
-R16 metadata-driven-rebalances, R19 sync-never-completes, R22 periodic-probing-rebalances.
+Which rules are here: ``docs/audit-rules.md`` (generated from the registry, column "family").
 """
 
 from __future__ import annotations
@@ -102,8 +100,8 @@ def rebalance_storm(inputs: GroupInputs, st: R01Settings, cap: int) -> list[Find
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R01",
             severity=escalate(st.severity, (n >= st.critical_rebalances_per_hour, "critical")),
             confidence=1.0,
             members=members,
@@ -127,7 +125,7 @@ def rebalance_storm(inputs: GroupInputs, st: R01Settings, cap: int) -> list[Find
     ]
 
 
-register("R01", "rebalance-storm")(rebalance_storm)
+register("R01", "rebalance-storm", R01Settings)(rebalance_storm)
 
 
 def held_by_slow_member(inputs: GroupInputs, st: R05Settings, cap: int) -> list[Finding]:
@@ -165,8 +163,8 @@ def held_by_slow_member(inputs: GroupInputs, st: R05Settings, cap: int) -> list[
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R05",
             severity=escalate(st.severity, (max(phases) >= st.critical_join_phase_ms, "critical")),
             confidence=0.9,
             confidence_note=(
@@ -190,7 +188,7 @@ def held_by_slow_member(inputs: GroupInputs, st: R05Settings, cap: int) -> list[
     ]
 
 
-register("R05", "rebalance-held-by-slow-member")(held_by_slow_member)
+register("R05", "rebalance-held-by-slow-member", R05Settings)(held_by_slow_member)
 
 
 def cooperative_follow_ups(inputs: GroupInputs, st: R09Settings, cap: int) -> list[Finding]:
@@ -213,8 +211,8 @@ def cooperative_follow_ups(inputs: GroupInputs, st: R09Settings, cap: int) -> li
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R09",
             severity=st.severity,
             confidence=1.0,
             members=members,
@@ -237,7 +235,7 @@ def cooperative_follow_ups(inputs: GroupInputs, st: R09Settings, cap: int) -> li
     ]
 
 
-register("R09", "cooperative-follow-up-rounds")(cooperative_follow_ups)
+register("R09", "cooperative-follow-up-rounds", R09Settings)(cooperative_follow_ups)
 
 
 def rolling_deploy(inputs: GroupInputs, st: R13Settings, cap: int) -> list[Finding]:
@@ -291,8 +289,8 @@ def rolling_deploy(inputs: GroupInputs, st: R13Settings, cap: int) -> list[Findi
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R13",
             severity=st.severity,
             confidence=0.9,
             confidence_note=(
@@ -321,7 +319,7 @@ def rolling_deploy(inputs: GroupInputs, st: R13Settings, cap: int) -> list[Findi
     ]
 
 
-register("R13", "rolling-deploy-without-static-membership")(rolling_deploy)
+register("R13", "rolling-deploy-without-static-membership", R13Settings)(rolling_deploy)
 
 
 def initial_delay_churn(inputs: GroupInputs, st: R14Settings, cap: int) -> list[Finding]:
@@ -338,8 +336,8 @@ def initial_delay_churn(inputs: GroupInputs, st: R14Settings, cap: int) -> list[
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R14",
             severity=st.severity,
             confidence=1.0,
             members=(),  # the churn is the group's, no single member
@@ -368,7 +366,7 @@ def initial_delay_churn(inputs: GroupInputs, st: R14Settings, cap: int) -> list[
     ]
 
 
-register("R14", "initial-rebalance-delay-churn")(initial_delay_churn)
+register("R14", "initial-rebalance-delay-churn", R14Settings)(initial_delay_churn)
 
 
 METADATA_REASONS = ("metadata has changed", "subscription has changed", "metadata")
@@ -389,8 +387,8 @@ def metadata_driven(inputs: GroupInputs, st: R16Settings, cap: int) -> list[Find
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R16",
             severity=escalate(st.severity, (n >= st.warning_rebalances, "warning")),
             confidence=1.0,
             members=members,
@@ -417,6 +415,7 @@ def metadata_driven(inputs: GroupInputs, st: R16Settings, cap: int) -> list[Find
 register(
     "R16",
     "metadata-driven-rebalances",
+    R16Settings,
     support=needs_version(JOIN_GROUP, 8, "the client's rejoin reasons"),
 )(metadata_driven)
 
@@ -479,8 +478,8 @@ def sync_never_completes(inputs: GroupInputs, st: R19Settings, cap: int) -> list
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R19",
             severity=st.severity,
             confidence=1.0 if expired else 0.8,
             confidence_note="a slow sync phase may be the leader's network, not its assignor",
@@ -500,7 +499,7 @@ def sync_never_completes(inputs: GroupInputs, st: R19Settings, cap: int) -> list
     ]
 
 
-register("R19", "sync-never-completes")(sync_never_completes)
+register("R19", "sync-never-completes", R19Settings)(sync_never_completes)
 
 
 def probing_rebalances(inputs: GroupInputs, st: R22Settings, cap: int) -> list[Finding]:
@@ -529,8 +528,8 @@ def probing_rebalances(inputs: GroupInputs, st: R22Settings, cap: int) -> list[F
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R22",
             severity=st.severity,
             confidence=0.7,
             confidence_note=(
@@ -557,4 +556,4 @@ def probing_rebalances(inputs: GroupInputs, st: R22Settings, cap: int) -> list[F
     ]
 
 
-register("R22", "periodic-probing-rebalances")(probing_rebalances)
+register("R22", "periodic-probing-rebalances", R22Settings)(probing_rebalances)

@@ -1,8 +1,6 @@
 """Protocol and configuration rules: what the coordinator refuses, and group shapes it cannot serve.
 
-R07 session-timeout-out-of-bounds, R08 inconsistent-assignors, R10 duplicate-group-instance-id,
-R17 over-provisioned-group, R18 group-max-size-reached, R20 coordinator-unavailable-or-moving,
-R21 commits-racing-rebalances, R23 kip848-group.
+Which rules are here: ``docs/audit-rules.md`` (generated from the registry, column "family").
 """
 
 from __future__ import annotations
@@ -26,6 +24,7 @@ from rebalance_replay.transforms.audit.config import (
     R20Settings,
     R21Settings,
     R23Settings,
+    RuleSettings,
 )
 from rebalance_replay.transforms.audit.model import Finding, GroupInputs, Req, seconds
 from rebalance_replay.transforms.audit.registry import register
@@ -45,14 +44,14 @@ def _refused_joins(inputs: GroupInputs, error: str) -> list[Req]:
 
 
 def _refused_finding(
-    inputs: GroupInputs, cap: int, rule_id: str, severity: str, rows: list[Req], **text: Any
+    inputs: GroupInputs, st: RuleSettings, cap: int, severity: str, rows: list[Req], **text: Any
 ) -> list[Finding]:
     """A finding of JoinGroups the coordinator refused (one error, fatal for the client)."""
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id=rule_id,
             severity=severity,
             confidence=1.0,
             members=_members_of(rows),
@@ -71,8 +70,8 @@ def session_timeout_out_of_bounds(inputs: GroupInputs, st: R07Settings, cap: int
     lo, hi = inputs.broker.group_min_session_timeout_ms, inputs.broker.group_max_session_timeout_ms
     return _refused_finding(
         inputs,
+        st,
         cap,
-        "R07",
         st.severity,
         rows,
         summary=(
@@ -92,7 +91,7 @@ def session_timeout_out_of_bounds(inputs: GroupInputs, st: R07Settings, cap: int
     )
 
 
-register("R07", "session-timeout-out-of-bounds")(session_timeout_out_of_bounds)
+register("R07", "session-timeout-out-of-bounds", R07Settings)(session_timeout_out_of_bounds)
 
 
 def inconsistent_assignors(inputs: GroupInputs, st: R08Settings, cap: int) -> list[Finding]:
@@ -118,8 +117,8 @@ def inconsistent_assignors(inputs: GroupInputs, st: R08Settings, cap: int) -> li
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R08",
             severity=st.severity if refused else escalate("warning"),
             confidence=1.0,
             members=_members_of(rows),
@@ -140,7 +139,7 @@ def inconsistent_assignors(inputs: GroupInputs, st: R08Settings, cap: int) -> li
     ]
 
 
-register("R08", "inconsistent-assignors")(inconsistent_assignors)
+register("R08", "inconsistent-assignors", R08Settings)(inconsistent_assignors)
 
 
 def duplicate_instance_id(inputs: GroupInputs, st: R10Settings, cap: int) -> list[Finding]:
@@ -155,8 +154,8 @@ def duplicate_instance_id(inputs: GroupInputs, st: R10Settings, cap: int) -> lis
         out.append(
             make_finding(
                 inputs,
+                st,
                 cap,
-                rule_id="R10",
                 severity=st.severity,
                 confidence=1.0 if len({(c, h) for c, h, _ in users}) > 1 else 0.7,
                 confidence_note=(
@@ -180,7 +179,7 @@ def duplicate_instance_id(inputs: GroupInputs, st: R10Settings, cap: int) -> lis
     return out
 
 
-register("R10", "duplicate-group-instance-id")(duplicate_instance_id)
+register("R10", "duplicate-group-instance-id", R10Settings)(duplicate_instance_id)
 
 
 def _leader_syncs(inputs: GroupInputs) -> list[Req]:
@@ -214,8 +213,8 @@ def over_provisioned(inputs: GroupInputs, st: R17Settings, cap: int) -> list[Fin
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R17",
             severity=st.severity,
             confidence=1.0,
             members=members,
@@ -232,7 +231,7 @@ def over_provisioned(inputs: GroupInputs, st: R17Settings, cap: int) -> list[Fin
     ]
 
 
-register("R17", "over-provisioned-group", support=_assignment_support)(over_provisioned)
+register("R17", "over-provisioned-group", R17Settings, support=_assignment_support)(over_provisioned)
 
 
 def group_max_size(inputs: GroupInputs, st: R18Settings, cap: int) -> list[Finding]:
@@ -243,8 +242,8 @@ def group_max_size(inputs: GroupInputs, st: R18Settings, cap: int) -> list[Findi
     clients = sorted({r.client_id or "" for r in rows})
     return _refused_finding(
         inputs,
+        st,
         cap,
-        "R18",
         st.severity,
         rows,
         summary=(
@@ -256,7 +255,7 @@ def group_max_size(inputs: GroupInputs, st: R18Settings, cap: int) -> list[Findi
     )
 
 
-register("R18", "group-max-size-reached")(group_max_size)
+register("R18", "group-max-size-reached", R18Settings)(group_max_size)
 
 
 COORDINATOR_ERRORS = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR")
@@ -290,8 +289,8 @@ def coordinator_moving(inputs: GroupInputs, st: R20Settings, cap: int) -> list[F
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R20",
             severity=st.severity,
             confidence=1.0,
             members=[],
@@ -323,7 +322,7 @@ def coordinator_moving(inputs: GroupInputs, st: R20Settings, cap: int) -> list[F
     ]
 
 
-register("R20", "coordinator-unavailable-or-moving")(coordinator_moving)
+register("R20", "coordinator-unavailable-or-moving", R20Settings)(coordinator_moving)
 
 
 RACING_ERRORS = ("REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID")
@@ -351,8 +350,8 @@ def commits_racing(inputs: GroupInputs, st: R21Settings, cap: int) -> list[Findi
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R21",
             severity=escalate(st.severity, (n >= st.warning_failed_commits, "warning")),
             confidence=1.0,
             members=_members_of(rows),
@@ -374,7 +373,7 @@ def commits_racing(inputs: GroupInputs, st: R21Settings, cap: int) -> list[Findi
     ]
 
 
-register("R21", "commits-racing-rebalances")(commits_racing)
+register("R21", "commits-racing-rebalances", R21Settings)(commits_racing)
 
 
 KIP848_ERRORS = (
@@ -396,8 +395,8 @@ def kip848_group(inputs: GroupInputs, st: R23Settings, cap: int) -> list[Finding
     return [
         make_finding(
             inputs,
+            st,
             cap,
-            rule_id="R23",
             severity=escalate(st.severity, (mixed or bool(errs), "warning")),
             confidence=1.0,
             members=members,
@@ -430,4 +429,4 @@ def kip848_group(inputs: GroupInputs, st: R23Settings, cap: int) -> list[Finding
     ]
 
 
-register("R23", "kip848-group")(kip848_group)
+register("R23", "kip848-group", R23Settings)(kip848_group)

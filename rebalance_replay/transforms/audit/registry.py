@@ -1,24 +1,45 @@
-"""The rule registry: every rule's id (its number in the audit catalogue), kebab-case name, family,
-check function and what it needs from the log; :func:`evaluate` runs the enabled ones on one group.
+"""The rule registry, the audit's single source: every rule's id (its number in the audit catalogue),
+kebab-case name, settings class, family, check function and what it needs from the log; :func:`evaluate`
+runs the enabled ones on one group.
 
 A rule is a pure function ``check(inputs, settings, cap) -> list[Finding]`` over one group's
-:class:`~rebalance_replay.transforms.audit.model.GroupInputs`. ``support(inputs)`` returns why the log cannot
-support
-the rule for that group (e.g. no assignment bytes) or None; such a group is reported as *unsupported*
-in the run summary instead of silently finding nothing.
+:class:`~rebalance_replay.transforms.audit.model.GroupInputs`, registered after its definition with
+``register("R24", "kebab-name", R24Settings)(check)``. That one call gives everything else a rule has:
+its ``audit.R24`` section of :class:`~rebalance_replay.transforms.audit.config.AuditSettings` (so its
+config keys, ``rebalance_replay/conf/default.yaml`` and ``docs/config.md``), its place in
+:func:`rule_ids`, the ``findings`` contract's :func:`rule_id_pattern`, the texts that name the rules
+(:func:`rule_ids_text`: CLI help and errors) and ``docs/audit-rules.md`` (:func:`catalogue_markdown`);
+``make_finding`` finds the rule from the settings the check was given (:func:`rule_of`).
+
+``support(inputs)`` returns why the log cannot support the rule for that group (e.g. no assignment bytes)
+or None; such a group is reported as *unsupported* in the run summary instead of silently finding nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from rebalance_replay.transforms.audit.config import AuditSettings, RuleSettings
+from rebalance_replay.transforms.audit.config import (
+    AuditSettings,
+    RuleSettings,
+    declare_rule_section,
+    drop_rule_section,
+    ids_text,
+)
 from rebalance_replay.transforms.audit.model import Finding, GroupInputs
 
-Check = Callable[[GroupInputs, Any, int], list[Finding]]
+S = TypeVar("S", bound=RuleSettings)
+
+#: a rule's check, typed with its own settings class
+Check = Callable[[GroupInputs, S, int], list[Finding]]
 Support = Callable[[GroupInputs], str | None]
+
+RULE_ID = re.compile(r"R\d{2}")
+RULE_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
 
 def _always(_inputs: GroupInputs) -> str | None:
@@ -26,29 +47,95 @@ def _always(_inputs: GroupInputs) -> str | None:
 
 
 @dataclass(frozen=True)
-class Rule:
+class Rule(Generic[S]):
     rule_id: str
     name: str
     family: str
-    check: Check
+    settings: type[S]
+    check: Check[S]
     support: Support = _always
 
 
-RULES: dict[str, Rule] = {}
+RULES: dict[str, Rule[Any]] = {}
 
 
-def register(rule_id: str, name: str, *, support: Support = _always) -> Callable[[Check], Check]:
-    """Register ``check`` as rule ``rule_id``: ``register(id, name)(check)`` after the check's definition
-    (a plain call, not a decorator: mutmut leaves decorated functions alone, docs/mutation-testing.md)."""
+def register(
+    rule_id: str, name: str, settings: type[S], *, support: Support = _always
+) -> Callable[[Check[S]], Check[S]]:
+    """Register ``check`` as rule ``rule_id`` with its settings class (its ``audit.<rule_id>`` section):
+    ``register(id, name, settings)(check)`` after the check's definition (a plain call, not a decorator:
+    mutmut leaves decorated functions alone, docs/mutation-testing.md)."""
 
-    def wrap(check: Check) -> Check:
+    def wrap(check: Check[S]) -> Check[S]:
+        if not RULE_ID.fullmatch(rule_id):
+            raise ValueError(f"rule id {rule_id!r} is not R followed by two digits")
+        if not RULE_NAME.fullmatch(name):
+            raise ValueError(f"rule {rule_id}: name {name!r} is not kebab-case")
         if rule_id in RULES:
             raise ValueError(f"rule {rule_id} registered twice")
+        if not (isinstance(settings, type) and issubclass(settings, RuleSettings)):
+            raise TypeError(f"rule {rule_id}: settings {settings!r} is not a RuleSettings class")
+        if not dataclasses.is_dataclass(settings) or not settings.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            raise TypeError(f"rule {rule_id}: settings {settings.__name__} is not a frozen dataclass")
+        owner = [r.rule_id for r in RULES.values() if r.settings is settings]
+        if owner:
+            raise ValueError(f"rule {rule_id}: settings {settings.__name__} already belong to {owner[0]}")
         family = check.__module__.rsplit(".", 1)[-1]
-        RULES[rule_id] = Rule(rule_id, name, family, check, support)
+        declare_rule_section(rule_id, settings, f"{rule_id} {name}.")
+        RULES[rule_id] = Rule(rule_id, name, family, settings, check, support)
         return check
 
     return wrap
+
+
+def unregister(rule_id: str) -> None:
+    """Take rule ``rule_id`` out again, its ``audit`` section too (a test that registers a rule)."""
+    del RULES[rule_id]
+    drop_rule_section(rule_id)
+
+
+def rule_ids() -> tuple[str, ...]:
+    """Every registered rule id, in order (R01 first)."""
+    return tuple(sorted(RULES))
+
+
+def rule_ids_text() -> str:
+    """The rule ids as texts name them: ``R01…R23`` when they run without a gap, else each one."""
+    return ids_text(rule_ids())
+
+
+def rule_id_pattern() -> str:
+    """A regex matching exactly the registered rule ids (the ``findings`` contract's ``rule_id`` check)."""
+    return "^(" + "|".join(re.escape(i) for i in rule_ids()) + ")$"
+
+
+def rule_of(settings: RuleSettings) -> Rule[Any]:
+    """The rule whose settings ``settings`` are (``make_finding`` names the finding's rule with it)."""
+    for rule in RULES.values():
+        if type(settings) is rule.settings:
+            return rule
+    raise LookupError(f"no rule is registered with settings {type(settings).__name__}")
+
+
+def catalogue_markdown() -> str:
+    """``docs/audit-rules.md``: every rule's id, name, family and default severity (generated, like
+    ``docs/config.md``, by ``python -m rebalance_replay.jobs.config``)."""
+    out = [
+        "# Audit rules",
+        "",
+        "Generated from the rule registry (`rebalance_replay/transforms/audit/registry.py`: one "
+        "`register(id, name, settings)(check)` per rule) by `python -m rebalance_replay.jobs.config`; "
+        f"do not edit by hand. {len(RULES)} rules, {rule_ids_text()}; each rule's settings are the "
+        "`audit.<id>.*` keys of [config.md](config.md).",
+        "",
+        "| id | name | family | default severity | settings |",
+        "|---|---|---|---|---|",
+    ]
+    for rule_id in rule_ids():
+        rule = RULES[rule_id]
+        keys = ", ".join(f"`{f.name}`" for f in dataclasses.fields(rule.settings))
+        out.append(f"| {rule_id} | `{rule.name}` | {rule.family} | {rule.settings().severity} | {keys} |")
+    return "\n".join(out) + "\n"
 
 
 @dataclass(frozen=True)
@@ -57,11 +144,11 @@ class GroupAudit:
     unsupported: tuple[tuple[str, str], ...]  # (rule id, reason)
 
 
-def selected_rules(settings: AuditSettings, only: Iterable[str] | None = None) -> list[Rule]:
+def selected_rules(settings: AuditSettings, only: Iterable[str] | None = None) -> list[Rule[Any]]:
     """The enabled rules (of ``only`` when given), in id order."""
     wanted = None if only is None else set(only)
     out = []
-    for rule_id in sorted(RULES):
+    for rule_id in rule_ids():
         rs: RuleSettings = settings.rule(rule_id)
         if rs.enabled and (wanted is None or rule_id in wanted):
             out.append(RULES[rule_id])

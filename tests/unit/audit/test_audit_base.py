@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from rebalance_replay.transforms.audit import GroupInputs
 from rebalance_replay.transforms.audit.base import cost, make_finding, rebalances_caused_by
+from rebalance_replay.transforms.audit.config import R02Settings
 from rebalance_replay.transforms.audit.model import Rebalance, Req
 
 
@@ -72,7 +73,6 @@ def test_rebalances_caused_by_trigger_member_evicted_or_left() -> None:
 def test_a_findings_window_spans_its_evidence_unless_given() -> None:
     gi = GroupInputs.build("g", requests=[_req(1000), _req(3000)], rebalances=[_rb(0)])
     common = {
-        "rule_id": "R02",
         "severity": "info",
         "confidence": 1.0,
         "members": ["m1"],
@@ -80,9 +80,12 @@ def test_a_findings_window_spans_its_evidence_unless_given() -> None:
         "summary": "s",
         "fix": "f",
     }
-    f = make_finding(gi, 10, evidence=[_req(3000), _req(1000)], **common)  # type: ignore[arg-type]
+    f = make_finding(gi, R02Settings(), 10, evidence=[_req(3000), _req(1000)], **common)  # type: ignore[arg-type]
     assert (f.window_start_ms, f.window_end_ms) == (1000, 3000)
-    f = make_finding(gi, 10, evidence=[_req(1000)], window=(500, 2500), rebalance_seqs=[0], **common)  # type: ignore[arg-type]
+    assert (f.rule_id, f.rule) == ("R02", "session-timeout-eviction")  # the rule of the settings given
+    f = make_finding(
+        gi, R02Settings(), 10, evidence=[_req(1000)], window=(500, 2500), rebalance_seqs=[0], **common
+    )  # type: ignore[arg-type]
     assert (f.window_start_ms, f.window_end_ms) == (500, 2500)
     assert (
         f.metric("rebalance_time_caused_ms") == 500.0 and f.metric("member_seconds_without_assignment") == 1.0

@@ -75,6 +75,7 @@ def test_same_log_without_the_incident_has_no_finding(rule_id: str) -> None:
     assert [f.rule_id for f in findings[group]] == []
 
 
+@pytest.mark.slow  # three seeds of every incident (seed 7 alone is the fast tier's)
 def test_precision_recall_report(capsys: pytest.CaptureFixture[str]) -> None:
     stats: dict[str, dict[str, int]] = {r: {"tp": 0, "fn": 0, "fp": 0} for r in sorted(INCIDENTS)}
     healthy_alerts: list[str] = []
@@ -105,6 +106,7 @@ def test_precision_recall_report(capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
+@pytest.mark.slow  # every incident audited twice more
 def test_findings_are_deterministic() -> None:
     a, _ = audited(7)
     files, _ = log_files(7)

@@ -9,7 +9,7 @@ import pytest
 from rebalance_replay.jobs.config import from_mapping
 from rebalance_replay.jobs.errors import ConfigError
 from rebalance_replay.jobs.settings import defaults
-from rebalance_replay.transforms.audit import RULES, AuditSettings, GroupInputs, evaluate
+from rebalance_replay.transforms.audit import RULES, AuditSettings, GroupInputs, evaluate, rule_ids
 from rebalance_replay.transforms.audit.model import Rebalance, Req
 
 
@@ -87,10 +87,25 @@ def test_r17_says_when_the_log_cannot_support_it() -> None:
     )
 
 
-def test_every_catalogue_pattern_is_a_rule_with_a_kebab_case_name() -> None:
-    assert sorted(RULES) == [f"R{n:02d}" for n in range(1, 24)]
-    for rule in RULES.values():
+def check_catalogue() -> None:
+    """The registry's rules are numbered without a gap from R01, each with a kebab-case name, its own
+    settings class as its ``audit`` section, and its incident in the simulator (all read from the
+    registry: a new rule is checked with no edit here, tests/unit/audit/test_adding_a_rule.py)."""
+    from simulator.incidents import INCIDENTS
+
+    ids = rule_ids()
+    assert ids == tuple(f"R{n:02d}" for n in range(1, len(RULES) + 1))
+    assert sorted(INCIDENTS) == list(ids), "every rule has its incident in simulator/incidents.py"
+    settings = AuditSettings()
+    assert list(settings.rules) == list(ids)
+    for rule_id, rule in RULES.items():
         assert rule.name == rule.name.lower() and " " not in rule.name and "_" not in rule.name
+        assert type(settings.rule(rule_id)) is rule.settings
+
+
+def test_every_catalogue_pattern_is_a_rule_with_a_kebab_case_name() -> None:
+    check_catalogue()
+    assert len(RULES) == 23
     assert RULES["R02"].name == "session-timeout-eviction"
     assert RULES["R03"].name == "max-poll-interval-exceeded"
 
@@ -139,8 +154,8 @@ def test_cli_lists_audit_with_its_options(capsys: pytest.CaptureFixture[str]) ->
     assert args.rules == ("R02", "R03")
     import argparse
 
-    with pytest.raises(argparse.ArgumentTypeError, match="unknown rule 'R24'"):
-        _rule_ids("R24")
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown rule 'R99'"):
+        _rule_ids("R99")
 
 
 def test_reason_rules_say_when_the_clients_are_too_old() -> None:
@@ -171,3 +186,10 @@ def test_request_rows_with_fields_missing_are_read_not_crashed_on() -> None:
     assert req.commit_errors == ()
     assert req.leave_members == ((None, None, None),)
     assert req.assignments == (("", None),)
+
+
+def test_the_rules_doc_is_the_registry() -> None:
+    from rebalance_replay.transforms.audit.registry import catalogue_markdown
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "audit-rules.md").read_text(encoding="utf-8")
+    assert doc == catalogue_markdown(), "run: python -m rebalance_replay.jobs.config"
