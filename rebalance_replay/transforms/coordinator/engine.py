@@ -59,6 +59,7 @@ from rebalance_replay.transforms.coordinator.types import (
     GroupRequest,
     GroupState,
     HeartbeatRun,
+    LeaderEvent,
     LeaveMember,
     ModelEvent,
     ObservedResponse,
@@ -1239,32 +1240,31 @@ class CoordinatorEngine:
                 return
             group = self._create_group()
         if not self._accept_joining_member(group, member_id, is_unknown):
-            removed = group.members.get(member_id)
-            was_pending = group.is_pending(member_id)
-            if f.accept_joining_member:
-                group.remove(member_id, drop_pending=f.remove_drops_pending)
-            else:
-                group.remove(member_id, drop_pending=False)
-                if instance_id is not None and f.version < (2, 6, 0):
-                    group.static_members.pop(instance_id, None)  # 2.3-2.5 removeStaticMember quirk
+            # group.remove(memberId): 2.6+ drops a pending member too where remove does (3.0+)
+            drop_pending = f.accept_joining_member and f.remove_drops_pending
             cause = f"group.max.size {self.config.group_max_size} reached"
-            if removed is not None:
-                self.cancel_heartbeat(member_id)
-                self.emit(
-                    EventKind.MEMBER_REMOVED,
-                    member_id=member_id,
-                    group_instance_id=removed.group_instance_id,
-                    removal_reason=RemovalReason.MAX_SIZE,
-                    cause=cause,
+            if member_id in group.members:
+                self.remove_member(
+                    group,
+                    member_id,
+                    RemovalReason.MAX_SIZE,
+                    cause,
+                    drop_pending=drop_pending,
+                    leader_event="none",
                 )
-            elif was_pending and not group.is_pending(member_id):
-                self._timers.cancel(self._hb_prefix + member_id)
-                self.emit(
-                    EventKind.PENDING_MEMBER_REMOVED,
-                    member_id=member_id,
-                    removal_reason=RemovalReason.MAX_SIZE,
-                    cause=cause,
-                )
+            else:  # a pending member, or nobody
+                was_pending = group.is_pending(member_id)
+                group.remove(member_id, drop_pending=drop_pending)
+                if was_pending and not group.is_pending(member_id):
+                    self.cancel_heartbeat(member_id)
+                    self.emit(
+                        EventKind.PENDING_MEMBER_REMOVED,
+                        member_id=member_id,
+                        removal_reason=RemovalReason.MAX_SIZE,
+                        cause=cause,
+                    )
+            if instance_id is not None and not f.accept_joining_member:
+                group.static_members.pop(instance_id, None)  # 2.3-2.5 removeStaticMember quirk
             self.respond(call, self.join_error(call, Errors.GROUP_MAX_SIZE_REACHED, ""))
         elif is_unknown:
             self._join_new_member(group, call, instance_id)
@@ -1635,24 +1635,13 @@ class CoordinatorEngine:
             ids = [m.member_id for m in not_rejoined]
             cause = causes.not_rejoined(self.group_id, ids, f.java)
             for m in not_rejoined:
-                was_leader = group.leader_id == m.member_id
-                group.remove(m.member_id, drop_pending=True)
-                self.cancel_heartbeat(m.member_id)
-                self.emit(
-                    EventKind.MEMBER_REMOVED,
-                    member_id=m.member_id,
-                    group_instance_id=m.group_instance_id,
-                    removal_reason=RemovalReason.REBALANCE_TIMEOUT_EVICTION,
-                    cause=cause,
+                self.remove_member(
+                    group,
+                    m.member_id,
+                    RemovalReason.REBALANCE_TIMEOUT_EVICTION,
+                    cause,
+                    leader_event="successor",
                 )
-                if was_leader and group.leader_id is not None:
-                    self.emit(
-                        EventKind.LEADER_CHANGED,
-                        member_id=group.leader_id,
-                        leader=group.leader_id,
-                        detail=m.member_id,
-                        cause="leader removed",
-                    )
         if group.state == DEAD:
             return
         if reconciled:
@@ -1742,6 +1731,55 @@ class CoordinatorEngine:
     # ============================================================================================
     # removal
     # ============================================================================================
+    def remove_member(
+        self,
+        group: ClassicGroup,
+        member_id: str,
+        reason: RemovalReason,
+        cause: str,
+        *,
+        client_reason: str | None = None,
+        inferred: bool = False,
+        drop_pending: bool = True,
+        leader_event: LeaderEvent = "always",
+        removed: ClassicGroupMember | None = None,
+    ) -> None:
+        """Every removal of a member: ``ClassicGroup.remove`` (which elects the next leader), the member's
+        heartbeat timer cancelled (``removeHeartbeatForLeavingMember``), MEMBER_REMOVED and, when it led
+        the group, LEADER_CHANGED. ``member_id`` not a member (a stale pending-sync id): removed as Kafka
+        removes it, no event.
+
+        ``leader_event`` says when the leader's removal is reported, as each caller always has:
+        ``"always"`` (``removeMemberAndUpdateGroup``, also when nobody is left to lead), ``"successor"``
+        (only when another member leads now: the join phase's evictions) or ``"none"`` (a member refused
+        at ``group.max.size``, one dropped by reconciliation). ``removed``: the member object, when the
+        caller holds it."""
+        member = group.members.get(member_id) if removed is None else removed
+        was_leader = group.leader_id == member_id
+        group.remove(member_id, drop_pending=drop_pending)
+        self.cancel_heartbeat(member_id)
+        if member is None:
+            return
+        self.emit(
+            EventKind.MEMBER_REMOVED,
+            member_id=member_id,
+            group_instance_id=member.group_instance_id,
+            removal_reason=reason,
+            cause=cause,
+            client_reason=client_reason,
+            inferred=inferred,
+        )
+        if was_leader and (
+            leader_event == "always" or (leader_event == "successor" and group.leader_id is not None)
+        ):
+            self.emit(
+                EventKind.LEADER_CHANGED,
+                member_id=group.leader_id,
+                leader=group.leader_id,
+                detail=member_id,
+                cause="leader removed",
+            )
+
     def remove_member_and_update_group(
         self,
         group: ClassicGroup,
@@ -1755,26 +1793,15 @@ class CoordinatorEngine:
         """``removeMemberAndUpdateGroup`` / ``removeMemberAndUpdateClassicGroup``."""
         if member.awaiting_join is not None:
             self.answer_join(group, member, self.join_error(member.awaiting_join, UNKNOWN_MEMBER_ID, ""))
-        was_leader = group.leader_id == member.member_id
-        group.remove(member.member_id, drop_pending=True)
-        self.cancel_heartbeat(member.member_id)
-        self.emit(
-            EventKind.MEMBER_REMOVED,
-            member_id=member.member_id,
-            group_instance_id=member.group_instance_id,
-            removal_reason=reason,
-            cause=cause.text,
+        self.remove_member(
+            group,
+            member.member_id,
+            reason,
+            cause.text,
             client_reason=client_reason,
             inferred=cause.trigger is Trigger.RECONCILED,
+            removed=member,
         )
-        if was_leader:
-            self.emit(
-                EventKind.LEADER_CHANGED,
-                member_id=group.leader_id,
-                leader=group.leader_id,
-                detail=member.member_id,
-                cause="leader removed",
-            )
         if member.awaiting_sync is not None:
             # Kafka drops the member before flushing parked SyncGroups: this one is never answered
             call = member.awaiting_sync
@@ -1856,7 +1883,7 @@ class CoordinatorEngine:
         error: Errors | None
         if group.state == DEAD:
             error = f.dead_group_error
-        elif f.version < (2, 3, 0) and not f.java:
+        elif not f.static_membership and not f.java:  # 2.2: membership only (no validateGroupMember)
             error = UNKNOWN_MEMBER_ID if member_id not in group.members else None
         else:
             error = self._validate_member(group, member_id, req.group_instance_id, strict=False)
@@ -1965,26 +1992,8 @@ class CoordinatorEngine:
         pending = list(group.pending_sync_members)
         cause = causes.pending_sync_expiration(self._f, pending)
         for mid in pending:
-            member = group.members.get(mid)
-            was_leader = group.leader_id == mid
-            group.remove(mid, drop_pending=True)
-            self.cancel_heartbeat(mid)
-            if member is not None:
-                self.emit(
-                    EventKind.MEMBER_REMOVED,
-                    member_id=mid,
-                    group_instance_id=member.group_instance_id,
-                    removal_reason=RemovalReason.PENDING_SYNC_EXPIRY,
-                    cause=cause.text,
-                )
-                if was_leader:
-                    self.emit(
-                        EventKind.LEADER_CHANGED,
-                        member_id=group.leader_id,
-                        leader=group.leader_id,
-                        detail=mid,
-                        cause="leader removed",
-                    )
+            # an id re-keyed by a static member's replacement stays pending here: removed as nobody
+            self.remove_member(group, mid, RemovalReason.PENDING_SYNC_EXPIRY, cause.text)
         self.prepare_rebalance(group, cause)
 
     # ============================================================================================
@@ -2128,7 +2137,7 @@ class CoordinatorEngine:
             self._remove_leaving_member(group, group.members[member_id], member_id, reason)
             removed.append(member_id)
             return NONE
-        if f.version >= (2, 4, 0):
+        if f.leave_by_instance_id:
             if member_id != "" and instance_id is not None:
                 mapped = group.static_members.get(instance_id)
                 if mapped is not None and mapped != member_id:
@@ -2174,7 +2183,7 @@ class CoordinatorEngine:
         self, group: ClassicGroup, member: ClassicGroupMember, request_member_id: str, reason: str | None
     ) -> None:
         f = self._f
-        cause_id = request_member_id if (f.version < (3, 0, 0) and not f.java) else member.member_id
+        cause_id = member.member_id if f.leave_cause_names_removed_member else request_member_id
         self.remove_member_and_update_group(
             group,
             member,
@@ -2231,11 +2240,10 @@ class CoordinatorEngine:
     ) -> tuple[Errors | None, ClassicGroupMember | None]:
         f = self._f
         state = group.state
-        v = f.version
-        if not f.java and v < (3, 0, 0):
+        if not f.java and not f.validate_current_member:
             if state == DEAD:
                 return f.dead_group_error, None
-            if v >= (2, 3, 0) and instance_id is not None:
+            if f.static_membership and instance_id is not None:
                 mapped = group.static_members.get(instance_id)
                 if mapped is not None and mapped != member_id:
                     return FENCED_INSTANCE_ID, None

@@ -46,6 +46,7 @@ from rebalance_replay.transforms.coordinator.types import (
     Cause,
     EventKind,
     GroupState,
+    LeaderEvent,
     ModelEvent,
     ObservedResponse,
     PredictedResponse,
@@ -100,6 +101,16 @@ class Coordinator(Protocol):
     ) -> None: ...
     def update_member_and_rebalance(
         self, group: ClassicGroup, member: ClassicGroupMember, call: ParkedCall, cause: Cause
+    ) -> None: ...
+    def remove_member(
+        self,
+        group: ClassicGroup,
+        member_id: str,
+        reason: RemovalReason,
+        cause: str,
+        *,
+        inferred: bool = ...,
+        leader_event: LeaderEvent = ...,
     ) -> None: ...
     def remove_member_and_update_group(
         self, group: ClassicGroup, member: ClassicGroupMember, cause: Cause, reason: RemovalReason
@@ -246,15 +257,8 @@ def drop_member(model: Coordinator, group: ClassicGroup, member_id: str, why: st
         call = member.awaiting_sync
         member.awaiting_sync = None
         model.supersede(call, "never answered: member dropped by reconciliation")
-    group.remove(member_id)
-    model.cancel_heartbeat(member_id)
-    model.emit(
-        EventKind.MEMBER_REMOVED,
-        member_id=member_id,
-        group_instance_id=member.group_instance_id,
-        removal_reason=RemovalReason.RECONCILED,
-        cause=f"reconciled: {why}",
-        inferred=True,
+    model.remove_member(
+        group, member_id, RemovalReason.RECONCILED, f"reconciled: {why}", inferred=True, leader_event="none"
     )
 
 
