@@ -120,16 +120,6 @@ _HEARTBEAT_EVENT = EventKind.HEARTBEAT
 _COMMIT_EVENT = EventKind.OFFSET_COMMIT
 
 
-#: JoinGroup answers while the member map's order (which decides the leader) is still being learned
-ORDER_UNKNOWN_REASON = "warm-up: the order of members seen only through their requests (who leads) is unknown"
-
-
-#: JoinGroup answers of a join phase a member seen only through its requests did not rejoin
-UNSURE_JOIN_REASON = (
-    "warm-up: a member seen only through its requests did not rejoin (its timeouts are unknown)"
-)
-
-
 class _Out:
     """A response decided during the current operation, turned into a Prediction when it ends."""
 
@@ -564,6 +554,26 @@ class CoordinatorEngine:
 
     def _reconcile_late_answer(self, call: ParkedCall, emit: bool) -> None:
         """The broker answered ``call`` (per the log) while the model still holds it."""
+
+    # the replay's decisions inside Kafka's handlers (Kafka's behaviour here; the replay's in reconcile.py)
+    def _keeps_unjoined(self, member: ClassicGroupMember) -> bool:
+        """Whether a member that did not rejoin stays when the join phase completes (Kafka: never)."""
+        return False
+
+    def _unsure_join(self, group: ClassicGroup) -> bool:
+        """Whether the completing join phase kept members the model is unsure of (Kafka: none)."""
+        return False
+
+    def _score_join_answer(self, group: ClassicGroup, call: ParkedCall, unsure: bool) -> None:
+        """Before a completed join phase answers ``call``: leave it out of scoring where the model cannot
+        be sure of the answer (Kafka: every answer is the broker's)."""
+
+    def _check_generation_protocol(self, group: ClassicGroup, generation: int) -> None:
+        """Before ``initNextGeneration`` selects the protocol (Kafka: the members always share one)."""
+
+    def _learn_sync_protocol(self, group: ClassicGroup, request: GroupRequest) -> None:
+        """Before a valid SyncGroup's protocol check, in CompletingRebalance or Stable (Kafka: the group's
+        protocol is known since its JoinGroups)."""
 
     def unload(self, time_ms: int, cause: str = "coordinator resigned the offsets partition") -> None:
         """Partition unload (§16): parked JoinGroup/SyncGroup answered NOT_COORDINATOR, group → Dead.
@@ -1607,29 +1617,19 @@ class CoordinatorEngine:
         else:
             self.complete_join(group)
 
-    def complete_join(
-        self, group: ClassicGroup, observed_generation: int | None = None, observed_leader: str | None = None
-    ) -> None:
-        """``onCompleteJoin`` / ``completeClassicGroupJoin``.
-
-        With ``observed_generation`` (track mode: the broker answered a JoinGroup the model still held)
-        the join phase completes *as the broker's answer says*: at that generation and leader, and
-        without evicting members the model did not see rejoin (the log may just lack their lines; a
-        member the broker evicted is removed when the broker says UNKNOWN_MEMBER_ID to it)."""
+    def complete_join(self, group: ClassicGroup) -> None:
+        """``onCompleteJoin`` / ``completeClassicGroupJoin``: members that did not rejoin removed, a
+        leader that rejoined (or none: wait another rebalance timeout), then the next generation
+        (:meth:`start_next_generation`). Track mode completing the phase as the broker's answer says:
+        ``reconcile.complete_join_as_observed``."""
         self._timers.cancel(self._join_key)
         f = self._f
-        reconciled = observed_generation is not None
-        # a member known only from its requests (warm start) that did not rejoin is kept: its rebalance
-        # timeout is unknown, so whether the broker evicted it is a guess; if it did, the broker's next
-        # answer to it (UNKNOWN_MEMBER_ID) removes it. This join's answers are then not scored.
-        unsure = any(m.inferred and m.awaiting_join is None for m in group.members.values())
         not_rejoined = [
             m
             for m in group.members.values()
             if m.awaiting_join is None
             and (not m.is_static or not f.static_membership)
-            and not reconciled
-            and not m.inferred
+            and not self._keeps_unjoined(m)
         ]
         if not_rejoined:
             ids = [m.member_id for m in not_rejoined]
@@ -1644,19 +1644,7 @@ class CoordinatorEngine:
                 )
         if group.state == DEAD:
             return
-        if reconciled:
-            if observed_leader and observed_leader in group.members and group.leader_id != observed_leader:
-                old = group.leader_id
-                group.leader_id = observed_leader
-                self.emit(
-                    EventKind.LEADER_CHANGED,
-                    member_id=observed_leader,
-                    leader=observed_leader,
-                    detail=old,
-                    cause="reconciled: the broker's join response",
-                    inferred=True,
-                )
-        elif not self._maybe_elect_new_joined_leader(group) and group.members:
+        if not self._maybe_elect_new_joined_leader(group) and group.members:
             self._arm(self._join_key, group.rebalance_timeout_ms(), self._p_rebalance, T_JOIN)
             self.emit(
                 EventKind.TIMER_EXPIRED,
@@ -1664,16 +1652,21 @@ class CoordinatorEngine:
                 cause=f"Group {self.group_id} could not complete rebalance because no members rejoined",
             )
             return
+        self.start_next_generation(group)
+
+    def start_next_generation(self, group: ClassicGroup, observed_generation: int | None = None) -> None:
+        """The end of ``onCompleteJoin``: ``initNextGeneration``; an Empty group is stored, else every
+        member is answered (Kafka's member order), its heartbeat re-armed and it awaits its SyncGroup
+        (``schedulePendingSync``). ``observed_generation``: the broker's, when track mode completes the
+        phase as its answer says (the generation never goes back)."""
+        f = self._f
         generation = max(next_generation(group.generation_id), observed_generation or 0)
         text = (
             f"Stabilized group {self.group_id} generation {generation} with {len(group.members)} members"
             if group.members
             else f"Group {self.group_id} with generation {generation} is now empty"
         )
-        if group.members and group.protocol_name is None and not group.candidate_protocols():
-            self.lose_confidence(
-                f"no protocol shared by every member of {self.group_id} at generation {generation}"
-            )
+        self._check_generation_protocol(group, generation)
         group.init_next_generation(Cause(Trigger.JOIN_COMPLETED, text), observed_generation)
         if not group.members:
             group.empty_since_ms = self._book.clock
@@ -1690,12 +1683,11 @@ class CoordinatorEngine:
         if not group.members:
             return
         leader = group.leader_id
+        unsure = self._unsure_join(group)
         for member in ordered:
             call = member.awaiting_join
             if call is not None:
-                if (unsure or not group.order_known) and call.scored:
-                    call.scored = False
-                    call.unscored_reason = UNSURE_JOIN_REASON if unsure else ORDER_UNKNOWN_REASON
+                self._score_join_answer(group, call, unsure)
                 self.answer_join(
                     group,
                     member,
@@ -1890,12 +1882,7 @@ class CoordinatorEngine:
         if error is None and req.generation_id != group.generation_id:
             error = ILLEGAL_GENERATION
         if error is None and group.state in (COMPLETING, STABLE):
-            # a live group always has a protocol; none known means the model has not observed it (warm
-            # start from mid-life): learn it from the first SyncGroup that names it instead of rejecting
-            if not group.protocol_type and req.protocol_type:
-                group.protocol_type = req.protocol_type
-            if not group.protocol_name and req.protocol_name:
-                group.protocol_name = req.protocol_name
+            self._learn_sync_protocol(group, req)
         if (
             error is None
             and f.sync_protocol_check
