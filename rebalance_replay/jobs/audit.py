@@ -473,7 +473,7 @@ def audit(
         health=group_health(frames.get("rebalances"), findings),
     )
     if config.report.great_expectations and not up_to_date:
-        from rebalance_replay.jobs.validate import FINDINGS_SUITE, findings_contract_frame, run_gx
+        from rebalance_replay.jobs.expectations import FINDINGS_SUITE, findings_contract_frame, run_gx
 
         result.gx = run_gx(
             config.storage.warehouse,

@@ -1,5 +1,5 @@
 """The replay feed as it crosses to the Python workers: the nested columns only JoinGroup, SyncGroup and
-LeaveGroup rows fill are packed into one JSON string in the JVM (``jobs.replay.pack``) and unpacked in
+LeaveGroup rows fill are packed into one JSON string in the JVM (``jobs.replay_wire.pack``) and unpacked in
 the worker (``unpack``) — the unpacked table must be the feed, value for value (binary metadata and
 assignments included)."""
 
@@ -12,7 +12,8 @@ import pyarrow as pa
 import pytest
 
 from rebalance_replay.jobs.delta import open_store
-from rebalance_replay.jobs.replay import FEED, PACKED, PACKED_COLUMNS, WIRE, _classic_rows, pack, unpack
+from rebalance_replay.jobs.replay_feed import _classic_rows
+from rebalance_replay.jobs.replay_wire import FEED, PACKED, PACKED_COLUMNS, WIRE, pack, unpack
 from rebalance_replay.schemas import REQUESTS
 from tests.helpers import sample_warehouse
 

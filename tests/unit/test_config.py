@@ -100,7 +100,7 @@ def test_kafka_patch_version_accepted() -> None:
 
 
 def test_bucket_shrinks_until_the_busiest_group_fits() -> None:
-    from rebalance_replay.jobs.replay import bucket_ms_for
+    from rebalance_replay.jobs.replay_feed import bucket_ms_for
 
     hour = 3_600_000
     assert bucket_ms_for(hour, 150_000, 200_000) == hour

@@ -55,9 +55,9 @@ def _of_member(
 
 def adding_member(f: VersionFeatures, member_id: str, instance_id: str | None, reason: str | None) -> Cause:
     t = Trigger.NEW_MEMBER
-    if f.version < (2, 3, 0) and not f.java:
+    if f.new_member_cause == "bare":
         return _of_member(t, f"Adding new member {member_id}", member_id, f, reason, client=False)
-    if f.version < (2, 5, 0) and not f.java:
+    if f.new_member_cause == "instanceid":
         text = f"Adding new member {member_id} with group instanceid {option(instance_id, False)}"
         return _of_member(t, text, member_id, f, reason, client=False)
     text = f"Adding new member {member_id} with group instance id {option(instance_id, f.java)}"
@@ -84,7 +84,7 @@ def leader_rejoining(f: VersionFeatures, member_id: str, state: str, reason: str
     t = Trigger.LEADER_REJOIN
     if not f.state_in_causes and not f.java:
         return _of_member(t, f"Updating metadata for member {member_id}", member_id, f, reason, client=False)
-    leader = "Leader" if (f.java or f.version >= (3, 0, 0)) else "leader"
+    leader = "Leader" if f.leader_cause_capitalized else "leader"
     return _of_member(t, f"{leader} {member_id} re-joining group during {state}", member_id, f, reason)
 
 
@@ -108,7 +108,7 @@ def heartbeat_expiration(f: VersionFeatures, member_id: str) -> Cause:
 
 def leave_group(f: VersionFeatures, member_id: str, reason: str | None) -> Cause:
     t = Trigger.MEMBER_LEFT
-    if f.version < (3, 0, 0) and not f.java:
+    if not f.leave_cause_names_removed_member:
         return _of_member(t, f"removing member {member_id} on LeaveGroup", member_id, f, reason, client=False)
     return _of_member(t, f"Removing member {member_id} on LeaveGroup", member_id, f, reason)
 

@@ -153,6 +153,17 @@ class VersionFeatures:
     #: Unified ``validateCurrentMember`` (3.0+): an unknown instance id is UNKNOWN_MEMBER_ID for
     #: Heartbeat/Sync/Commit/Leave; leave by instance id needs member id "".
     validate_current_member: bool
+    #: KIP-345 LeaveGroup by group instance id, with the fenced-instance check (2.4+; before: one
+    #: member id).
+    leave_by_instance_id: bool
+    #: A LeaveGroup's removal cause names the removed member, capitalized, with the client's reason
+    #: (3.0+ and Java); before, Scala named the request's member id ("removing member … on LeaveGroup").
+    leave_cause_names_removed_member: bool
+    #: Wording of a new member's rebalance cause: "Adding new member X" (2.2), "... with group
+    #: instanceid ..." (2.3-2.4 Scala), "... with group instance id ..." (2.5+, Java).
+    new_member_cause: Literal["bare", "instanceid", "instance_id"]
+    #: "Leader X re-joining group" (3.0+, Java) / "leader X re-joining group" (2.6-2.8 Scala).
+    leader_cause_capitalized: bool
     #: KIP-559 SyncGroup protocolType/Name check (2.5+).
     sync_protocol_check: bool
     #: KAFKA-12890 pending-sync timeout (2.8.1 and 3.0+).
@@ -195,6 +206,12 @@ class VersionFeatures:
             static_completing_rebalances=v >= (2, 5, 0),
             static_id_uses_timestamp=v == (2, 3, 0),
             validate_current_member=v >= (3, 0, 0),
+            leave_by_instance_id=v >= (2, 4, 0),
+            leave_cause_names_removed_member=java or v >= (3, 0, 0),
+            new_member_cause=(
+                "instance_id" if java or v >= (2, 5, 0) else "instanceid" if v >= (2, 3, 0) else "bare"
+            ),
+            leader_cause_capitalized=java or v >= (3, 0, 0),
             sync_protocol_check=v >= (2, 5, 0),
             pending_sync_timeout=v >= (3, 0, 0) or (2, 8, 1) <= v < (2, 9, 0),
             rejoin_updates_timeouts=v >= (3, 4, 0) or (3, 3, 2) <= v < (3, 4, 0),

@@ -59,6 +59,7 @@ from rebalance_replay.transforms.coordinator.types import (
     GroupRequest,
     GroupState,
     HeartbeatRun,
+    LeaderEvent,
     LeaveMember,
     ModelEvent,
     ObservedResponse,
@@ -117,16 +118,6 @@ _HEARTBEAT = ApiKey.HEARTBEAT
 _OFFSET_COMMIT = ApiKey.OFFSET_COMMIT
 _HEARTBEAT_EVENT = EventKind.HEARTBEAT
 _COMMIT_EVENT = EventKind.OFFSET_COMMIT
-
-
-#: JoinGroup answers while the member map's order (which decides the leader) is still being learned
-ORDER_UNKNOWN_REASON = "warm-up: the order of members seen only through their requests (who leads) is unknown"
-
-
-#: JoinGroup answers of a join phase a member seen only through its requests did not rejoin
-UNSURE_JOIN_REASON = (
-    "warm-up: a member seen only through its requests did not rejoin (its timeouts are unknown)"
-)
 
 
 class _Out:
@@ -563,6 +554,26 @@ class CoordinatorEngine:
 
     def _reconcile_late_answer(self, call: ParkedCall, emit: bool) -> None:
         """The broker answered ``call`` (per the log) while the model still holds it."""
+
+    # the replay's decisions inside Kafka's handlers (Kafka's behaviour here; the replay's in reconcile.py)
+    def _keeps_unjoined(self, member: ClassicGroupMember) -> bool:
+        """Whether a member that did not rejoin stays when the join phase completes (Kafka: never)."""
+        return False
+
+    def _unsure_join(self, group: ClassicGroup) -> bool:
+        """Whether the completing join phase kept members the model is unsure of (Kafka: none)."""
+        return False
+
+    def _score_join_answer(self, group: ClassicGroup, call: ParkedCall, unsure: bool) -> None:
+        """Before a completed join phase answers ``call``: leave it out of scoring where the model cannot
+        be sure of the answer (Kafka: every answer is the broker's)."""
+
+    def _check_generation_protocol(self, group: ClassicGroup, generation: int) -> None:
+        """Before ``initNextGeneration`` selects the protocol (Kafka: the members always share one)."""
+
+    def _learn_sync_protocol(self, group: ClassicGroup, request: GroupRequest) -> None:
+        """Before a valid SyncGroup's protocol check, in CompletingRebalance or Stable (Kafka: the group's
+        protocol is known since its JoinGroups)."""
 
     def unload(self, time_ms: int, cause: str = "coordinator resigned the offsets partition") -> None:
         """Partition unload (§16): parked JoinGroup/SyncGroup answered NOT_COORDINATOR, group → Dead.
@@ -1239,32 +1250,31 @@ class CoordinatorEngine:
                 return
             group = self._create_group()
         if not self._accept_joining_member(group, member_id, is_unknown):
-            removed = group.members.get(member_id)
-            was_pending = group.is_pending(member_id)
-            if f.accept_joining_member:
-                group.remove(member_id, drop_pending=f.remove_drops_pending)
-            else:
-                group.remove(member_id, drop_pending=False)
-                if instance_id is not None and f.version < (2, 6, 0):
-                    group.static_members.pop(instance_id, None)  # 2.3-2.5 removeStaticMember quirk
+            # group.remove(memberId): 2.6+ drops a pending member too where remove does (3.0+)
+            drop_pending = f.accept_joining_member and f.remove_drops_pending
             cause = f"group.max.size {self.config.group_max_size} reached"
-            if removed is not None:
-                self.cancel_heartbeat(member_id)
-                self.emit(
-                    EventKind.MEMBER_REMOVED,
-                    member_id=member_id,
-                    group_instance_id=removed.group_instance_id,
-                    removal_reason=RemovalReason.MAX_SIZE,
-                    cause=cause,
+            if member_id in group.members:
+                self.remove_member(
+                    group,
+                    member_id,
+                    RemovalReason.MAX_SIZE,
+                    cause,
+                    drop_pending=drop_pending,
+                    leader_event="none",
                 )
-            elif was_pending and not group.is_pending(member_id):
-                self._timers.cancel(self._hb_prefix + member_id)
-                self.emit(
-                    EventKind.PENDING_MEMBER_REMOVED,
-                    member_id=member_id,
-                    removal_reason=RemovalReason.MAX_SIZE,
-                    cause=cause,
-                )
+            else:  # a pending member, or nobody
+                was_pending = group.is_pending(member_id)
+                group.remove(member_id, drop_pending=drop_pending)
+                if was_pending and not group.is_pending(member_id):
+                    self.cancel_heartbeat(member_id)
+                    self.emit(
+                        EventKind.PENDING_MEMBER_REMOVED,
+                        member_id=member_id,
+                        removal_reason=RemovalReason.MAX_SIZE,
+                        cause=cause,
+                    )
+            if instance_id is not None and not f.accept_joining_member:
+                group.static_members.pop(instance_id, None)  # 2.3-2.5 removeStaticMember quirk
             self.respond(call, self.join_error(call, Errors.GROUP_MAX_SIZE_REACHED, ""))
         elif is_unknown:
             self._join_new_member(group, call, instance_id)
@@ -1607,67 +1617,34 @@ class CoordinatorEngine:
         else:
             self.complete_join(group)
 
-    def complete_join(
-        self, group: ClassicGroup, observed_generation: int | None = None, observed_leader: str | None = None
-    ) -> None:
-        """``onCompleteJoin`` / ``completeClassicGroupJoin``.
-
-        With ``observed_generation`` (track mode: the broker answered a JoinGroup the model still held)
-        the join phase completes *as the broker's answer says*: at that generation and leader, and
-        without evicting members the model did not see rejoin (the log may just lack their lines; a
-        member the broker evicted is removed when the broker says UNKNOWN_MEMBER_ID to it)."""
+    def complete_join(self, group: ClassicGroup) -> None:
+        """``onCompleteJoin`` / ``completeClassicGroupJoin``: members that did not rejoin removed, a
+        leader that rejoined (or none: wait another rebalance timeout), then the next generation
+        (:meth:`start_next_generation`). Track mode completing the phase as the broker's answer says:
+        ``reconcile.complete_join_as_observed``."""
         self._timers.cancel(self._join_key)
         f = self._f
-        reconciled = observed_generation is not None
-        # a member known only from its requests (warm start) that did not rejoin is kept: its rebalance
-        # timeout is unknown, so whether the broker evicted it is a guess; if it did, the broker's next
-        # answer to it (UNKNOWN_MEMBER_ID) removes it. This join's answers are then not scored.
-        unsure = any(m.inferred and m.awaiting_join is None for m in group.members.values())
         not_rejoined = [
             m
             for m in group.members.values()
             if m.awaiting_join is None
             and (not m.is_static or not f.static_membership)
-            and not reconciled
-            and not m.inferred
+            and not self._keeps_unjoined(m)
         ]
         if not_rejoined:
             ids = [m.member_id for m in not_rejoined]
             cause = causes.not_rejoined(self.group_id, ids, f.java)
             for m in not_rejoined:
-                was_leader = group.leader_id == m.member_id
-                group.remove(m.member_id, drop_pending=True)
-                self.cancel_heartbeat(m.member_id)
-                self.emit(
-                    EventKind.MEMBER_REMOVED,
-                    member_id=m.member_id,
-                    group_instance_id=m.group_instance_id,
-                    removal_reason=RemovalReason.REBALANCE_TIMEOUT_EVICTION,
-                    cause=cause,
+                self.remove_member(
+                    group,
+                    m.member_id,
+                    RemovalReason.REBALANCE_TIMEOUT_EVICTION,
+                    cause,
+                    leader_event="successor",
                 )
-                if was_leader and group.leader_id is not None:
-                    self.emit(
-                        EventKind.LEADER_CHANGED,
-                        member_id=group.leader_id,
-                        leader=group.leader_id,
-                        detail=m.member_id,
-                        cause="leader removed",
-                    )
         if group.state == DEAD:
             return
-        if reconciled:
-            if observed_leader and observed_leader in group.members and group.leader_id != observed_leader:
-                old = group.leader_id
-                group.leader_id = observed_leader
-                self.emit(
-                    EventKind.LEADER_CHANGED,
-                    member_id=observed_leader,
-                    leader=observed_leader,
-                    detail=old,
-                    cause="reconciled: the broker's join response",
-                    inferred=True,
-                )
-        elif not self._maybe_elect_new_joined_leader(group) and group.members:
+        if not self._maybe_elect_new_joined_leader(group) and group.members:
             self._arm(self._join_key, group.rebalance_timeout_ms(), self._p_rebalance, T_JOIN)
             self.emit(
                 EventKind.TIMER_EXPIRED,
@@ -1675,16 +1652,21 @@ class CoordinatorEngine:
                 cause=f"Group {self.group_id} could not complete rebalance because no members rejoined",
             )
             return
+        self.start_next_generation(group)
+
+    def start_next_generation(self, group: ClassicGroup, observed_generation: int | None = None) -> None:
+        """The end of ``onCompleteJoin``: ``initNextGeneration``; an Empty group is stored, else every
+        member is answered (Kafka's member order), its heartbeat re-armed and it awaits its SyncGroup
+        (``schedulePendingSync``). ``observed_generation``: the broker's, when track mode completes the
+        phase as its answer says (the generation never goes back)."""
+        f = self._f
         generation = max(next_generation(group.generation_id), observed_generation or 0)
         text = (
             f"Stabilized group {self.group_id} generation {generation} with {len(group.members)} members"
             if group.members
             else f"Group {self.group_id} with generation {generation} is now empty"
         )
-        if group.members and group.protocol_name is None and not group.candidate_protocols():
-            self.lose_confidence(
-                f"no protocol shared by every member of {self.group_id} at generation {generation}"
-            )
+        self._check_generation_protocol(group, generation)
         group.init_next_generation(Cause(Trigger.JOIN_COMPLETED, text), observed_generation)
         if not group.members:
             group.empty_since_ms = self._book.clock
@@ -1701,12 +1683,11 @@ class CoordinatorEngine:
         if not group.members:
             return
         leader = group.leader_id
+        unsure = self._unsure_join(group)
         for member in ordered:
             call = member.awaiting_join
             if call is not None:
-                if (unsure or not group.order_known) and call.scored:
-                    call.scored = False
-                    call.unscored_reason = UNSURE_JOIN_REASON if unsure else ORDER_UNKNOWN_REASON
+                self._score_join_answer(group, call, unsure)
                 self.answer_join(
                     group,
                     member,
@@ -1742,6 +1723,55 @@ class CoordinatorEngine:
     # ============================================================================================
     # removal
     # ============================================================================================
+    def remove_member(
+        self,
+        group: ClassicGroup,
+        member_id: str,
+        reason: RemovalReason,
+        cause: str,
+        *,
+        client_reason: str | None = None,
+        inferred: bool = False,
+        drop_pending: bool = True,
+        leader_event: LeaderEvent = "always",
+        removed: ClassicGroupMember | None = None,
+    ) -> None:
+        """Every removal of a member: ``ClassicGroup.remove`` (which elects the next leader), the member's
+        heartbeat timer cancelled (``removeHeartbeatForLeavingMember``), MEMBER_REMOVED and, when it led
+        the group, LEADER_CHANGED. ``member_id`` not a member (a stale pending-sync id): removed as Kafka
+        removes it, no event.
+
+        ``leader_event`` says when the leader's removal is reported, as each caller always has:
+        ``"always"`` (``removeMemberAndUpdateGroup``, also when nobody is left to lead), ``"successor"``
+        (only when another member leads now: the join phase's evictions) or ``"none"`` (a member refused
+        at ``group.max.size``, one dropped by reconciliation). ``removed``: the member object, when the
+        caller holds it."""
+        member = group.members.get(member_id) if removed is None else removed
+        was_leader = group.leader_id == member_id
+        group.remove(member_id, drop_pending=drop_pending)
+        self.cancel_heartbeat(member_id)
+        if member is None:
+            return
+        self.emit(
+            EventKind.MEMBER_REMOVED,
+            member_id=member_id,
+            group_instance_id=member.group_instance_id,
+            removal_reason=reason,
+            cause=cause,
+            client_reason=client_reason,
+            inferred=inferred,
+        )
+        if was_leader and (
+            leader_event == "always" or (leader_event == "successor" and group.leader_id is not None)
+        ):
+            self.emit(
+                EventKind.LEADER_CHANGED,
+                member_id=group.leader_id,
+                leader=group.leader_id,
+                detail=member_id,
+                cause="leader removed",
+            )
+
     def remove_member_and_update_group(
         self,
         group: ClassicGroup,
@@ -1755,26 +1785,15 @@ class CoordinatorEngine:
         """``removeMemberAndUpdateGroup`` / ``removeMemberAndUpdateClassicGroup``."""
         if member.awaiting_join is not None:
             self.answer_join(group, member, self.join_error(member.awaiting_join, UNKNOWN_MEMBER_ID, ""))
-        was_leader = group.leader_id == member.member_id
-        group.remove(member.member_id, drop_pending=True)
-        self.cancel_heartbeat(member.member_id)
-        self.emit(
-            EventKind.MEMBER_REMOVED,
-            member_id=member.member_id,
-            group_instance_id=member.group_instance_id,
-            removal_reason=reason,
-            cause=cause.text,
+        self.remove_member(
+            group,
+            member.member_id,
+            reason,
+            cause.text,
             client_reason=client_reason,
             inferred=cause.trigger is Trigger.RECONCILED,
+            removed=member,
         )
-        if was_leader:
-            self.emit(
-                EventKind.LEADER_CHANGED,
-                member_id=group.leader_id,
-                leader=group.leader_id,
-                detail=member.member_id,
-                cause="leader removed",
-            )
         if member.awaiting_sync is not None:
             # Kafka drops the member before flushing parked SyncGroups: this one is never answered
             call = member.awaiting_sync
@@ -1856,19 +1875,14 @@ class CoordinatorEngine:
         error: Errors | None
         if group.state == DEAD:
             error = f.dead_group_error
-        elif f.version < (2, 3, 0) and not f.java:
+        elif not f.static_membership and not f.java:  # 2.2: membership only (no validateGroupMember)
             error = UNKNOWN_MEMBER_ID if member_id not in group.members else None
         else:
             error = self._validate_member(group, member_id, req.group_instance_id, strict=False)
         if error is None and req.generation_id != group.generation_id:
             error = ILLEGAL_GENERATION
         if error is None and group.state in (COMPLETING, STABLE):
-            # a live group always has a protocol; none known means the model has not observed it (warm
-            # start from mid-life): learn it from the first SyncGroup that names it instead of rejecting
-            if not group.protocol_type and req.protocol_type:
-                group.protocol_type = req.protocol_type
-            if not group.protocol_name and req.protocol_name:
-                group.protocol_name = req.protocol_name
+            self._learn_sync_protocol(group, req)
         if (
             error is None
             and f.sync_protocol_check
@@ -1965,26 +1979,8 @@ class CoordinatorEngine:
         pending = list(group.pending_sync_members)
         cause = causes.pending_sync_expiration(self._f, pending)
         for mid in pending:
-            member = group.members.get(mid)
-            was_leader = group.leader_id == mid
-            group.remove(mid, drop_pending=True)
-            self.cancel_heartbeat(mid)
-            if member is not None:
-                self.emit(
-                    EventKind.MEMBER_REMOVED,
-                    member_id=mid,
-                    group_instance_id=member.group_instance_id,
-                    removal_reason=RemovalReason.PENDING_SYNC_EXPIRY,
-                    cause=cause.text,
-                )
-                if was_leader:
-                    self.emit(
-                        EventKind.LEADER_CHANGED,
-                        member_id=group.leader_id,
-                        leader=group.leader_id,
-                        detail=mid,
-                        cause="leader removed",
-                    )
+            # an id re-keyed by a static member's replacement stays pending here: removed as nobody
+            self.remove_member(group, mid, RemovalReason.PENDING_SYNC_EXPIRY, cause.text)
         self.prepare_rebalance(group, cause)
 
     # ============================================================================================
@@ -2128,7 +2124,7 @@ class CoordinatorEngine:
             self._remove_leaving_member(group, group.members[member_id], member_id, reason)
             removed.append(member_id)
             return NONE
-        if f.version >= (2, 4, 0):
+        if f.leave_by_instance_id:
             if member_id != "" and instance_id is not None:
                 mapped = group.static_members.get(instance_id)
                 if mapped is not None and mapped != member_id:
@@ -2174,7 +2170,7 @@ class CoordinatorEngine:
         self, group: ClassicGroup, member: ClassicGroupMember, request_member_id: str, reason: str | None
     ) -> None:
         f = self._f
-        cause_id = request_member_id if (f.version < (3, 0, 0) and not f.java) else member.member_id
+        cause_id = member.member_id if f.leave_cause_names_removed_member else request_member_id
         self.remove_member_and_update_group(
             group,
             member,
@@ -2231,11 +2227,10 @@ class CoordinatorEngine:
     ) -> tuple[Errors | None, ClassicGroupMember | None]:
         f = self._f
         state = group.state
-        v = f.version
-        if not f.java and v < (3, 0, 0):
+        if not f.java and not f.validate_current_member:
             if state == DEAD:
                 return f.dead_group_error, None
-            if v >= (2, 3, 0) and instance_id is not None:
+            if f.static_membership and instance_id is not None:
                 mapped = group.static_members.get(instance_id)
                 if mapped is not None and mapped != member_id:
                     return FENCED_INSTANCE_ID, None

@@ -9,12 +9,13 @@ other's caller.
 
 from __future__ import annotations
 
+from rebalance_replay.transforms.coordinator import reconcile
 from rebalance_replay.transforms.coordinator.codec import pack, unpack
 from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
 from rebalance_replay.transforms.coordinator.engine import CoordinatorEngine
 from rebalance_replay.transforms.coordinator.reconcile import reconcile_answer, reconcile_late_answer
-from rebalance_replay.transforms.coordinator.state import ParkedCall
-from rebalance_replay.transforms.coordinator.types import PredictedResponse
+from rebalance_replay.transforms.coordinator.state import ClassicGroup, ClassicGroupMember, ParkedCall
+from rebalance_replay.transforms.coordinator.types import GroupRequest, PredictedResponse
 
 __all__ = ["CoordinatorConfig", "GroupCoordinatorModel"]
 
@@ -31,6 +32,21 @@ class GroupCoordinatorModel(CoordinatorEngine):
 
     def _reconcile_late_answer(self, call: ParkedCall, emit: bool) -> None:
         reconcile_late_answer(self, call, emit=emit)
+
+    def _keeps_unjoined(self, member: ClassicGroupMember) -> bool:
+        return reconcile.keeps_unjoined(member)
+
+    def _unsure_join(self, group: ClassicGroup) -> bool:
+        return reconcile.unsure_join(group)
+
+    def _score_join_answer(self, group: ClassicGroup, call: ParkedCall, unsure: bool) -> None:
+        reconcile.score_join_answer(group, call, unsure)
+
+    def _check_generation_protocol(self, group: ClassicGroup, generation: int) -> None:
+        reconcile.check_generation_protocol(self, group, generation)
+
+    def _learn_sync_protocol(self, group: ClassicGroup, request: GroupRequest) -> None:
+        reconcile.learn_sync_protocol(group, request)
 
     def to_bytes(self) -> bytes:
         """:meth:`to_state`, framed (:func:`~rebalance_replay.transforms.coordinator.codec.pack`): the same

@@ -45,7 +45,9 @@ from rebalance_replay.transforms.coordinator.state import (
 from rebalance_replay.transforms.coordinator.types import (
     Cause,
     EventKind,
+    GroupRequest,
     GroupState,
+    LeaderEvent,
     ModelEvent,
     ObservedResponse,
     PredictedResponse,
@@ -54,6 +56,16 @@ from rebalance_replay.transforms.coordinator.types import (
     Trigger,
 )
 from rebalance_replay.transforms.kafka_protocol import ApiKey, Errors
+
+#: JoinGroup answers while the member map's order (which decides the leader) is still being learned
+ORDER_UNKNOWN_REASON = "warm-up: the order of members seen only through their requests (who leads) is unknown"
+
+
+#: JoinGroup answers of a join phase a member seen only through its requests did not rejoin
+UNSURE_JOIN_REASON = (
+    "warm-up: a member seen only through its requests did not rejoin (its timeouts are unknown)"
+)
+
 
 INFERRED_TIMEOUT_REASON = (
     "warm-up: the rebalance timeout of members seen only through their requests is unknown"
@@ -101,14 +113,22 @@ class Coordinator(Protocol):
     def update_member_and_rebalance(
         self, group: ClassicGroup, member: ClassicGroupMember, call: ParkedCall, cause: Cause
     ) -> None: ...
+    def remove_member(
+        self,
+        group: ClassicGroup,
+        member_id: str,
+        reason: RemovalReason,
+        cause: str,
+        *,
+        inferred: bool = ...,
+        leader_event: LeaderEvent = ...,
+    ) -> None: ...
     def remove_member_and_update_group(
         self, group: ClassicGroup, member: ClassicGroupMember, cause: Cause, reason: RemovalReason
     ) -> None: ...
     def prepare_rebalance(self, group: ClassicGroup, cause: Cause, member_id: str | None = None) -> None: ...
     def maybe_complete_join(self, group: ClassicGroup, ignore_initial: bool = False) -> None: ...
-    def complete_join(
-        self, group: ClassicGroup, observed_generation: int | None = None, observed_leader: str | None = None
-    ) -> None: ...
+    def start_next_generation(self, group: ClassicGroup, observed_generation: int | None = None) -> None: ...
     def set_and_propagate_assignment(
         self, group: ClassicGroup, assignment: dict[str, bytes | None]
     ) -> None: ...
@@ -246,15 +266,8 @@ def drop_member(model: Coordinator, group: ClassicGroup, member_id: str, why: st
         call = member.awaiting_sync
         member.awaiting_sync = None
         model.supersede(call, "never answered: member dropped by reconciliation")
-    group.remove(member_id)
-    model.cancel_heartbeat(member_id)
-    model.emit(
-        EventKind.MEMBER_REMOVED,
-        member_id=member_id,
-        group_instance_id=member.group_instance_id,
-        removal_reason=RemovalReason.RECONCILED,
-        cause=f"reconciled: {why}",
-        inferred=True,
+    model.remove_member(
+        group, member_id, RemovalReason.RECONCILED, f"reconciled: {why}", inferred=True, leader_event="none"
     )
 
 
@@ -669,10 +682,8 @@ def _apply_late_answer(
                 back = group.previous_state if group.previous_state in (STABLE, COMPLETING) else STABLE
                 force_state(model, group, back, what)
             elif group.state == PREPARING:
-                model.complete_join(
-                    group,
-                    observed_generation=obs.generation_id if obs.generation_id is not None else -1,
-                    observed_leader=obs.leader,
+                complete_join_as_observed(
+                    model, group, obs.generation_id if obs.generation_id is not None else -1, obs.leader
                 )
             adopt_join_view(model, group, obs, what)
         elif holder is not None:
@@ -706,3 +717,67 @@ def _holder(group: ClassicGroup, call: ParkedCall) -> ClassicGroupMember | None:
         if m.awaiting_join is call or m.awaiting_sync is call:
             return m
     return None
+
+
+# ------------------------------------------------------------------------------------------------
+# the join phase and SyncGroup: the replay's decisions inside Kafka's handlers (engine hooks)
+# ------------------------------------------------------------------------------------------------
+def keeps_unjoined(member: ClassicGroupMember) -> bool:
+    """A member known only from its requests (warm start) that did not rejoin is kept when the join phase
+    completes: its rebalance timeout is unknown, so whether the broker evicted it is a guess; if it did,
+    the broker's next answer to it (UNKNOWN_MEMBER_ID) removes it. That join's answers are then not
+    scored (:func:`unsure_join`)."""
+    return member.inferred
+
+
+def unsure_join(group: ClassicGroup) -> bool:
+    return any(m.inferred and m.awaiting_join is None for m in group.members.values())
+
+
+def score_join_answer(group: ClassicGroup, call: ParkedCall, unsure: bool) -> None:
+    """A join phase that kept unsure members, or whose member order (who leads) is unknown: its answers
+    are not scored."""
+    if (unsure or not group.order_known) and call.scored:
+        call.scored = False
+        call.unscored_reason = UNSURE_JOIN_REASON if unsure else ORDER_UNKNOWN_REASON
+
+
+def check_generation_protocol(model: Coordinator, group: ClassicGroup, generation: int) -> None:
+    """Members (some inferred) sharing no protocol the model knows: the model is no longer sure."""
+    if group.members and group.protocol_name is None and not group.candidate_protocols():
+        model.lose_confidence(
+            f"no protocol shared by every member of {model.group_id} at generation {generation}"
+        )
+
+
+def learn_sync_protocol(group: ClassicGroup, request: GroupRequest) -> None:
+    """A live group always has a protocol; none known means the model has not observed it (warm start
+    from mid-life): learn it from the first SyncGroup that names it instead of rejecting it."""
+    if not group.protocol_type and request.protocol_type:
+        group.protocol_type = request.protocol_type
+    if not group.protocol_name and request.protocol_name:
+        group.protocol_name = request.protocol_name
+
+
+def complete_join_as_observed(
+    model: Coordinator, group: ClassicGroup, generation: int, leader: str | None
+) -> None:
+    """The broker answered a JoinGroup the model still holds: the join phase completes *as its answer
+    says*, at that generation and leader, without evicting members the model did not see rejoin (the log
+    may just lack their lines; a member the broker evicted is removed when the broker says
+    UNKNOWN_MEMBER_ID to it)."""
+    model.cancel_join_timer()
+    if group.state == DEAD:
+        return
+    if leader and leader in group.members and group.leader_id != leader:
+        old = group.leader_id
+        group.leader_id = leader
+        model.emit(
+            EventKind.LEADER_CHANGED,
+            member_id=leader,
+            leader=leader,
+            detail=old,
+            cause="reconciled: the broker's join response",
+            inferred=True,
+        )
+    model.start_next_generation(group, generation)

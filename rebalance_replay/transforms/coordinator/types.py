@@ -215,6 +215,11 @@ class RemovalReason(str, Enum):
     RECONCILED = "reconciled"  # track mode removed it to agree with the broker
 
 
+#: When a removal reports the removed leader's successor (LEADER_CHANGED): ``always`` (also when nobody
+#: is left to lead), ``successor`` (only when another member leads now) or ``none``.
+LeaderEvent = Literal["always", "successor", "none"]
+
+
 @dataclass(frozen=True, slots=True)
 class ModelEvent:
     """Something that happened inside the coordinator, on the recorded clock."""

@@ -126,7 +126,7 @@ class _Gx:
 
 
 def test_the_findings_contract_accepts_it(r24: str) -> None:
-    from rebalance_replay.jobs.validate import _findings_expectations
+    from rebalance_replay.jobs.expectations import _findings_expectations
     from rebalance_replay.transforms.audit import rule_id_pattern
 
     gx = argparse.Namespace(expectations=_Gx())

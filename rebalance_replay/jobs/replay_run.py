@@ -1,0 +1,185 @@
+"""A replay run's bookkeeping on the driver: its result (``summary.json``'s replay part), the manifest that
+says what the last run did (``<warehouse>/_replay/manifest.json``), and the small output tables written
+from the calls' side rows."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rebalance_replay.jobs.bookkeeping import write_json
+from rebalance_replay.jobs.config import Config
+from rebalance_replay.jobs.replay_wire import OUTPUT_TABLES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+    from rebalance_replay.jobs.delta import DeltaStore
+    from rebalance_replay.jobs.delta.base import WriteMode
+
+
+@dataclass
+class ReplayResult:
+    mode: str
+    path: str
+    horizon_ms: int | None
+    new_rows: int
+    counts: dict[str, int] = field(default_factory=dict)
+    groups: int = 0
+    kip848_groups: list[str] = field(default_factory=list)
+    late_rows: int = 0
+    #: requests validated in bulk (routine traffic, rebalance_replay.transforms.bulk)
+    bulk_validated: int = 0
+    up_to_date: bool = False
+    seconds: float = 0.0
+    #: what the log tells about the brokers (``rebalance_replay.jobs.broker_facts``), summary.json ``broker``
+    broker: dict[str, Any] = field(default_factory=dict)
+
+    def as_summary(self) -> dict[str, Any]:
+        return {
+            **({"broker": self.broker} if self.broker else {}),
+            "replay": {
+                "mode": self.mode,
+                "path": self.path,
+                "horizon_ms": self.horizon_ms,
+                "new_rows": self.new_rows,
+                "groups": self.groups,
+                "late_rows": self.late_rows,
+                "bulk_validated": self.bulk_validated,
+                "kip848_groups": self.kip848_groups,
+                "seconds": round(self.seconds, 2),
+                "up_to_date": self.up_to_date,
+            },
+            "predictions": self.counts.get("predictions", 0),
+            "transitions": self.counts.get("transitions", 0),
+            "rebalances": self.counts.get("rebalances", 0),
+            "member_sessions": self.counts.get("member_sessions", 0),
+            "kip848_groups": len(self.kip848_groups),
+        }
+
+
+@dataclass
+class ReplayManifest:
+    """What the last replay into a warehouse did (``<warehouse>/_replay/manifest.json``). A batch replay
+    writes every field but ``runs``; an incremental run writes ``mode``, ``runs``, ``horizon_ms`` and
+    ``config``. A field missing from the file (an older manifest, the other mode's) reads as its default;
+    keys this version does not know are ignored."""
+
+    mode: Literal["batch", "incremental"] | None = None
+    #: the configuration's fingerprint (:func:`_config_fingerprint`; a forensics batch adds its window and
+    #: groups)
+    config: str | None = None
+    horizon_ms: int | None = None
+    # batch
+    path: str | None = None
+    requests_version: int | None = None
+    complete: bool = False
+    counts: dict[str, int] = field(default_factory=dict)
+    groups: int = 0
+    bulk_validated: int = 0
+    kip848_groups: list[str] = field(default_factory=list)
+    # incremental
+    runs: int | None = None
+
+    _BATCH: ClassVar[tuple[str, ...]] = (
+        "mode",
+        "path",
+        "requests_version",
+        "config",
+        "complete",
+        "horizon_ms",
+        "counts",
+        "groups",
+        "bulk_validated",
+        "kip848_groups",
+    )
+    _INCREMENTAL: ClassVar[tuple[str, ...]] = ("mode", "runs", "horizon_ms", "config")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReplayManifest:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def to_json(self) -> dict[str, Any]:
+        keys = self._INCREMENTAL if self.mode == "incremental" else self._BATCH
+        return {k: getattr(self, k) for k in keys}
+
+
+class ReplayDirs:
+    """Where a warehouse keeps its replay bookkeeping (``<warehouse>/_replay``)."""
+
+    def __init__(self, warehouse: str) -> None:
+        self.root = Path(warehouse) / "_replay"
+        self.manifest = self.root / "manifest.json"
+        self.incremental = self.root / "incremental"
+
+    def load_manifest(self) -> ReplayManifest:
+        if self.manifest.exists():
+            return ReplayManifest.from_json(json.loads(self.manifest.read_text()))
+        return ReplayManifest()
+
+    def save_manifest(self, manifest: ReplayManifest) -> None:
+        write_json(self.manifest, manifest.to_json(), indent=1)
+
+
+def _config_fingerprint(config: Config) -> str:
+    relevant = {k: config.raw.get(k) for k in ("kafka", "broker", "replay", "validation")}
+    return hashlib.sha1(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _write_small(
+    spark: SparkSession,
+    store: DeltaStore,
+    small: pa.Table,
+    mode: WriteMode,
+    *,
+    app_id: str | None = None,
+    txn_version: int | None = None,
+) -> dict[str, int]:
+    """Write the small output tables (transitions, rebalances, member sessions) from their rows in the
+    union schema, held on the driver; their row counts (from the commits)."""
+    counts: dict[str, int] = {}
+    for kind, table in OUTPUT_TABLES.items():
+        if kind == "predictions":
+            continue
+        rows = small.filter(pc.equal(small.column("kind"), kind)).select(table.column_names)
+        # (pyspark cannot build a frame from an Arrow table without chunks: an empty one has none)
+        df = spark.createDataFrame(rows).coalesce(1) if rows.num_rows else store.empty(table)
+        written = store.write(df, table, mode, app_id=app_id, txn_version=txn_version)
+        counts[kind] = rows.num_rows if written is None else written
+    return counts
+
+
+def _finish_result(
+    mode: str,
+    path: str,
+    horizon: int | None,
+    new_rows: int,
+    counts: dict[str, int],
+    status: Sequence[Mapping[str, Any]],
+) -> ReplayResult:
+    latest: dict[str, Mapping[str, Any]] = {}
+    late = bulk = 0
+    for s in status:
+        latest[s["group_id"]] = s
+        late += s["late"] or 0
+        bulk += s["bulk"] or 0
+    kip848 = sorted(g for g, s in latest.items() if s["kip848"])
+    return ReplayResult(
+        mode,
+        path,
+        horizon,
+        new_rows,
+        counts,
+        groups=len(latest),
+        kip848_groups=kip848,
+        late_rows=late,
+        bulk_validated=bulk,
+    )

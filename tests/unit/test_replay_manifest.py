@@ -1,0 +1,39 @@
+"""The replay's manifest (``<warehouse>/_replay/manifest.json``) as a typed record: the JSON it writes is
+the JSON the untyped dict wrote, key for key, and manifests written before (or by the other mode) read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rebalance_replay.jobs.replay_run import ReplayDirs, ReplayManifest
+
+BATCH = {
+    "mode": "batch",
+    "path": "stateful",
+    "requests_version": 3,
+    "config": "0123456789abcdef/groups=a,b",
+    "complete": True,
+    "horizon_ms": 1717401960001,
+    "counts": {"predictions": 10, "transitions": 4, "rebalances": 1, "member_sessions": 2},
+    "groups": 2,
+    "bulk_validated": 5,
+    "kip848_groups": ["k"],
+}
+INCREMENTAL = {"mode": "incremental", "runs": 7, "horizon_ms": 1717401960001, "config": "0123456789abcdef"}
+
+
+def test_each_mode_writes_the_keys_it_wrote_before(tmp_path: Path) -> None:
+    dirs = ReplayDirs(str(tmp_path))
+    for doc in (BATCH, INCREMENTAL):
+        dirs.save_manifest(ReplayManifest.from_json(doc))
+        written = dirs.manifest.read_text()
+        assert written == json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n"
+        assert dirs.load_manifest() == ReplayManifest.from_json(doc)
+
+
+def test_missing_fields_read_as_defaults_and_unknown_keys_are_ignored(tmp_path: Path) -> None:
+    assert ReplayDirs(str(tmp_path)).load_manifest() == ReplayManifest()  # no manifest yet
+    old = ReplayManifest.from_json({"mode": "batch", "requests_version": 1, "config": "x", "future": 1})
+    assert (old.complete, old.path, old.counts, old.groups, old.kip848_groups) == (False, None, {}, 0, [])
+    assert ReplayManifest.from_json(INCREMENTAL).requests_version is None
