@@ -17,8 +17,9 @@ whose finding's window grows. Should a rule ever report two findings with one su
 **Status** (as of the last audit run that wrote the table; ``first_seen_ms``/``last_seen_ms`` are that
 run's wall-clock times, ``runs_seen`` counts the runs it was open in):
 
-* ``new`` — found in this run, and not open before (never seen, or resolved and occurring again: it is
-  new again, ``first_seen_ms`` keeps the first time);
+* ``new`` — found in this run, and not open before (never seen, or resolved and occurring again, i.e.
+  found with a later window end or more occurrences than when it was resolved: it is new again,
+  ``first_seen_ms`` keeps the first time);
 * ``ongoing`` — open before and still found: its evidence grew (later window end or more occurrences),
   or this run covered no later time of its group (a late row, a settings change), or its group had no
   new rows (the finding is carried over as it is);
@@ -141,8 +142,10 @@ def merge(
         key = f["finding_key"]
         b = before.get(key)
         matched.add(key)
-        if b is None or not _open(b):
+        if b is None:
             status: Status = "new"
+        elif not _open(b):  # the rules read the whole history: a resolved one is found as it was
+            status = "new" if _grew(f, b) else "resolved"
         elif _grew(f, b) or not _covered_later(run, f["group_id"], b):
             status = "ongoing"
         else:
