@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rebalance_replay.jobs.bookkeeping import write_json
+from rebalance_replay.jobs.bookkeeping import utc, write_json
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.errors import MissingTableError
 from rebalance_replay.schemas import FINDINGS, MEMBER_SESSIONS, REBALANCES, REQUESTS, TRANSITIONS
@@ -380,13 +380,6 @@ class AuditResult:
         if self.gx is not None:
             lines.append(f"  Great Expectations: {'ok' if self.gx.success else 'FAILED'}: findings_contract")
         return "\n".join(lines)
-
-
-def utc(ms: int) -> str:
-    """``2024-05-01T10:00:00.123Z``: an epoch-ms instant as people read it in UTC."""
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def rule_table(

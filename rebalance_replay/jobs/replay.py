@@ -393,6 +393,8 @@ class ReplayResult:
     seconds: float = 0.0
     #: what the log tells about the brokers (``rebalance_replay.jobs.broker_facts``), summary.json ``broker``
     broker: dict[str, Any] = field(default_factory=dict)
+    #: incremental: what waits for the next run and why, in UTC (summary.json replay.held_back)
+    held_back: str | None = None
 
     def as_summary(self) -> dict[str, Any]:
         return {
@@ -408,6 +410,7 @@ class ReplayResult:
                 "kip848_groups": self.kip848_groups,
                 "seconds": round(self.seconds, 2),
                 "up_to_date": self.up_to_date,
+                "held_back": self.held_back,
             },
             "predictions": self.counts.get("predictions", 0),
             "transitions": self.counts.get("transitions", 0),
@@ -534,8 +537,12 @@ def replay(
     groups: Sequence[str] = (),
     output: DeltaStore | None = None,
     log: Callable[[str], None] | None = None,
+    final: bool = False,
 ) -> ReplayResult:
     """Replay the warehouse's ``requests`` into the output tables. See the module docstring.
+
+    ``final`` (incremental only): the last run of a period closes the late-arrival horizon (newest
+    completion + 1 ms, no ``replay.late_tolerance_ms`` held back for a run that will not come).
 
     ``window`` (batch only): replay only requests that arrived in ``[start, end)`` (epoch ms, either side
     open) and ``groups`` (batch only): only these groups — forensics on an incident; the model
@@ -598,7 +605,7 @@ def replay(
 
     settings = settings_from(config)
     if incremental:
-        result = _replay_incremental(spark, store, config, settings, dirs, manifest, say)
+        result = _replay_incremental(spark, store, config, settings, dirs, manifest, say, final=final)
     else:
         all_rows = _classic_rows(store.read(REQUESTS))
         if window[0] is not None:
@@ -921,6 +928,22 @@ def _replay_stateful_batch(
         shutil.rmtree(work, ignore_errors=True)
 
 
+def held_back_text(horizon: int, newest_completion: int, tolerance: int, final: bool) -> str:
+    """What an incremental run leaves for the next one and why, in UTC."""
+    from rebalance_replay.jobs.bookkeeping import utc
+
+    if final:
+        return (
+            f"nothing: --final closed the horizon at {utc(horizon)} (the newest completion "
+            f"{utc(newest_completion)} + 1 ms); rows landing later for earlier times count as late rows"
+        )
+    return (
+        f"requests that arrived from {utc(horizon)} on wait for the next run: replay.late_tolerance_ms="
+        f"{tolerance} behind the newest completion {utc(newest_completion)}, in case rows landing later "
+        "belong before them; the last run of a period replays them with --final"
+    )
+
+
 def _replay_incremental(
     spark: SparkSession,
     store: DeltaStore,
@@ -929,8 +952,11 @@ def _replay_incremental(
     dirs: ReplayDirs,
     manifest: dict[str, Any],
     say: Callable[[str], None],
+    *,
+    final: bool = False,
 ) -> ReplayResult:
-    """The scheduled audit: replay what landed since the last run, keeping state in the checkpoint."""
+    """The scheduled audit: replay what landed since the last run, keeping state in the checkpoint
+    (``final``: close the late-arrival horizon, :func:`replay`)."""
     from pyspark.sql import functions as F
 
     inc = dirs.incremental
@@ -966,11 +992,12 @@ def _replay_incremental(
         if max_c is None:
             say("replay: nothing landed yet")
             return ReplayResult("incremental", "stateful", None, 0, up_to_date=True)
-        horizon = int(max_c) + 1 - config.replay.late_tolerance_ms
+        tolerance = 0 if final else config.replay.late_tolerance_ms
+        horizon = int(max_c) + 1 - tolerance
         ticks = [(g, False) for g in state["pending_groups"]]
         say(
-            f"replay: incremental run {run_id}: {n_new} new row(s), horizon "
-            f"{horizon} ({config.replay.late_tolerance_ms} ms behind the newest completion)"
+            f"replay: incremental run {run_id}{' (final)' if final else ''}: {n_new} new row(s), horizon "
+            f"{horizon} ({tolerance} ms behind the newest completion)"
         )
         feed_dir = inc / "feed"
         files = _write_feed(
@@ -1019,8 +1046,9 @@ def _replay_incremental(
                 f"({user_message(e)[:160]}); rebuilding the scheduled audit from the tables"
             )
             shutil.rmtree(inc, ignore_errors=True)
-            return _replay_incremental(spark, store, config, settings, dirs, {}, say)
+            return _replay_incremental(spark, store, config, settings, dirs, {}, say, final=final)
         result = _finish_result("incremental", "stateful", horizon, n_new, totals, statuses)
+        result.held_back = held_back_text(horizon, int(max_c), tolerance, final)
         pending = set(state["pending_groups"])
         for s in statuses:
             (pending.add if s["pending"] else pending.discard)(s["group_id"])
