@@ -64,6 +64,8 @@ def finding_json(row: Mapping[str, Any]) -> str:
 
 
 def _post(url: str, body: bytes, timeout_s: float) -> None:
+    if not url.startswith(("http://", "https://")):  # never file:// or another urllib scheme
+        raise ValueError(f"not an http:// or https:// URL: {url!r}")
     req = urllib.request.Request(
         url,
         data=body,

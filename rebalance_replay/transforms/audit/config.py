@@ -233,6 +233,11 @@ class R23Settings(RuleSettings):
     )
 
 
+def _url(_path: str, v: Any) -> str:
+    """``audit.notify.url``: may be empty (no webhook); its scheme is checked when it is used."""
+    return "" if v is None else str(v).strip()
+
+
 @dataclass(frozen=True)
 class NotifySettings:
     """Where an audit run sends its new findings (never ongoing or resolved ones; nothing when there are
@@ -241,8 +246,9 @@ class NotifySettings:
 
     url: str = setting(
         "",
-        'HTTP(S) webhook: one POST per run, a JSON object {"source", "warehouse", "findings": [new '
-        "findings]}; empty: none",
+        'http:// or https:// webhook: one POST per run, a JSON object {"source", "warehouse", "findings": '
+        "[new findings]}; empty: none",
+        parse=_url,
     )
     command: tuple[str, ...] = setting(
         (),
