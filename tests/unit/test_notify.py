@@ -150,3 +150,76 @@ def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> No
     out = " ".join(capsys.readouterr().out.split())
     assert "--fail-on {warning,critical}" in out and "--format {text,json}" in out
     assert "3 --fail-on: a new finding" in out and "4 the run finished but sending its new findings" in out
+
+
+def _result(up_to_date: bool, *rows: tuple[str, str]) -> Any:
+    from rebalance_replay.jobs.audit import AuditResult
+
+    findings = [
+        {"finding_key": f"k{i}", "rule_id": f"R0{i}", "severity": sev, "group_id": "g", "status": status}
+        | {"window_start_ms": i, "summary": "s"}
+        for i, (sev, status) in enumerate(rows, 1)
+    ]
+    return AuditResult(
+        groups=1,
+        evaluated_groups=0 if up_to_date else 1,
+        up_to_date=up_to_date,
+        findings=findings,
+        unsupported={},
+        rules=["R01"],
+    )
+
+
+@pytest.mark.parametrize(
+    "fail_on,include,up_to_date,rows,code",
+    [
+        ("critical", False, False, [("critical", "new")], 3),
+        ("critical", False, False, [("critical", "ongoing"), ("warning", "new")], 0),
+        ("warning", False, False, [("critical", "ongoing"), ("warning", "new")], 3),
+        ("critical", True, False, [("critical", "ongoing")], 3),
+        ("critical", True, False, [("critical", "resolved")], 0),
+        ("critical", False, True, [("critical", "new")], 0),  # a rerun that changed nothing: nothing new
+        ("critical", True, True, [("critical", "new")], 3),
+        (None, False, False, [("critical", "new")], 0),
+    ],
+)
+def test_exit_code_contract(
+    fail_on: str | None, include: bool, up_to_date: bool, rows: list[tuple[str, str]], code: int
+) -> None:
+    import argparse
+
+    from rebalance_replay.jobs.config import load_config
+    from rebalance_replay.jobs.schedule import after_audit
+
+    args = argparse.Namespace(fail_on=fail_on, include_ongoing=include)
+    said: list[str] = []
+    got, _extra = after_audit(
+        args, load_config([], [], "/tmp/wh"), _result(up_to_date, *rows), say=said.append
+    )
+    assert got == code
+    assert bool(said) == (code == 3)
+
+
+def test_a_failed_notification_is_exit_4_and_fail_on_wins(
+    hook: Hook, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    from rebalance_replay.jobs.config import load_config
+    from rebalance_replay.jobs.schedule import after_audit
+
+    hook.fail = 10
+    config = load_config([], [f"audit.notify.url={hook.url}", "audit.notify.retries=0"], "/tmp/wh")
+    said: list[str] = []
+    code, extra = after_audit(
+        argparse.Namespace(fail_on=None), config, _result(False, ("warning", "new")), say=said.append
+    )
+    assert code == 4 and extra["notify"]["deliveries"][0]["ok"] is False
+    assert said == [
+        f"rebalance-replay: error: notify: webhook {hook.url} failed after 1 attempt(s): HTTP 500 Internal "
+        "Server Error (the findings table and summary.json are written)"
+    ]
+    code, _ = after_audit(
+        argparse.Namespace(fail_on="warning"), config, _result(False, ("warning", "new")), say=said.append
+    )
+    assert code == 3
