@@ -460,8 +460,11 @@ def build_group_page(
         "rebalance_ms": rebalance_time,
         "heartbeats": total_hb,
         "mismatches": sum(1 for m in markers if m.kind == "mismatch"),
-        "findings": None if finding_rows is None else len(finding_rows),
-        "worst_severity": worst_severity(finding_rows or []),
+        # open findings (resolved ones stay listed, last, but no longer rank the group)
+        "findings": None
+        if finding_rows is None
+        else sum(f.get("status") != "resolved" for f in finding_rows),
+        "worst_severity": worst_severity(f for f in finding_rows or [] if f.get("status") != "resolved"),
     }
     return GroupPage(
         group_id=group_id,
