@@ -208,3 +208,15 @@ def test_failing_counts_severity_at_or_above(threshold: str, expected: int) -> N
         _f("R06", "g", 1, 2, 1, sev="info") | {"status": "new"},
     ]
     assert len(failing(rows, threshold, include_ongoing=False)) == expected
+
+
+def test_summary_names_the_hosts_and_instances_it_does_not_name_yet() -> None:
+    from rebalance_replay.transforms.audit.base import MemberInfo, who_clause
+
+    info = MemberInfo(("app-1",), ("c-1",), ("10.1.0.1", "10.1.0.10"))
+    assert who_clause("3 rebalances", info) == "; instance app-1, hosts 10.1.0.1, 10.1.0.10"
+    # 10.1.0.1 is not named by 10.1.0.10, nor app-1 by app-10
+    assert who_clause("app-10 on 10.1.0.10", info) == "; instance app-1, host 10.1.0.1"
+    assert who_clause("c-1 [app-1] (10.1.0.1), c-1 (10.1.0.10)", info) == ""
+    many = MemberInfo((), (), tuple(f"h{i}" for i in range(8)))
+    assert who_clause("x", many) == "; hosts h0, h1, h2, h3, h4 and 3 more"
