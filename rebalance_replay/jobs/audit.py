@@ -13,6 +13,12 @@ one of the run (audit settings, broker bounds, the rules' source) are kept in
 over *all* their rows, so three scheduled runs give the findings of one batch run; a changed run
 fingerprint re-evaluates every group; when nothing changed the table is not written at all (a rerun
 changes nothing).
+
+Across runs: the run merges the findings it found with the table's rows
+(:func:`rebalance_replay.transforms.audit.lifecycle.merge`): each finding keeps its ``finding_key`` and gets
+its status (new, ongoing, resolved). A group's *coverage* (its newest request, bounded by the incremental
+replay's late-arrival horizon, kept per group in the state file) tells whether a run looked at later time
+than the last one: only then can a finding that did not occur again be resolved.
 """
 
 from __future__ import annotations
