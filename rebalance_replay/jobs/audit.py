@@ -278,6 +278,8 @@ class AuditResult:
     gx: Any = None
     #: the replay's late-arrival horizon (incremental replay): rows arriving from it on are not audited yet
     horizon_ms: int | None = None
+    #: the last replay closed the horizon (``--final``): nothing landed is held back
+    horizon_closed: bool = False
 
     @property
     def open_findings(self) -> list[dict[str, Any]]:
@@ -309,6 +311,8 @@ class AuditResult:
         """What the audit could not see yet, in UTC (None when the replay covers every row)."""
         if self.horizon_ms is None:
             return None
+        if self.horizon_closed:
+            return f"nothing: the replay closed its horizon (--final) at {utc(self.horizon_ms)}"
         return (
             f"requests arriving from {utc(self.horizon_ms)} on are held back by the replay's late-arrival "
             "horizon (replay.late_tolerance_ms behind the newest completion) until a later run replays them: "
@@ -427,18 +431,20 @@ def rule_table(
     return out
 
 
-def replay_horizon(warehouse: str) -> int | None:
-    """The scheduled (incremental) replay's late-arrival horizon, from its manifest; None after a batch
-    replay (everything replayed)."""
+def replay_horizon(warehouse: str) -> tuple[int | None, bool]:
+    """The scheduled (incremental) replay's late-arrival horizon, from its manifest, and whether its last
+    run closed it (``--final``); None after a batch replay (everything replayed)."""
     path = Path(warehouse) / "_replay" / "manifest.json"
     if not path.exists():
-        return None
+        return None, False
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError:
-        return None
+        return None, False
     h = data.get("horizon_ms")
-    return int(h) if data.get("mode") == "incremental" and h is not None else None
+    if data.get("mode") != "incremental" or h is None:
+        return None, False
+    return int(h), bool(data.get("final"))
 
 
 def _state_path(warehouse: str) -> Path:
@@ -491,7 +497,7 @@ def audit(
     previous_coverage = {
         g: int(v["covered_ms"]) for g, v in state.get("groups", {}).items() if v.get("covered_ms") is not None
     }
-    horizon_ms = replay_horizon(config.storage.warehouse)
+    horizon_ms, horizon_closed = replay_horizon(config.storage.warehouse)
     same_settings = state.get("settings") == settings_fp and store.exists(FINDINGS)
     old = state.get("groups", {}) if same_settings else {}
     changed = sorted(g for g, fp in fps.items() if old.get(g, {}).get("fp") != fp)
@@ -558,6 +564,7 @@ def audit(
                 u["reasons"].append(reason)
     result = AuditResult(
         horizon_ms=horizon_ms,
+        horizon_closed=horizon_closed,
         groups=len(fps),
         evaluated_groups=len(changed),
         up_to_date=up_to_date,

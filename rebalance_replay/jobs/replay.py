@@ -1066,6 +1066,7 @@ def _replay_incremental(
                 "mode": "incremental",
                 "runs": run_id,
                 "horizon_ms": horizon,
+                "final": final,  # the horizon was closed: nothing landed is held back
                 "config": _config_fingerprint(config),
             }
         )

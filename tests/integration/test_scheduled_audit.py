@@ -175,3 +175,6 @@ def test_three_scheduled_batches_new_ongoing_resolved_fail_on_and_webhook(
         "nothing: --final closed the horizon at 2024-06-03T08:"
     )
     assert summaries[2]["audit"]["horizon_ms"] == lines[-1][0] + 1
+    assert summaries[2]["audit"]["held_back"] == (
+        f"nothing: the replay closed its horizon (--final) at {summaries[2]['audit']['horizon_utc']}"
+    )

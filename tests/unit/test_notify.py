@@ -223,3 +223,15 @@ def test_a_failed_notification_is_exit_4_and_fail_on_wins(
         argparse.Namespace(fail_on="warning"), config, _result(False, ("warning", "new")), say=said.append
     )
     assert code == 3
+
+
+def test_held_back_is_said_in_utc() -> None:
+    r = _result(False, ("warning", "new"))
+    assert r.held_back() is None  # a batch replay: everything replayed
+    r.horizon_ms = 1_717_401_730_236
+    assert r.held_back() is not None and r.held_back().startswith(  # type: ignore[union-attr]
+        "requests arriving from 2024-06-03T08:02:10.236Z on are held back by the replay's late-arrival horizon"
+    )
+    r.horizon_closed = True
+    assert r.held_back() == "nothing: the replay closed its horizon (--final) at 2024-06-03T08:02:10.236Z"
+    assert r.as_summary()["audit"]["horizon_utc"] == "2024-06-03T08:02:10.236Z"
