@@ -338,7 +338,7 @@ class AuditResult:
                 "new_by_severity": dict(sorted(new_sev.items())),
                 "new_findings": [
                     {
-                        k: f[k]
+                        k: f.get(k)
                         for k in ("finding_key", "rule_id", "severity", "group_id", "subject", "summary")
                     }
                     for f in self.new_findings

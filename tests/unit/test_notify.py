@@ -230,7 +230,7 @@ def test_held_back_is_said_in_utc() -> None:
     assert r.held_back() is None  # a batch replay: everything replayed
     r.horizon_ms = 1_717_401_730_236
     assert r.held_back() is not None and r.held_back().startswith(  # type: ignore[union-attr]
-        "requests arriving from 2024-06-03T08:02:10.236Z on are held back by the replay's late-arrival horizon"
+        "requests arriving from 2024-06-03T08:02:10.236Z on are held back by the replay's late-arrival "
     )
     r.horizon_closed = True
     assert r.held_back() == "nothing: the replay closed its horizon (--final) at 2024-06-03T08:02:10.236Z"
