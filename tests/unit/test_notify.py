@@ -157,7 +157,7 @@ def _result(up_to_date: bool, *rows: tuple[str, str]) -> Any:
 
     findings = [
         {"finding_key": f"k{i}", "rule_id": f"R0{i}", "severity": sev, "group_id": "g", "status": status}
-        | {"window_start_ms": i, "summary": "s"}
+        | {"window_start_ms": i, "summary": "s", "rule": "r", "occurrences": 1, "metrics": {}}
         for i, (sev, status) in enumerate(rows, 1)
     ]
     return AuditResult(
