@@ -13,6 +13,12 @@ one of the run (audit settings, broker bounds, the rules' source) are kept in
 over *all* their rows, so three scheduled runs give the findings of one batch run; a changed run
 fingerprint re-evaluates every group; when nothing changed the table is not written at all (a rerun
 changes nothing).
+
+Across runs: the run merges the findings it found with the table's rows
+(:func:`rebalance_replay.transforms.audit.lifecycle.merge`): each finding keeps its ``finding_key`` and gets
+its status (new, ongoing, resolved). A group's *coverage* (its newest request, bounded by the incremental
+replay's late-arrival horizon, kept per group in the state file) tells whether a run looked at later time
+than the last one: only then can a finding that did not occur again be resolved.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rebalance_replay.jobs.bookkeeping import write_json
+from rebalance_replay.jobs.bookkeeping import utc, write_json
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.errors import MissingTableError
 from rebalance_replay.schemas import FINDINGS, MEMBER_SESSIONS, REBALANCES, REQUESTS, TRANSITIONS
@@ -37,6 +43,7 @@ from rebalance_replay.transforms.audit import (
     BrokerBounds,
     GroupInputs,
     evaluate,
+    lifecycle,
     selected_rules,
 )
 from rebalance_replay.transforms.audit.model import (
@@ -198,8 +205,11 @@ def audit_function(
         rows: list[dict[str, str]] = []
         if table.num_rows:
             gid = str(table.column("group_id")[0].as_py())
-            result = evaluate(group_inputs(gid, table, broker), settings, only)
+            inputs = group_inputs(gid, table, broker)
+            result = evaluate(inputs, settings, only)
             rows = [{"group_id": gid, "kind": "finding", "payload": f.to_json()} for f in result.findings]
+            newest = max((r.arrival_ms for r in inputs.requests), default=None)
+            rows.append({"group_id": gid, "kind": "coverage", "payload": json.dumps({"newest_ms": newest})})
             rows += [
                 {"group_id": gid, "kind": "unsupported", "payload": json.dumps({"rule_id": r, "reason": why})}
                 for r, why in result.unsupported
@@ -259,23 +269,63 @@ class AuditResult:
     groups: int
     evaluated_groups: int
     up_to_date: bool
-    findings: list[dict[str, Any]]  # every row of the findings table (after this run)
+    #: every row of the findings table after this run, new first (``lifecycle.ordered``)
+    findings: list[dict[str, Any]]
     unsupported: dict[str, dict[str, Any]]  # rule id → {"groups": n, "reasons": [...]}
     rules: list[str]
     health: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     gx: Any = None
+    #: the replay's late-arrival horizon (incremental replay): rows arriving from it on are not audited yet
+    horizon_ms: int | None = None
+    #: the last replay closed the horizon (``--final``): nothing landed is held back
+    horizon_closed: bool = False
+
+    @property
+    def open_findings(self) -> list[dict[str, Any]]:
+        """New and ongoing findings (rows from before the lifecycle columns count as ongoing)."""
+        return [f for f in self.findings if (f.get("status") or "ongoing") in lifecycle.OPEN]
+
+    @property
+    def new_findings(self) -> list[dict[str, Any]]:
+        """The findings this run found first (none when it changed nothing: a rerun reports nothing new)."""
+        return [] if self.up_to_date else [f for f in self.findings if f.get("status") == "new"]
 
     def counts(self) -> dict[str, int]:
+        """Open findings per rule."""
         out: dict[str, int] = {}
-        for f in self.findings:
+        for f in self.open_findings:
             out[f["rule_id"]] = out.get(f["rule_id"], 0) + 1
         return dict(sorted(out.items()))
 
+    def status_counts(self) -> dict[str, int]:
+        out: dict[str, int] = dict.fromkeys(lifecycle.STATUSES, 0)
+        for f in self.findings:
+            out[f.get("status") or "ongoing"] += 1
+        if self.up_to_date:  # the table's "new" ones were new in an earlier run
+            out["ongoing"] += out["new"]
+            out["new"] = 0
+        return out
+
+    def held_back(self) -> str | None:
+        """What the audit could not see yet, in UTC (None when the replay covers every row)."""
+        if self.horizon_ms is None:
+            return None
+        if self.horizon_closed:
+            return f"nothing: the replay closed its horizon (--final) at {utc(self.horizon_ms)}"
+        return (
+            f"requests arriving from {utc(self.horizon_ms)} on are held back by the replay's late-arrival "
+            "horizon (replay.late_tolerance_ms behind the newest completion) until a later run replays them: "
+            "findings there are not reported, and none is resolved past it; a run with --final closes it"
+        )
+
     def as_summary(self) -> dict[str, Any]:
         by_sev: dict[str, int] = {}
-        for f in self.findings:
+        for f in self.open_findings:
             by_sev[f["severity"]] = by_sev.get(f["severity"], 0) + 1
+        new_sev: dict[str, int] = {}
+        for f in self.new_findings:
+            new_sev[f["severity"]] = new_sev.get(f["severity"], 0) + 1
         return {
             "findings": self.counts(),
             "audit": {
@@ -284,11 +334,23 @@ class AuditResult:
                 "up_to_date": self.up_to_date,
                 "rules": self.rules,
                 "by_severity": dict(sorted(by_sev.items())),
+                "status": self.status_counts(),
+                "new_by_severity": dict(sorted(new_sev.items())),
+                "new_findings": [
+                    {
+                        k: f.get(k)
+                        for k in ("finding_key", "rule_id", "severity", "group_id", "subject", "summary")
+                    }
+                    for f in self.new_findings
+                ],
+                "horizon_ms": self.horizon_ms,
+                "horizon_utc": None if self.horizon_ms is None else utc(self.horizon_ms),
+                "held_back": self.held_back(),
                 "unsupported": {
                     k: f"unsupported: {', '.join(v['reasons'])} ({v['groups']} group(s))"
                     for k, v in sorted(self.unsupported.items())
                 },
-                "table": rule_table(self.findings),
+                "table": rule_table(self.open_findings, new=self.new_findings),
                 "health": self.health,
                 "gx": None if self.gx is None else self.gx.as_dict(),
             },
@@ -296,21 +358,24 @@ class AuditResult:
 
     def format_text(self) -> str:
         state = "up to date" if self.up_to_date else f"{self.evaluated_groups} group(s) evaluated"
+        st = self.status_counts()
         lines = [
-            f"audit: {self.groups} group(s), {state}, {len(self.rules)} rule(s): {len(self.findings)} "
-            "finding(s)"
+            f"audit: {self.groups} group(s), {state}, {len(self.rules)} rule(s): {len(self.open_findings)} "
+            f"finding(s) ({st['new']} new, {st['ongoing']} ongoing), {st['resolved']} resolved"
         ]
-        table = rule_table(self.findings)
+        table = rule_table(self.open_findings, new=self.new_findings)
         if table:
             lines.append(
-                f"  {'rule':<48} {'severity':<9} {'groups':>6} {'occurrences':>11} "
+                f"  {'rule':<48} {'severity':<9} {'new':>4} {'groups':>6} {'occurrences':>11} "
                 f"{'rebalance time caused':>22}"
             )
             for t in table:
                 lines.append(
-                    f"  {t['rule_id'] + ' ' + t['rule']:<48} {t['severity']:<9} {t['groups']:>6} "
-                    f"{t['occurrences']:>11} {t['rebalance_time_caused_s']:>20.1f} s"
+                    f"  {t['rule_id'] + ' ' + t['rule']:<48} {t['severity']:<9} {t['new']:>4} "
+                    f"{t['groups']:>6} {t['occurrences']:>11} {t['rebalance_time_caused_s']:>20.1f} s"
                 )
+        for f in self.new_findings:
+            lines.append(f"  NEW {f['severity']} {f['rule_id']} {f['group_id']}: {f['summary']}")
         for rule_id, v in sorted(self.unsupported.items()):
             lines.append(f"  {rule_id}: unsupported: {'; '.join(v['reasons'])} ({v['groups']} group(s))")
         for h in self.health:
@@ -319,13 +384,20 @@ class AuditResult:
                 f"  group {h['group_id']}: {h['rebalances']} rebalances, {h['rebalancing_s']:.1f} s "
                 f"rebalancing; {top}"
             )
+        held = self.held_back()
+        if held:
+            lines.append(f"  held back: {held}")
         if self.gx is not None:
             lines.append(f"  Great Expectations: {'ok' if self.gx.success else 'FAILED'}: findings_contract")
         return "\n".join(lines)
 
 
-def rule_table(findings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per rule: highest severity, groups, occurrences, rebalance time caused (s)."""
+def rule_table(
+    findings: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """Per rule: highest severity, new findings, groups, occurrences, rebalance time caused (s); rules
+    with new findings first, then by severity."""
+    new_keys = {(f["rule_id"], f.get("finding_key")) for f in new}
     by: dict[str, dict[str, Any]] = {}
     for f in findings:
         t = by.setdefault(
@@ -334,6 +406,7 @@ def rule_table(findings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "rule_id": f["rule_id"],
                 "rule": f["rule"],
                 "severity": f["severity"],
+                "new": 0,
                 "groups": set(),
                 "occurrences": 0,
                 "rebalance_time_caused_s": 0.0,
@@ -341,11 +414,12 @@ def rule_table(findings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         )
         if SEVERITY_ORDER[f["severity"]] < SEVERITY_ORDER[t["severity"]]:
             t["severity"] = f["severity"]
+        t["new"] += (f["rule_id"], f.get("finding_key")) in new_keys
         t["groups"].add(f["group_id"])
         t["occurrences"] += int(f["occurrences"])
         t["rebalance_time_caused_s"] += (f["metrics"] or {}).get("rebalance_time_caused_ms", 0.0) / 1000
     out = []
-    for rule_id in sorted(by):
+    for rule_id in sorted(by, key=lambda r: (by[r]["new"] == 0, SEVERITY_ORDER[by[r]["severity"]], r)):
         t = by[rule_id]
         out.append(
             {
@@ -355,6 +429,22 @@ def rule_table(findings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def replay_horizon(warehouse: str) -> tuple[int | None, bool]:
+    """The scheduled (incremental) replay's late-arrival horizon, from its manifest, and whether its last
+    run closed it (``--final``); None after a batch replay (everything replayed)."""
+    path = Path(warehouse) / "_replay" / "manifest.json"
+    if not path.exists():
+        return None, False
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return None, False
+    h = data.get("horizon_ms")
+    if data.get("mode") != "incremental" or h is None:
+        return None, False
+    return int(h), bool(data.get("final"))
 
 
 def _state_path(warehouse: str) -> Path:
@@ -368,6 +458,7 @@ def audit(
     *,
     rules: Sequence[str] | None = None,
     log: Log = print,
+    now_ms: int | None = None,
 ) -> AuditResult:
     """Evaluate the rules on every group with new rows and update ``findings`` (see module docstring).
 
@@ -403,6 +494,10 @@ def audit(
     settings_fp = settings_fingerprint(settings, only, broker)
     state_file = _state_path(config.storage.warehouse)
     state: dict[str, Any] = json.loads(state_file.read_text()) if state_file.exists() else {}
+    previous_coverage = {
+        g: int(v["covered_ms"]) for g, v in state.get("groups", {}).items() if v.get("covered_ms") is not None
+    }
+    horizon_ms, horizon_closed = replay_horizon(config.storage.warehouse)
     same_settings = state.get("settings") == settings_fp and store.exists(FINDINGS)
     old = state.get("groups", {}) if same_settings else {}
     changed = sorted(g for g, fp in fps.items() if old.get(g, {}).get("fp") != fp)
@@ -416,6 +511,7 @@ def audit(
             wanted = spark.createDataFrame([(g,) for g in changed], "group_id string")
             stacked = stacked_inputs(frames).join(F.broadcast(wanted), "group_id", "left_semi")
         new_findings: list[dict[str, Any]] = []
+        coverage: dict[str, int] = {}
         unsupported_rows: dict[str, list[list[str]]] = {g: [] for g in changed}
         if stacked is not None:
             out = (
@@ -427,34 +523,37 @@ def audit(
                 payload = json.loads(row["payload"])
                 if row["kind"] == "finding":
                     new_findings.append(payload)
+                elif row["kind"] == "coverage":
+                    if payload["newest_ms"] is not None:  # bounded by what the replay has replayed
+                        newest = int(payload["newest_ms"])
+                        coverage[row["group_id"]] = newest if horizon_ms is None else min(newest, horizon_ms)
                 else:
                     unsupported_rows[row["group_id"]].append([payload["rule_id"], payload["reason"]])
         for g in changed:
-            groups_state[g] = {"fp": fps[g], "unsupported": sorted(unsupported_rows[g])}
-        kept = (
-            [
-                r.asDict(recursive=True)
-                for r in store.read(FINDINGS).where(~F.col("group_id").isin(changed + removed)).collect()
-            ]
+            groups_state[g] = {
+                "fp": fps[g],
+                "unsupported": sorted(unsupported_rows[g]),
+                "covered_ms": coverage.get(g, previous_coverage.get(g)),
+            }
+        previous = (
+            [_json_ready(r.asDict(recursive=True)) for r in store.read(FINDINGS).collect()]
             if store.exists(FINDINGS)
             else []
         )
-        rows = [_json_ready(r) for r in kept] + new_findings
-        rows.sort(
-            key=lambda r: (
-                r["group_id"],
-                r["rule_id"],
-                r["window_start_ms"],
-                r["window_end_ms"],
-                r["member_ids"],
-            )
+        run = lifecycle.AuditRun(
+            now_ms=int(time.time() * 1000) if now_ms is None else now_ms,
+            evaluated=frozenset(changed),
+            rules=frozenset(chosen),
+            removed=frozenset(removed),
+            coverage=coverage,
+            previous_coverage=previous_coverage,
         )
+        rows = lifecycle.merge(previous, new_findings, run)
         df = findings_frame(spark, rows)
         store.overwrite(df, FINDINGS)
         write_json(state_file, {"settings": settings_fp, "groups": dict(sorted(groups_state.items()))})
-    findings = [_json_ready(r.asDict(recursive=True)) for r in store.read(FINDINGS).collect()]
-    findings.sort(
-        key=lambda r: (r["group_id"], r["rule_id"], r["window_start_ms"], r["window_end_ms"], r["member_ids"])
+    findings = lifecycle.ordered(
+        _json_ready(r.asDict(recursive=True)) for r in store.read(FINDINGS).collect()
     )
     unsupported: dict[str, dict[str, Any]] = {}
     for _g, v in sorted(groups_state.items()):
@@ -464,13 +563,18 @@ def audit(
             if reason not in u["reasons"]:
                 u["reasons"].append(reason)
     result = AuditResult(
+        horizon_ms=horizon_ms,
+        horizon_closed=horizon_closed,
         groups=len(fps),
         evaluated_groups=len(changed),
         up_to_date=up_to_date,
         findings=findings,
         unsupported=unsupported,
         rules=chosen,
-        health=group_health(frames.get("rebalances"), findings),
+        health=group_health(
+            frames.get("rebalances"),
+            [f for f in findings if (f.get("status") or "ongoing") in lifecycle.OPEN],
+        ),
     )
     if config.report.great_expectations and not up_to_date:
         from rebalance_replay.jobs.expectations import FINDINGS_SUITE, findings_contract_frame, run_gx

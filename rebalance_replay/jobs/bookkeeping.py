@@ -40,3 +40,10 @@ def crash_point(name: str) -> None:
     cleanup, no finally blocks). Does nothing unless ``REBALANCE_REPLAY_CRASH_AT`` names this point."""
     if os.environ.get(CRASH_ENV) == name:
         os._exit(137)
+
+
+def utc(ms: int) -> str:
+    """``2024-05-01T10:00:00.123Z``: an epoch-ms instant as people read it, in UTC."""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

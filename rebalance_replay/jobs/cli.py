@@ -8,7 +8,9 @@
     rebalance-replay run      --input PATH... --warehouse DIR   all of the above in order
 
 Common options: ``--conf FILE`` (repeatable), ``--set key=value`` (repeatable), ``--debug``.
-Exit codes: 0 the pipeline ran (even with mismatches), 1 a runtime error, 2 bad usage or input.
+Exit codes: 0 the pipeline ran (even with mismatches), 1 a runtime error, 2 bad usage or input,
+3 ``--fail-on``: a new finding at that severity, 4 sending new findings (``audit.notify.*``) failed
+(``rebalance_replay.jobs.schedule``).
 """
 
 from __future__ import annotations
@@ -60,10 +62,13 @@ def _common(p: argparse.ArgumentParser, *, needs_input: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from rebalance_replay.jobs.schedule import EXIT_CODES_TEXT, add_options
     from rebalance_replay.transforms.audit import rule_ids_text
 
     parser = _Parser(
-        prog=PROG, description="Spark-native batch analytics over Kafka group-coordinator request logs."
+        prog=PROG,
+        description="Spark-native batch analytics over Kafka group-coordinator request logs.",
+        epilog=EXIT_CODES_TEXT,
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     descriptions = {
@@ -75,8 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
         "run": "ingest, replay, validate, audit and report, in order",
     }
     for name, help_text in descriptions.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text, epilog=EXIT_CODES_TEXT)
         _common(p, needs_input=name in ("ingest", "run"))
+        add_options(p, name)
         if name in ("replay", "run"):
             p.add_argument(
                 "--incremental",
@@ -289,6 +295,7 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
         store,
         config,
         incremental=getattr(args, "incremental", False),
+        final=getattr(args, "final", False),
         path=getattr(args, "path", None),
         window=window,
         groups=groups,
@@ -322,6 +329,8 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
             f"replay: {len(result.kip848_groups)} KIP-848 group(s) use ConsumerGroupHeartbeat and are not "
             f"classic groups (not replayed): {', '.join(result.kip848_groups[:10])}"
         )
+    if result.held_back:
+        print(f"replay: held back: {result.held_back}")
     if result.late_rows:
         print(
             f"replay: {result.late_rows} request(s) landed after their time had been replayed "
@@ -342,12 +351,19 @@ def cmd_validate(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_audit(args: argparse.Namespace, config: Config) -> int:
     from rebalance_replay.jobs.audit import audit
+    from rebalance_replay.jobs.schedule import after_audit, json_mode, print_json_lines
 
     spark = _session(config)
     result = audit(spark, _store(spark, config), config, rules=getattr(args, "rules", None), log=_say)
-    write_summary(config.storage.warehouse, result.as_summary())
-    print(result.format_text())
-    return 0
+    summary = result.as_summary()
+    code, extra = after_audit(args, config, result, say=_say)  # the tables are written: notify, exit code
+    summary["audit"].update(extra)
+    write_summary(config.storage.warehouse, summary)
+    print(result.format_text(), file=sys.stderr if json_mode(args) else sys.stdout)
+    if json_mode(args) and args.command == "audit":
+        print_json_lines(result)
+    args.audit_result = result  # `run --format json` prints the findings after the report
+    return code
 
 
 def cmd_report(args: argparse.Namespace, config: Config) -> int:
@@ -380,15 +396,20 @@ def cmd_report(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_run(args: argparse.Namespace, config: Config) -> int:
-    status = cmd_ingest(args, config)
-    for stage in ("replay", "validate", "audit", "report"):
-        status = max(status, COMMANDS[stage](args, config))
-    path = Path(config.storage.warehouse) / "summary.json"
-    summary = json.loads(path.read_text()) if path.exists() else {}
-    print(headline(summary))
-    print(f"summary: {path}")
-    if summary.get("report", {}).get("index"):
-        print(f"report: {summary['report']['index']}")
+    from rebalance_replay.jobs.schedule import json_mode, print_json_lines, quiet_stdout
+
+    with quiet_stdout(args):  # --format json: stdout is the findings'
+        status = cmd_ingest(args, config)
+        for stage in ("replay", "validate", "audit", "report"):
+            status = max(status, COMMANDS[stage](args, config))
+        path = Path(config.storage.warehouse) / "summary.json"
+        summary = json.loads(path.read_text()) if path.exists() else {}
+        print(headline(summary))
+        print(f"summary: {path}")
+        if summary.get("report", {}).get("index"):
+            print(f"report: {summary['report']['index']}")
+    if json_mode(args) and getattr(args, "audit_result", None) is not None:
+        print_json_lines(args.audit_result)
     return status
 
 
@@ -405,7 +426,12 @@ def headline(summary: dict[str, Any]) -> str:
     if summary.get("findings"):
         by_sev = (summary.get("audit") or {}).get("by_severity") or {}
         sev = ", ".join(f"{by_sev[k]} {k}" for k in ("critical", "warning", "info") if by_sev.get(k))
-        parts.append(f"{sum(summary['findings'].values())} findings" + (f" ({sev})" if sev else ""))
+        new = ((summary.get("audit") or {}).get("status") or {}).get("new")
+        parts.append(
+            f"{sum(summary['findings'].values())} findings"
+            + (f" ({sev})" if sev else "")
+            + (f", {new} new" if new is not None else "")
+        )
     lines = ["run: " + ", ".join(parts)]
     if summary.get("data_docs"):
         lines.append(f"run: Data Docs: {summary['data_docs']}")
@@ -428,6 +454,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
         args = parser.parse_args(argv)
+        from rebalance_replay.jobs.schedule import check_usage
+
+        check_usage(args)
         config = load_config(args.conf, args.overrides, args.warehouse)
         from rebalance_replay.jobs.locking import warehouse_lock
         from rebalance_replay.jobs.warehouse import open_warehouse

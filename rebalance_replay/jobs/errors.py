@@ -13,6 +13,8 @@ from typing import ClassVar
 
 EXIT_RUNTIME = 1  #: the run failed
 EXIT_USAGE = 2  #: bad usage, configuration or input: nothing ran
+EXIT_FINDINGS = 3  #: audit/run --fail-on: a new (--include-ongoing: open) finding at that severity or worse
+EXIT_NOTIFY = 4  #: the audit ran, but sending its new findings (audit.notify.*) failed after the retries
 
 JAVA_MISSING_MESSAGE = "Java 17 is required to run Spark: install a JDK and set JAVA_HOME"
 

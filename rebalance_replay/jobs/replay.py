@@ -70,8 +70,12 @@ def replay(
     groups: Sequence[str] = (),
     output: DeltaStore | None = None,
     log: Callable[[str], None] | None = None,
+    final: bool = False,
 ) -> ReplayResult:
     """Replay the warehouse's ``requests`` into the output tables. See the module docstring.
+
+    ``final`` (incremental only): the last run of a period closes the late-arrival horizon (newest
+    completion + 1 ms, no ``replay.late_tolerance_ms`` held back for a run that will not come).
 
     ``window`` (batch only): replay only requests that arrived in ``[start, end)`` (epoch ms, either side
     open) and ``groups`` (batch only): only these groups — forensics on an incident; the model
@@ -134,7 +138,7 @@ def replay(
 
     settings = settings_from(config)
     if incremental:
-        result = _replay_incremental(spark, store, config, settings, dirs, manifest, say)
+        result = _replay_incremental(spark, store, config, settings, dirs, manifest, say, final=final)
     else:
         all_rows = _classic_rows(store.read(REQUESTS))
         if window[0] is not None:

@@ -41,6 +41,8 @@ class ReplayResult:
     seconds: float = 0.0
     #: what the log tells about the brokers (``rebalance_replay.jobs.broker_facts``), summary.json ``broker``
     broker: dict[str, Any] = field(default_factory=dict)
+    #: incremental: what waits for the next run and why, in UTC (summary.json replay.held_back)
+    held_back: str | None = None
 
     def as_summary(self) -> dict[str, Any]:
         return {
@@ -56,6 +58,7 @@ class ReplayResult:
                 "kip848_groups": self.kip848_groups,
                 "seconds": round(self.seconds, 2),
                 "up_to_date": self.up_to_date,
+                "held_back": self.held_back,
             },
             "predictions": self.counts.get("predictions", 0),
             "transitions": self.counts.get("transitions", 0),
@@ -87,6 +90,8 @@ class ReplayManifest:
     kip848_groups: list[str] = field(default_factory=list)
     # incremental
     runs: int | None = None
+    #: the run closed the horizon (``--final``): nothing landed is held back
+    final: bool = False
 
     _BATCH: ClassVar[tuple[str, ...]] = (
         "mode",
@@ -100,7 +105,7 @@ class ReplayManifest:
         "bulk_validated",
         "kip848_groups",
     )
-    _INCREMENTAL: ClassVar[tuple[str, ...]] = ("mode", "runs", "horizon_ms", "config")
+    _INCREMENTAL: ClassVar[tuple[str, ...]] = ("mode", "runs", "horizon_ms", "final", "config")
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReplayManifest:

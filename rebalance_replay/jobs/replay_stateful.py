@@ -217,6 +217,22 @@ def _replay_stateful_batch(
         shutil.rmtree(work, ignore_errors=True)
 
 
+def held_back_text(horizon: int, newest_completion: int, tolerance: int, final: bool) -> str:
+    """What an incremental run leaves for the next one and why, in UTC."""
+    from rebalance_replay.jobs.bookkeeping import utc
+
+    if final:
+        return (
+            f"nothing: --final closed the horizon at {utc(horizon)} (the newest completion "
+            f"{utc(newest_completion)} + 1 ms); rows landing later for earlier times count as late rows"
+        )
+    return (
+        f"requests that arrived from {utc(horizon)} on wait for the next run: replay.late_tolerance_ms="
+        f"{tolerance} behind the newest completion {utc(newest_completion)}, in case rows landing later "
+        "belong before them; the last run of a period replays them with --final"
+    )
+
+
 def _replay_incremental(
     spark: SparkSession,
     store: DeltaStore,
@@ -225,8 +241,11 @@ def _replay_incremental(
     dirs: ReplayDirs,
     manifest: ReplayManifest,
     say: Callable[[str], None],
+    *,
+    final: bool = False,
 ) -> ReplayResult:
-    """The scheduled audit: replay what landed since the last run, keeping state in the checkpoint."""
+    """The scheduled audit: replay what landed since the last run, keeping state in the checkpoint
+    (``final``: close the late-arrival horizon, :func:`~rebalance_replay.jobs.replay.replay`)."""
     from pyspark.sql import functions as F
 
     inc = dirs.incremental
@@ -262,11 +281,12 @@ def _replay_incremental(
         if max_c is None:
             say("replay: nothing landed yet")
             return ReplayResult("incremental", "stateful", None, 0, up_to_date=True)
-        horizon = int(max_c) + 1 - config.replay.late_tolerance_ms
+        tolerance = 0 if final else config.replay.late_tolerance_ms
+        horizon = int(max_c) + 1 - tolerance
         ticks = [(g, False) for g in state["pending_groups"]]
         say(
-            f"replay: incremental run {run_id}: {n_new} new row(s), horizon "
-            f"{horizon} ({config.replay.late_tolerance_ms} ms behind the newest completion)"
+            f"replay: incremental run {run_id}{' (final)' if final else ''}: {n_new} new row(s), horizon "
+            f"{horizon} ({tolerance} ms behind the newest completion)"
         )
         feed_dir = inc / "feed"
         files = _write_feed(
@@ -315,8 +335,11 @@ def _replay_incremental(
                 f"({user_message(e)[:160]}); rebuilding the scheduled audit from the tables"
             )
             shutil.rmtree(inc, ignore_errors=True)
-            return _replay_incremental(spark, store, config, settings, dirs, ReplayManifest(), say)
+            return _replay_incremental(
+                spark, store, config, settings, dirs, ReplayManifest(), say, final=final
+            )
         result = _finish_result("incremental", "stateful", horizon, n_new, totals, statuses)
+        result.held_back = held_back_text(horizon, int(max_c), tolerance, final)
         pending = set(state["pending_groups"])
         for s in statuses:
             (pending.add if s["pending"] else pending.discard)(s["group_id"])
@@ -331,7 +354,11 @@ def _replay_incremental(
         landed.consumed()
         dirs.save_manifest(
             ReplayManifest(
-                mode="incremental", runs=run_id, horizon_ms=horizon, config=_config_fingerprint(config)
+                mode="incremental",
+                runs=run_id,
+                horizon_ms=horizon,
+                final=final,
+                config=_config_fingerprint(config),
             )
         )
         return result

@@ -267,6 +267,6 @@ def report(
         str(index.resolve()),
         len(group_ids) + 1,
         len(group_ids),
-        None if all_findings is None else len(all_findings),
+        None if all_findings is None else sum(f.get("status") != "resolved" for f in all_findings),
         time.monotonic() - started,
     )

@@ -23,8 +23,10 @@ from rebalance_replay.jobs.errors import WarehouseVersionError
 #: The warehouse layout this version writes. History:
 #: 1 — (no ``_warehouse.json``) the first releases;
 #: 2 — replay state format 2 (clock resolution, member order, unlogged JoinGroups), requests checked
-#:     against their column types, warehouse lock and redaction setting recorded.
-SCHEMA_VERSION = 2
+#:     against their column types, warehouse lock and redaction setting recorded;
+#: 3 — ``findings`` gains its lifecycle columns (finding_key, subject, status, first_seen_ms,
+#:     last_seen_ms, runs_seen): added to an existing table, null in its rows until the next audit.
+SCHEMA_VERSION = 3
 META_FILE = "_warehouse.json"
 KEY_FILE = "_redaction_key"
 PRODUCT_VERSION = "0.2.0"
@@ -39,7 +41,30 @@ def _v1_to_v2(root: Path, say: Callable[[str], None]) -> None:
         say(f"warehouse: migrated {root} from layout 1 to 2: replay state reset, outputs are recomputed")
 
 
-MIGRATIONS: dict[int, Callable[[Path, Callable[[str], None]], None]] = {1: _v1_to_v2}
+def _v2_to_v3(root: Path, say: Callable[[str], None]) -> None:
+    """``findings`` gains nullable lifecycle columns: added in place (a schema-only Delta commit, the rows
+    are kept); the next audit gives the old findings their keys and counts them as seen before
+    (ongoing, or resolved), so an upgrade pages nobody again."""
+    from deltalake import DeltaTable, Field, Schema
+
+    from rebalance_replay.schemas import FINDINGS
+
+    path = root / FINDINGS.name
+    if not DeltaTable.is_deltatable(str(path)):
+        return
+    dt = DeltaTable(str(path))
+    have = {f.name for f in dt.schema().fields}
+    want = Schema.from_arrow(FINDINGS.arrow_schema())
+    missing = [f for f in want.fields if f.name not in have]
+    if missing:
+        dt.alter.add_columns([Field(f.name, f.type, nullable=True) for f in missing])
+        say(
+            f"warehouse: migrated {root} from layout 2 to 3: findings gained "
+            f"{', '.join(f.name for f in missing)}"
+        )
+
+
+MIGRATIONS: dict[int, Callable[[Path, Callable[[str], None]], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def _has_tables(root: Path) -> bool:

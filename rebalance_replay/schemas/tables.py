@@ -349,6 +349,29 @@ FINDINGS = TableDef(
         C("metrics", "map<string,double>", True, "the measured values behind the verdict"),
         C("fix", "string", False, "the change, with Kafka property names and values"),
         C("rebalance_seqs", "array<int>", True, "rebalances it caused (rebalances.rebalance_seq)"),
+        C(
+            "finding_key",
+            "string",
+            True,
+            "stable across runs: 16 hex digits of SHA-256 over rule_id, group_id and subject",
+        ),
+        C(
+            "subject",
+            "string",
+            True,
+            "what the finding is about: `group` (rules with one finding per group), "
+            "`instance:<group.instance.id>` (R10)",
+        ),
+        C(
+            "status",
+            "string",
+            True,
+            "new (first found by the last run that changed the table), ongoing (open before, still "
+            "found), resolved (a run covering later time of its group no longer found it occurring)",
+        ),
+        C("first_seen_ms", "bigint", True, "wall-clock time of the audit run that first found it (epoch ms)"),
+        C("last_seen_ms", "bigint", True, "wall-clock time of the last audit run it was open in (epoch ms)"),
+        C("runs_seen", "bigint", True, "audit runs (that changed the table) it was open in"),
         C("log_date", "date", False, "partition: UTC date of window_start_ms"),
     ),
 )

@@ -22,8 +22,15 @@ NO_GX = ("--set", "report.great_expectations=false")
 
 
 def _findings(wh: Path) -> list[str]:
+    """The findings rows, without their lifecycle columns (a scheduled audit's statuses and run times are
+    its own: tests/integration/test_scheduled_audit.py)."""
+    from rebalance_replay.transforms.audit.lifecycle import LIFECYCLE_COLUMNS
+
     rows = read_table(wh / FINDINGS.name)
-    return sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
+    return sorted(
+        json.dumps({k: v for k, v in r.items() if k not in LIFECYCLE_COLUMNS}, sort_keys=True, default=str)
+        for r in rows
+    )
 
 
 def _version(wh: Path) -> int:

@@ -20,7 +20,13 @@ BATCH = {
     "bulk_validated": 5,
     "kip848_groups": ["k"],
 }
-INCREMENTAL = {"mode": "incremental", "runs": 7, "horizon_ms": 1717401960001, "config": "0123456789abcdef"}
+INCREMENTAL = {
+    "mode": "incremental",
+    "runs": 7,
+    "horizon_ms": 1717401960001,
+    "final": True,  # added with --final (issue 26): the run closed the late-arrival horizon
+    "config": "0123456789abcdef",
+}
 
 
 def test_each_mode_writes_the_keys_it_wrote_before(tmp_path: Path) -> None:
@@ -37,3 +43,5 @@ def test_missing_fields_read_as_defaults_and_unknown_keys_are_ignored(tmp_path: 
     old = ReplayManifest.from_json({"mode": "batch", "requests_version": 1, "config": "x", "future": 1})
     assert (old.complete, old.path, old.counts, old.groups, old.kip848_groups) == (False, None, {}, 0, [])
     assert ReplayManifest.from_json(INCREMENTAL).requests_version is None
+    before_final = {k: v for k, v in INCREMENTAL.items() if k != "final"}  # written before --final existed
+    assert ReplayManifest.from_json(before_final).final is False

@@ -4,6 +4,7 @@ gaps, a member's requests."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -88,6 +89,29 @@ def who(inputs: GroupInputs, member: str) -> str:
     return f"{name} ({info.hosts[0]})" if info.hosts else name
 
 
+def _names(kind: str, names: Sequence[str], limit: int = 5) -> str:
+    shown = ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+    return f"{kind}{'s' if len(names) > 1 else ''} {shown}"
+
+
+def who_clause(summary: str, info: MemberInfo) -> str:
+    """``; instance app-1, hosts 10.0.4.7, 10.0.4.8``: the static instances and client hosts a finding
+    is about, as the log shows them, that its summary does not already name ("" when it names them all),
+    so a person can tell which machines to look at from the sentence alone."""
+
+    def named(x: str) -> bool:
+        return re.search(rf"(?<![\w.-]){re.escape(x)}(?![\w.-])", summary) is not None
+
+    parts = []
+    instances = [i for i in info.instance_ids if not named(i)]
+    hosts = [h for h in info.hosts if not named(h)]
+    if instances:
+        parts.append(_names("instance", instances))
+    if hosts:
+        parts.append(_names("host", hosts))
+    return f"; {', '.join(parts)}" if parts else ""
+
+
 def make_finding(
     inputs: GroupInputs,
     st: RuleSettings,
@@ -126,6 +150,7 @@ def make_finding(
             sorted_unique([*info.client_ids, *(r.client_id for r in anonymous)]),
             sorted_unique([*info.hosts, *(r.host for r in anonymous)]),
         )
+    summary += who_clause(summary, info)
     if confidence < 1 and confidence_note:
         summary = f"{summary} (confidence {confidence:.2f}: {confidence_note})"
     return Finding(

@@ -233,11 +233,41 @@ class R23Settings(RuleSettings):
     )
 
 
+def _url(_path: str, v: Any) -> str:
+    """``audit.notify.url``: may be empty (no webhook); its scheme is checked when it is used."""
+    return "" if v is None else str(v).strip()
+
+
+@dataclass(frozen=True)
+class NotifySettings:
+    """Where an audit run sends its new findings (never ongoing or resolved ones; nothing when there are
+    none): an HTTP webhook and/or a command. A delivery that still fails after its retries is one line on
+    stderr and exit code 4; the run's tables and summary are written first."""
+
+    url: str = setting(
+        "",
+        'http:// or https:// webhook: one POST per run, a JSON object {"source", "warehouse", "findings": '
+        "[new findings]}; empty: none",
+        parse=_url,
+    )
+    command: tuple[str, ...] = setting(
+        (),
+        "a program and its arguments (run without a shell), given the new findings as JSON lines on "
+        "stdin; e.g. --set audit.notify.command=/usr/local/bin/page-oncall,--team,kafka; empty: none",
+    )
+    retries: int = setting(2, "attempts after a failed first one (each waits backoff_s, doubling)", minimum=0)
+    backoff_s: float = setting(
+        1.0, "seconds before the first retry (doubled for each further one)", bounds=(0, 600)
+    )
+    timeout_s: float = setting(10.0, "seconds an attempt may take", bounds=(0.1, 3600))
+
+
 @dataclass(frozen=True)
 class AuditSettings:
     """Audit: the rules' settings (this text is replaced once the rules are registered)."""
 
     evidence_cap: int = setting(20, "evidence rows kept per finding (the rest are counted)", minimum=1)
+    notify: NotifySettings = section(NotifySettings)
     # one section per registered rule, ``R01: R01Settings``, … : added by ``register`` (registry.py)
 
     @property

@@ -349,6 +349,13 @@ class Finding:
             "metrics": dict(self.metrics),
             "fix": self.fix,
             "rebalance_seqs": list(self.rebalance_seqs),
+            # across runs: filled by the audit (transforms/audit/lifecycle.py), which knows the earlier runs
+            "finding_key": None,
+            "subject": None,
+            "status": None,
+            "first_seen_ms": None,
+            "last_seen_ms": None,
+            "runs_seen": None,
             "log_date": self.log_date,
         }
 

@@ -80,17 +80,23 @@ def _list(v: Any) -> str:
 
 
 def table(
-    headers: Sequence[str], rows: Iterable[Sequence[str]], *, cls: str = "", num: Sequence[int] = ()
+    headers: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    *,
+    cls: str = "",
+    num: Sequence[int] = (),
+    row_ids: Sequence[str | None] = (),
 ) -> str:
-    """An HTML table; cells are already HTML (escape before)."""
+    """An HTML table; cells are already HTML (escape before); ``row_ids``: the rows' ids (anchors)."""
     head = "".join(
         f'<th class="num">{escape(h)}</th>' if i in num else f"<th>{escape(h)}</th>"
         for i, h in enumerate(headers)
     )
     body = []
-    for r in rows:
+    for k, r in enumerate(rows):
         cells = "".join(_cell(c, "num" if i in num else "") for i, c in enumerate(r))
-        body.append(f"<tr>{cells}</tr>")
+        rid = row_ids[k] if k < len(row_ids) else None
+        body.append(f'<tr id="{escape(rid)}">{cells}</tr>' if rid else f"<tr>{cells}</tr>")
     if not body:
         body.append(f'<tr><td colspan="{len(headers)}">none</td></tr>')
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
@@ -116,15 +122,37 @@ def _sev(s: Any) -> str:
     return f'<span class="sev-{escape(str(s))}">{_e(s)}</span>'
 
 
+def _evidence(f: Mapping[str, Any], *, link: bool) -> str:
+    """The evidence rows: on the overview each opens its row on the group's page; on the group's page
+    each row is an anchor and opens the rebalance under way when it arrived."""
+    out = []
+    for item in f.get("evidence_items", [])[:8]:
+        code = f"<code>{escape(item['text'])}</code>"
+        if link and f.get("page"):
+            out.append(f'<a href="{escape(str(f["page"]))}#{escape(item["anchor"])}">{code}</a>')
+        elif not link:
+            seq = item.get("rebalance_seq")
+            during = f' <a href="#rebalance-{seq}">during rebalance #{seq}</a>' if seq is not None else ""
+            out.append(f'<span id="{escape(item["anchor"])}">{code}{during}</span>')
+        else:
+            out.append(code)
+    return "<br>".join(out)
+
+
 def findings_table(findings: Sequence[Mapping[str, Any]], *, link: bool) -> str:
+    """The findings, new first (their order); on the overview the group opens the finding's row on the
+    group's page, on the group's page each row is its anchor (``finding-<finding_key>``)."""
     rows = []
     for f in findings:
         group = _e(f.get("group_id"))
         if link and f.get("page"):
-            group = f'<a href="{escape(str(f["page"]))}">{group}</a>'
-        evidence = "<br>".join(f"<code>{escape(e)}</code>" for e in f.get("evidence_text", [])[:8])
+            group = (
+                f'<a href="{escape(str(f["page"]))}#{escape(str(f.get("anchor") or "findings"))}">{group}</a>'
+            )
+        evidence = _evidence(f, link=link)
         rows.append(
             [
+                _e(f.get("status") or "ongoing"),
                 _sev(f.get("severity")),
                 f"{_e(f.get('rule_id'))} {_e(f.get('rule'))}",
                 group,
@@ -136,9 +164,20 @@ def findings_table(findings: Sequence[Mapping[str, Any]], *, link: bool) -> str:
             ]
         )
     return table(
-        ["severity", "rule", "group", "summary", "fix", "window", "members", "evidence (file:line)"],
+        [
+            "status",
+            "severity",
+            "rule",
+            "group",
+            "summary",
+            "fix",
+            "window",
+            "members",
+            "evidence (file:line)",
+        ],
         rows,
         cls="findings",
+        row_ids=[None if link else f.get("anchor") for f in findings],
     )
 
 
@@ -260,6 +299,7 @@ def group_html(page: GroupPage, *, title: str, index_href: str = "index.html") -
             ],
             reb_rows,
             num=(0, 4, 5, 6, 12),
+            row_ids=[f"rebalance-{r['rebalance_seq']}" for r in page.rebalances],
         )
     }
 <h2 id="findings">Findings</h2>

@@ -263,12 +263,60 @@ def build_bands(rebalances: Sequence[Row], end_ms: int) -> list[Band]:
     return bands
 
 
-def _finding_row(f: Row) -> dict[str, Any]:
-    evidence = [
-        f"{e.get('source_file')}:{e.get('line_no')} {e.get('api') or ''}".strip()
-        for e in (f.get("evidence") or [])
-    ]
-    return {**dict(f), "evidence_text": evidence}
+#: new findings first, then ongoing (and rows from before the statuses), then resolved
+STATUS_RANK = {"new": 0, "ongoing": 1, None: 1, "resolved": 2}
+
+
+def finding_anchor(f: Row) -> str:
+    """The id of a finding's row on its group's page (``finding-<finding_key>``)."""
+    key = f.get("finding_key") or f"{f.get('rule_id')}-{f.get('window_start_ms')}"
+    return f"finding-{key}"
+
+
+def evidence_anchor(f: Row, i: int) -> str:
+    """The id of a finding's ``i``-th evidence row on its group's page."""
+    return f"ev-{finding_anchor(f).removeprefix('finding-')}-{i}"
+
+
+def _rebalance_at(rebalances: Sequence[Row], t: int) -> int | None:
+    """The rebalance under way at ``t`` (started ≤ t ≤ ended; open ones never end), else None."""
+    for r in rebalances:
+        end = r.get("ended_ms")
+        if int(r["started_ms"]) <= t and (end is None or t <= int(end)):
+            return int(r["rebalance_seq"])
+    return None
+
+
+def _finding_row(f: Row, rebalances: Sequence[Row] = ()) -> dict[str, Any]:
+    """A finding with its evidence as text, with an anchor each (``evidence_anchor``) and the rebalance
+    under way when it arrived (its row on the page is ``rebalance-<seq>``)."""
+    items = []
+    for i, e in enumerate(f.get("evidence") or []):
+        at = e.get("arrival_ms")
+        items.append(
+            {
+                "text": f"{e.get('source_file')}:{e.get('line_no')} {e.get('api') or ''}".strip(),
+                "anchor": evidence_anchor(f, i),
+                "arrival_ms": at,
+                "rebalance_seq": None if at is None else _rebalance_at(rebalances, int(at)),
+            }
+        )
+    return {
+        **dict(f),
+        "anchor": finding_anchor(f),
+        "evidence_text": [x["text"] for x in items],
+        "evidence_items": items,
+    }
+
+
+def finding_order(f: Row) -> tuple[int, int, str, int]:
+    """New first, then worst severity, group, window start."""
+    return (
+        STATUS_RANK.get(f.get("status"), 1),  # type: ignore[arg-type]
+        -SEVERITY_RANK.get(str(f.get("severity")), 0),
+        str(f.get("group_id")),
+        int(f.get("window_start_ms") or 0),
+    )
 
 
 def build_group_page(
@@ -373,11 +421,8 @@ def build_group_page(
     finding_rows: list[dict[str, Any]] | None = None
     if findings is not None:
         finding_rows = []
-        for f in sorted(
-            findings,
-            key=lambda f: (-SEVERITY_RANK.get(str(f.get("severity")), 0), f.get("window_start_ms") or 0),
-        ):
-            row = _finding_row(f)
+        for f in sorted(findings, key=finding_order):
+            row = _finding_row(f, rebalances)
             finding_rows.append(row)
             members = list(f.get("member_ids") or [])
             lane = next((lane_of[m] for m in members if m in lane_of), 0)
@@ -415,8 +460,11 @@ def build_group_page(
         "rebalance_ms": rebalance_time,
         "heartbeats": total_hb,
         "mismatches": sum(1 for m in markers if m.kind == "mismatch"),
-        "findings": None if finding_rows is None else len(finding_rows),
-        "worst_severity": worst_severity(finding_rows or []),
+        # open findings (resolved ones stay listed, last, but no longer rank the group)
+        "findings": None
+        if finding_rows is None
+        else sum(f.get("status") != "resolved" for f in finding_rows),
+        "worst_severity": worst_severity(f for f in finding_rows or [] if f.get("status") != "resolved"),
     }
     return GroupPage(
         group_id=group_id,
@@ -501,14 +549,7 @@ def build_overview(
     if findings is not None:
         rows = [
             {**_finding_row(f), "page": page_of.get(str(f.get("group_id")))}
-            for f in sorted(
-                findings,
-                key=lambda f: (
-                    -SEVERITY_RANK.get(str(f.get("severity")), 0),
-                    str(f.get("group_id")),
-                    f.get("window_start_ms") or 0,
-                ),
-            )
+            for f in sorted(findings, key=finding_order)
         ]
     return Overview(
         numbers=numbers,
