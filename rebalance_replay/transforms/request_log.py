@@ -547,7 +547,7 @@ def _req_join_group(d: Body, v: int, r: Rec) -> None:
 
     def proto(e: Body) -> dict[str, object]:
         md, n = _g_bytes(e, "metadata")
-        return {"name": _g_str(e, "name"), "metadata": md, "metadata_length": n}
+        return {"name": _g_req_str(e, "name"), "metadata": md, "metadata_length": n}  # non-nullable in Kafka
 
     r["protocols"] = _each(d, "protocols", proto)
     r["reason"] = _g_str(d, "reason")

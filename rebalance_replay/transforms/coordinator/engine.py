@@ -97,6 +97,9 @@ T_SYNC = "sync"
 T_HEARTBEAT = "heartbeat"
 T_OFFSETS = "offsets-expiration"
 T_OBSERVED = "observed-answer"
+#: join-phase expirations in a row with no member rejoining after which the rest up to the next other timer
+#: are skipped (:meth:`CoordinatorEngine._skip_stalled_join`)
+STALLED_JOIN_REPEATS = 32
 
 
 #: hot-path constructors (see fastobj): a heartbeat/commit response, its Prediction, its event
@@ -619,11 +622,54 @@ class CoordinatorEngine:
 
     def _run_timers(self, t: int, inclusive: bool, late: int | None = None) -> None:
         timers = self._timers
+        stalled = 0  # join timers fired in a row, each re-arming itself one rebalance timeout later
         while True:
             timer = timers.pop_due(t, inclusive)
             if timer is None:
                 return
             self._fire_timer(timer, late)
+            stalled = stalled + 1 if self._join_stalled(timer) else 0
+            if stalled >= STALLED_JOIN_REPEATS:
+                self._skip_stalled_join(t)
+                stalled = 0
+
+    def _join_stalled(self, fired: Timer) -> bool:
+        """Whether ``fired`` was the join phase's timer and the phase re-armed it a rebalance timeout later
+        (Kafka's "could not complete rebalance because no members rejoined")."""
+        if fired.kind != T_JOIN or self._group is None:
+            return False
+        again = self._timers.get(self._join_key)
+        return (
+            again is not None
+            and again.kind == T_JOIN
+            and again.deadline == fired.deadline + self._group.rebalance_timeout_ms()
+        )
+
+    def _skip_stalled_join(self, t: int) -> None:
+        """A join phase that completed :data:`STALLED_JOIN_REPEATS` times in a row with no member rejoining
+        and no other timer in between is at a fixed point: every further expiration until the next other
+        timer (or ``t``) changes nothing but the clock. Kafka's broker fires each of them; replaying a log
+        whose clock jumps (years, for a broker clock set back to the epoch) one by one would take as long
+        as the jump holds rebalance timeouts, so the timer moves to its last expiration before then (one
+        TIMER_EXPIRED says how many were skipped) and the loop fires the rest."""
+        timer = self._timers.get(self._join_key)
+        group = self._group
+        if timer is None or group is None:
+            return
+        period = group.rebalance_timeout_ms()
+        others = [x.deadline for x in self._timers.live() if x.key != self._join_key]
+        limit = min([t, *others])
+        skipped = (limit - timer.deadline) // period - 1 if period > 0 else 0
+        if skipped <= 0:
+            return
+        deadline = timer.deadline + skipped * period
+        self._timers.arm(self._join_key, deadline, timer.priority, timer.kind, timer.data)
+        self.emit(
+            EventKind.TIMER_EXPIRED,
+            detail=self._join_key,
+            cause=f"Group {self.group_id} could not complete rebalance because no members rejoined: "
+            f"{skipped} more expirations every {period} ms until {deadline} skipped (nothing changes)",
+        )
 
     def _run_immediate(self, t: int) -> None:
         """Timers armed with a zero delay while handling a request run at once (``DelayedOperation``

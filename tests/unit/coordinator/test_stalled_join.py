@@ -1,0 +1,96 @@
+"""A join phase that completes again and again with no member rejoining (Kafka: "could not complete
+rebalance because no members rejoined", re-armed every rebalance timeout) across a clock that jumps by
+decades — a broker clock set back to the epoch, or a fuzzed line at 2099 — replays in bounded work: after
+``STALLED_JOIN_REPEATS`` such expirations in a row the rest up to the next other timer are skipped, and
+skipping changes nothing but how many of those identical expirations are reported (issue 29: the fuzzed
+whole run hung, then crashed its Python worker, in this loop)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rebalance_replay.transforms.coordinator import engine
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.replay import GroupReplayer, ReplaySettings
+from simulator.fidelity import parse_rows
+from simulator.mutations import base_lines, mutated_lines
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def _fuzzed_groups() -> dict[str, list[dict[str, Any]]]:
+    """The groups of the fuzzed log that stalled (seed 3 of the whole-run fuzz test)."""
+    lines = base_lines()
+    rows = parse_rows({"broker-1": mutated_lines(lines, 10_000, 3), "broker-2": lines})
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("group_id") in ("fuzz-2.4", "fuzz-3.7"):
+            by_group.setdefault(str(r["group_id"]), []).append(r)
+    return by_group
+
+
+def _replay(
+    rows: list[dict[str, Any]], group: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[dict[str, list[dict[str, Any]]], list[Any]]:
+    """Every output row of the group's replay, by kind, and every event the model emitted."""
+    events: list[Any] = []
+    drain = engine.CoordinatorEngine.drain
+
+    def recording(self: Any) -> Any:
+        predictions, drained = drain(self)
+        events.extend(drained)
+        return predictions, drained
+
+    monkeypatch.setattr(engine.CoordinatorEngine, "drain", recording)
+    replayer = GroupReplayer(group, ReplaySettings(coordinator=CoordinatorConfig(mode="track")))
+    replayer.feed(rows)
+    end = max(int(r["completion_ms"]) for r in rows) + 1
+    out: dict[str, list[dict[str, Any]]] = {}
+    for o in (replayer.process(end), replayer.finish()):
+        for kind, kind_rows in o.rows.items():
+            out.setdefault(kind, []).extend(kind_rows)
+    monkeypatch.setattr(engine.CoordinatorEngine, "drain", drain)
+    return out, events
+
+
+def _skips(events: list[Any]) -> list[str]:
+    return [str(e.cause) for e in events if "expirations every" in str(getattr(e, "cause", ""))]
+
+
+@pytest.fixture(scope="module")
+def groups() -> dict[str, list[dict[str, Any]]]:
+    found = _fuzzed_groups()
+    assert sorted(found) == ["fuzz-2.4", "fuzz-3.7"]
+    spans = {
+        g: max(r["completion_ms"] for r in rows) - min(r["arrival_ms"] for r in rows)
+        for g, rows in found.items()
+    }
+    assert all(span > 50 * 365 * 86_400_000 for span in spans.values()), spans  # decades between lines
+    return found
+
+
+def test_a_stalled_join_phase_across_decades_replays_and_says_what_it_skipped(
+    groups: dict[str, list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for group, rows in groups.items():
+        out, events = _replay(rows, group, monkeypatch)
+        assert out["predictions"] and out["transitions"], group
+        skips = _skips(events)
+        assert skips and all("(nothing changes)" in s for s in skips), group
+
+
+def test_skipping_changes_no_output_row(
+    groups: dict[str, list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same replay skipping after 4 or after 32 stalled expirations in a row: every output row equal
+    (the expirations are model events, not rows); only the events reporting the skips differ."""
+    for group, rows in groups.items():
+        late, late_events = _replay(rows, group, monkeypatch)
+        monkeypatch.setattr(engine, "STALLED_JOIN_REPEATS", 4)
+        early, early_events = _replay(rows, group, monkeypatch)
+        monkeypatch.setattr(engine, "STALLED_JOIN_REPEATS", 32)
+        assert early == late, group
+        assert len(early_events) < len(late_events), group  # more skipped, fewer expirations emitted
+        assert len(_skips(early_events)) >= len(_skips(late_events)), group
