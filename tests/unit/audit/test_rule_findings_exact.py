@@ -52,17 +52,6 @@ def client(group: str, index: int) -> str:
     return f"consumer-{group}-{index + 1} (10.1.0.{10 + index})"
 
 
-def requests(group: str, api: str | None = None, error: str | None = None) -> list[object]:
-    out = []
-    for r in inputs_of()[group].requests:
-        if api is not None and r.api_name != api:
-            continue
-        if error is not None and error not in r.errors:
-            continue
-        out.append(r)
-    return out
-
-
 @dataclass(frozen=True)
 class Want:
     rule_id: str
@@ -233,9 +222,10 @@ WANTS = [
         "warning",
         1.0,
         1,
-        f"1 trigger needed up to 4 cooperative rounds (expected 2: one revoking, one assigning), {ANY} s in all",
-        "upgrade clients and assignors (KAFKA-8767) and use one partition.assignment.strategy=cooperative-sticky "
-        "everywhere",
+        "1 trigger needed up to 4 cooperative rounds (expected 2: one revoking, one assigning), "
+        f"{ANY} s in all",
+        "upgrade clients and assignors (KAFKA-8767) and use one "
+        "partition.assignment.strategy=cooperative-sticky everywhere",
         {"max_rounds": 4, "evidence_rows": 4},
         rebalances=4,
     ),
@@ -308,8 +298,8 @@ WANTS = [
         "warning",
         1.0,
         1,
-        f"consumer-{R15}-3 sent JoinGroup twice and got MEMBER_ID_REQUIRED twice within 1000 ms (1 time); the "
-        "first member id was never used and stayed pending, holding the join phase for 45 s",
+        f"consumer-{R15}-3 sent JoinGroup twice and got MEMBER_ID_REQUIRED twice within 1000 ms (1 time); "
+        "the first member id was never used and stayed pending, holding the join phase for 45 s",
         "upgrade the client (the KIP-394 double-join bug is fixed in newer client releases, e.g. librdkafka "
         "PR #5570); until then a lower session.timeout.ms shortens the hold",
         {"leaked_members": 1, "evidence_rows": 2},
@@ -423,6 +413,7 @@ def test_the_finding_is_exactly_the_incident(want: Want) -> None:
     for name, value in want.metrics.items():
         assert f.metric(name) == value, (name, f.metric(name))
     rows = f.metric("evidence_rows")
+    assert rows is not None
     assert len(f.evidence) == min(rows, AuditSettings().evidence_cap)
     assert f.metric("evidence_omitted") == max(0, rows - AuditSettings().evidence_cap)
     if want.rebalances is not None:
