@@ -17,21 +17,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import cache
 
 import pytest
 
 from rebalance_replay.transforms.audit import AuditSettings, Finding, GroupInputs
-from simulator.incidents import group_inputs_of, incident_coordinator, log_files
-from tests.unit.audit.test_rules_incidents import audited
+from tests.unit.audit.test_rules_incidents import audited, incident_inputs
 
 ANY = "«»"
 
 
-@cache
-def inputs_of(seed: int = 7) -> dict[str, GroupInputs]:
-    files, _ = log_files(seed)
-    return group_inputs_of(files, incident_coordinator())
+def inputs_of() -> dict[str, GroupInputs]:
+    return incident_inputs(7)[0]
 
 
 def like(template: str, text: str) -> bool:
