@@ -400,6 +400,33 @@ WANTS = [
 ]
 
 
+HB, JG, SG, LG, OC = "HEARTBEAT", "JOIN_GROUP", "SYNC_GROUP", "LEAVE_GROUP", "OFFSET_COMMIT"
+#: the evidence rows' APIs, in time order, as each incident's definition shows it
+EVIDENCE: dict[tuple[str, str], list[str]] = {
+    ("R02", R02): [HB, HB],  # each crashed member's last heartbeat (nothing from them afterwards)
+    ("R03", R03): [LG, OC, JG],  # the poll-timeout leave, the commit refused when poll() returns, the rejoin
+    ("R04", R04): [HB, HB, JG],  # the last heartbeat; the same id speaking again (refused), its rejoin
+    ("R05", R05): [JG, JG],
+    ("R05", R21): [JG],
+    ("R06", R06): [HB] * 4,
+    ("R07", R07): [JG],  # the refused join
+    ("R08", R08): [JG],
+    ("R09", R09): [JG] * 4,  # one join per round
+    ("R11", R11): [HB, JG],  # the last heartbeat, the restarted instance's join
+    ("R12", R12): [HB, HB],  # the heartbeats around the silence
+    ("R13", R13): [LG, JG] * 4,  # per pod: its LeaveGroup, its successor's join
+    ("R14", R14): [JG] * 4,  # each run's first join
+    ("R15", R15): [JG, JG],  # the double join
+    ("R16", R16): [JG] * 4,  # the leader's rejoins
+    ("R17", R17): [SG],  # the leader's SyncGroup with the empty assignments
+    ("R18", R18): [JG],
+    ("R19", R19): [JG],  # the answered join never followed by a SyncGroup
+    ("R20", R20): [HB, OC],  # the last request to broker-1, the first to broker-2
+    ("R22", R22): [JG] * 3,
+    ("R23", R23): ["CONSUMER_GROUP_HEARTBEAT"] * 2,
+}
+
+
 @pytest.mark.parametrize("want", WANTS, ids=lambda w: f"{w.rule_id}-{w.group}")
 def test_the_finding_is_exactly_the_incident(want: Want) -> None:
     f = finding(want.rule_id, want.group)
@@ -414,6 +441,7 @@ def test_the_finding_is_exactly_the_incident(want: Want) -> None:
     assert f.metric("evidence_omitted") == max(0, rows - AuditSettings().evidence_cap)
     if want.rebalances is not None:
         assert len(f.rebalance_seqs) == want.rebalances
+    assert [e.api for e in f.evidence] == EVIDENCE[(want.rule_id, want.group)]
     # evidence at different times: a window that lasts
     if len({e.arrival_ms for e in f.evidence}) > 1:
         assert f.window_start_ms < f.window_end_ms
@@ -508,3 +536,15 @@ def test_commit_races_count_the_refused_commits_of_the_log() -> None:
         f"×{tally['UNKNOWN_MEMBER_ID']}): the work behind them may be processed twice"
     )
     assert f.metric("failed_commits") == n and f.metric("evidence_rows") == n
+
+
+def test_slow_heartbeats_window_is_the_members_heartbeats() -> None:
+    """R06: the finding spans the member's heartbeats (its cadence is the evidence, the three widest gaps
+    the rows shown): from its first heartbeat to its last."""
+    f = finding("R06", R06)
+    beats = [
+        r.arrival_ms
+        for r in inputs_of()[R06].requests
+        if r.api_name == "HEARTBEAT" and r.client_id == f"consumer-{R06}-2"
+    ]
+    assert (f.window_start_ms, f.window_end_ms) == (beats[0], beats[-1])

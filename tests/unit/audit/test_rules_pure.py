@@ -171,3 +171,52 @@ def test_request_rows_with_fields_missing_are_read_not_crashed_on() -> None:
     assert req.commit_errors == ()
     assert req.leave_members == ((None, None, None),)
     assert req.assignments == (("", None),)
+
+
+def _leave(t: int, member: str, reason: str) -> Req:
+    return _join(t, member, api_name="LEAVE_GROUP", leave_members=((member, None, reason),))
+
+
+def test_r03_counts_every_poll_timeout_leave() -> None:
+    """Two poll-timeout LeaveGroups (the Java consumer's reason "consumer poll timeout has expired."):
+    two occurrences, said in the plural; a leave with another reason is no poll timeout."""
+    reqs = [
+        _join(1000, "m1", rebalance_timeout_ms=300_000),
+        _leave(5000, "m1", "consumer poll timeout has expired."),
+        _join(9000, "m1", rebalance_timeout_ms=300_000),
+        _leave(20_000, "m1", "consumer poll timeout has expired."),
+        _leave(30_000, "m1", "the consumer is being closed"),
+    ]
+    reqs = [r.__class__(**{**r.__dict__, "api_version": 5}) for r in reqs]
+    got = evaluate(GroupInputs.build("g", requests=reqs), AuditSettings(), only=["R03"]).findings
+    assert [f.occurrences for f in got] == [2]
+    assert got[0].summary.startswith('c1 left the group 2 times with "consumer poll timeout has expired"')
+    assert got[0].metric("poll_timeouts") == 2 and got[0].metric("max_poll_interval_ms") == 300_000
+
+
+def test_r10_one_client_and_host_is_less_certain() -> None:
+    """The instance id fenced between two connections of one client id and host (a restarted process and
+    a stale one): confidence 0.7, and the summary says why."""
+    common = {"group_instance_id": "i-1", "client_address": "10.1.0.10:5000", "api_name": "HEARTBEAT"}
+    reqs = [
+        _join(1000, "m1", **{**common, "connection": "b:9092-10.1.0.10:5000-1"}),
+        _join(2000, "m2", **{**common, "connection": "b:9092-10.1.0.10:5001-2"}),
+        _join(
+            3000,
+            "m1",
+            **{**common, "connection": "b:9092-10.1.0.10:5000-1", "error_name": "FENCED_INSTANCE_ID"},
+        ),
+    ]
+    got = evaluate(GroupInputs.build("g", requests=reqs), AuditSettings(), only=["R10"]).findings
+    assert [(f.confidence, f.occurrences) for f in got] == [(0.7, 1)]
+    assert got[0].summary == (
+        "group.instance.id i-1 is used by 2 client connections (c1 (10.1.0.10)); they fence each other: 1 "
+        "requests answered FENCED_INSTANCE_ID (confidence 0.70: one client id and host: possibly a restarted "
+        "process with a stale one still running)"
+    )
+
+
+def test_r17_without_a_leader_sync_says_so() -> None:
+    audit = evaluate(GroupInputs.build("g", requests=[_join(1000)]), AuditSettings(), only=["R17"])
+    assert audit.findings == ()
+    assert audit.unsupported == (("R17", "no leader SyncGroup with assignments in the log"),)
