@@ -220,3 +220,18 @@ def test_r17_without_a_leader_sync_says_so() -> None:
     audit = evaluate(GroupInputs.build("g", requests=[_join(1000)]), AuditSettings(), only=["R17"])
     assert audit.findings == ()
     assert audit.unsupported == (("R17", "no leader SyncGroup with assignments in the log"),)
+
+
+def test_r21_the_rejoin_reason_of_a_failed_commit() -> None:
+    """The audit catalogue's #21: a JoinGroup whose reason says "offset commit failed since group is
+    already rebalancing" (the Java consumer's rejoin after CommitFailedException) shows the race even
+    when the refused commit itself is not in the log; the same words on another request do not."""
+    reason = "offset commit failed since group is already rebalancing"
+    rejoin = _join(5000, "m1", reason=reason)
+    leave = _join(6000, "m2", api_name="LEAVE_GROUP", reason=reason)
+    got = evaluate(
+        GroupInputs.build("g", requests=[_join(1000), rejoin, leave]), AuditSettings(), only=["R21"]
+    )
+    assert [(f.occurrences, [e.arrival_ms for e in f.evidence]) for f in got.findings] == [(1, [5000])]
+    alone = evaluate(GroupInputs.build("g", requests=[_join(1000), leave]), AuditSettings(), only=["R21"])
+    assert alone.findings == ()
