@@ -235,3 +235,22 @@ def test_r21_the_rejoin_reason_of_a_failed_commit() -> None:
     assert [(f.occurrences, [e.arrival_ms for e in f.evidence]) for f in got.findings] == [(1, [5000])]
     alone = evaluate(GroupInputs.build("g", requests=[_join(1000), leave]), AuditSettings(), only=["R21"])
     assert alone.findings == ()
+
+
+def test_r21_blames_the_rebalances_its_commits_raced() -> None:
+    """A refused commit raced the rebalances in progress when it arrived: from their start to their end,
+    both included, or on to the end of the log for one still open; not one that ended before it."""
+    from dataclasses import replace
+
+    rbs = [
+        _rb(0, 1000, follow_up=False),  # 1000..1500: a commit at its first millisecond
+        _rb(1, 3000, follow_up=False),  # 3000..3500: a commit at its last
+        _rb(2, 4000, follow_up=False),  # 4000..4500: no commit inside (one comes at 5000, after it)
+        replace(_rb(3, 6000, follow_up=False), ended_ms=None, total_duration_ms=None),  # still open
+    ]
+    commits = [
+        _join(t, api_name="OFFSET_COMMIT", commit_errors=("REBALANCE_IN_PROGRESS",))
+        for t in (1000, 3500, 5000, 7000)
+    ]
+    got = evaluate(GroupInputs.build("g", requests=commits, rebalances=rbs), AuditSettings(), only=["R21"])
+    assert [f.rebalance_seqs for f in got.findings] == [(0, 1, 3)]
