@@ -535,6 +535,10 @@ def test_commit_races_count_the_refused_commits_of_the_log() -> None:
         f"{n} offset commit(s) failed because the group was rebalancing (errors: UNKNOWN_MEMBER_ID "
         f"×{tally['UNKNOWN_MEMBER_ID']}): the work behind them may be processed twice"
     )
+    assert f.fix == (
+        "commit synchronously in ConsumerRebalanceListener.onPartitionsRevoked and make processing "
+        "idempotent; partition.assignment.strategy=cooperative-sticky revokes fewer partitions"
+    )
     assert f.metric("failed_commits") == n and f.metric("evidence_rows") == n
 
 

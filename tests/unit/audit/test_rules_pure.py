@@ -254,3 +254,23 @@ def test_r21_blames_the_rebalances_its_commits_raced() -> None:
     ]
     got = evaluate(GroupInputs.build("g", requests=commits, rebalances=rbs), AuditSettings(), only=["R21"])
     assert [f.rebalance_seqs for f in got.findings] == [(0, 1, 3)]
+
+
+@pytest.mark.parametrize(("failed", "severity"), [(4, "info"), (5, "warning")])
+def test_r21_tallies_each_error_and_warns_from_five_failed_commits(failed: int, severity: str) -> None:
+    """Each racing error named with its count, and a warning from ``warning_failed_commits`` (5) on."""
+    errors = ("ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS", "REBALANCE_IN_PROGRESS", "UNKNOWN_MEMBER_ID")
+    commits = [
+        _join(1000 * (k + 1), api_name="OFFSET_COMMIT", commit_errors=(errors[k % 4],)) for k in range(failed)
+    ]
+    got = evaluate(GroupInputs.build("g", requests=commits), AuditSettings(), only=["R21"]).findings
+    tally = {4: "ILLEGAL_GENERATION ×1, REBALANCE_IN_PROGRESS ×2, UNKNOWN_MEMBER_ID ×1"}.get(
+        failed, "ILLEGAL_GENERATION ×2, REBALANCE_IN_PROGRESS ×2, UNKNOWN_MEMBER_ID ×1"
+    )
+    assert [(f.severity, f.summary) for f in got] == [
+        (
+            severity,
+            f"{failed} offset commit(s) failed because the group was rebalancing (errors: {tally}): the work "
+            "behind them may be processed twice",
+        )
+    ]
