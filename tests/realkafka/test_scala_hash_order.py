@@ -7,6 +7,8 @@ Java is missing."""
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import shutil
 from pathlib import Path
@@ -18,10 +20,12 @@ from tests.realkafka.conftest import unavailable
 from tests.unit.coordinator.test_java_hash_order import (
     SCALA_IMMUTABLE_PROGRAM,
     SCALA_PROGRAM,
+    VOTE_ORDERS,
     python_order,
     python_vote_order,
     run_program,
     scripts,
+    vote_scripts,
 )
 
 pytestmark = [pytest.mark.realkafka]
@@ -81,3 +85,19 @@ def test_member_order_is_scala_mutable_hashmaps(release: str, tmp_path: Path) ->
     assert wrong == []
     # and the two layouts do differ on these scripts (else this test would not tell them apart)
     assert any(python_order(s, "java") != python_order(s, "scala") for s in all_scripts)
+
+
+@pytest.mark.parametrize("release", SCALA_RELEASES)
+def test_the_recorded_vote_orders_are_the_scala_librarys(release: str, tmp_path: Path) -> None:
+    """The fast unit test of the vote order (``test_java_hash_order.py``) compares the model with orders
+    recorded once from the real scala-library: they must still be what the library gives.
+    ``RECORD_VOTE_ORDERS=1`` writes them again (from the last release checked)."""
+    java, library = _java_and_library(release)
+    lines = run_program(java, SCALA_IMMUTABLE_PROGRAM, tmp_path, vote_scripts(), classpath=library)
+    orders = [line.split(" ") if line else [] for line in lines]
+    if os.environ.get("RECORD_VOTE_ORDERS"):
+        recorded = json.loads(VOTE_ORDERS.read_text())
+        body = ",\n".join("  " + json.dumps(o) for o in orders)
+        libraries = json.dumps(recorded["scala_library"])
+        VOTE_ORDERS.write_text(f'{{\n "scala_library": {libraries},\n "orders": [\n{body}\n ]\n}}\n')
+    assert json.loads(VOTE_ORDERS.read_text())["orders"] == orders

@@ -609,6 +609,16 @@ def test_quarantine_missing_metric_field_and_bad_number() -> None:
     assert quarantined(line) == "text-era body: missing ' from connection ' marker"
 
 
+def test_the_connection_marker_is_the_bodys_not_the_client_ids() -> None:
+    """A client id is any string: one holding " from connection " is still the header's. Without the
+    body's marker the line is refused, not read from the client id on; with it, the client id stays whole."""
+    odd = JOIN_V2_KAFKA_20.replace("clientId=consumer-1,", "clientId=etl from connection pool,")
+    assert request(odd)["client_id"] == "etl from connection pool"
+    assert request(odd)["connection"] == "127.0.0.1:9092-127.0.0.1:51264-1"
+    line = odd.replace("]} from connection 127", "]} to connection 127")
+    assert quarantined(line) == "text-era body: missing ' from connection ' marker"
+
+
 def test_quarantine_version_out_of_range_and_truncation() -> None:
     line = JOIN_V2_KAFKA_20.replace("apiVersion=2", "apiVersion=12")
     assert quarantined(line) == "RequestHeader apiVersion 12 is out of range 0..9 for JOIN_GROUP"

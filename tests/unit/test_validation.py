@@ -218,6 +218,19 @@ def test_error() -> None:
     assert kinds(prediction(hb, PredictedResponse(error="NONE", completion_ms=T0))) == ["error"]
 
 
+def test_the_compared_fields_are_named_as_the_mismatch_kinds() -> None:
+    """``compare`` names what it compared with the mismatch kinds (``mismatch_kinds`` of the predictions
+    table): a heartbeat carries only its error (and the completion time, not compared by value)."""
+    hb = request(ApiKey.HEARTBEAT, 4, observed=ObservedResponse(error="NONE", completion_ms=T0))
+    got = compare(
+        hb, hb.observed, PredictedResponse(error="NONE", completion_ms=T0), completion_tolerance_ms=TOL
+    )
+    assert got.compared == ("error",) and got.mismatches == ()
+    join = request(observed=join_observed())
+    got = compare(join, join_observed(), join_predicted(), completion_tolerance_ms=TOL)
+    assert "error" in got.compared and set(got.compared) <= set(MISMATCH_KINDS)
+
+
 def test_generation_and_leader_on_join_group() -> None:
     assert kinds(prediction(resp=join_predicted(generation_id=4))) == ["generation"]
     assert kinds(prediction(resp=join_predicted(generation_id=None))) == [

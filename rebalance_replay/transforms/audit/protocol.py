@@ -341,7 +341,9 @@ def commits_racing(inputs: GroupInputs, st: R21Settings, cap: int) -> list[Findi
         return []
     commits = [r for r in rows if r.api_name == OFFSET_COMMIT]
     n = len(commits) or len(rows)
-    errs = Counter(e for r in commits for e in r.errors if e in RACING_ERRORS)
+    # per partition: a commit row's top-level error is its first partition's (the parsers' error_code),
+    # counted once with the partitions, not again
+    errs = Counter(e for r in commits for e in (r.commit_errors or r.errors) if e in RACING_ERRORS)
     seqs = [
         rb.rebalance_seq
         for rb in inputs.rebalances

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rebalance_replay.transforms.audit import AuditSettings, Finding, evaluate
+from rebalance_replay.transforms.audit import AuditSettings, Finding, GroupInputs, evaluate
 from simulator.incidents import INCIDENTS, Truth, group_inputs_of, incident_coordinator, log_files
 
 SEEDS = (7, 11, 23)
@@ -24,10 +24,17 @@ SLACK_S: dict[str, int] = {"R09": 1}
 
 
 @cache
-def audited(seed: int, inject: bool = True) -> tuple[dict[str, list[Finding]], tuple[Truth, ...]]:
+def incident_inputs(seed: int, inject: bool = True) -> tuple[dict[str, GroupInputs], tuple[Truth, ...]]:
+    """The incident logs of ``seed`` parsed and replayed, per group (computed once per process: the
+    exact-finding tests of ``test_rule_findings_exact.py`` read the same inputs)."""
     files, truths = log_files(seed, inject=inject)
-    inputs = group_inputs_of(files, incident_coordinator())
-    return {g: list(evaluate(gi, AuditSettings()).findings) for g, gi in inputs.items()}, tuple(truths)
+    return group_inputs_of(files, incident_coordinator()), tuple(truths)
+
+
+@cache
+def audited(seed: int, inject: bool = True) -> tuple[dict[str, list[Finding]], tuple[Truth, ...]]:
+    inputs, truths = incident_inputs(seed, inject)
+    return {g: list(evaluate(gi, AuditSettings()).findings) for g, gi in inputs.items()}, truths
 
 
 def matches(f: Finding, t: Truth) -> bool:

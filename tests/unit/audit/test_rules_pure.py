@@ -193,3 +193,106 @@ def test_the_rules_doc_is_the_registry() -> None:
 
     doc = (Path(__file__).resolve().parents[3] / "docs" / "audit-rules.md").read_text(encoding="utf-8")
     assert doc == catalogue_markdown(), "run: python -m rebalance_replay.jobs.config"
+
+
+def _leave(t: int, member: str, reason: str) -> Req:
+    return _join(t, member, api_name="LEAVE_GROUP", leave_members=((member, None, reason),))
+
+
+def test_r03_counts_every_poll_timeout_leave() -> None:
+    """Two poll-timeout LeaveGroups (the Java consumer's reason "consumer poll timeout has expired."):
+    two occurrences, said in the plural; a leave with another reason is no poll timeout."""
+    reqs = [
+        _join(1000, "m1", rebalance_timeout_ms=300_000),
+        _leave(5000, "m1", "consumer poll timeout has expired."),
+        _join(9000, "m1", rebalance_timeout_ms=300_000),
+        _leave(20_000, "m1", "consumer poll timeout has expired."),
+        _leave(30_000, "m1", "the consumer is being closed"),
+    ]
+    reqs = [r.__class__(**{**r.__dict__, "api_version": 5}) for r in reqs]
+    got = evaluate(GroupInputs.build("g", requests=reqs), AuditSettings(), only=["R03"]).findings
+    assert [f.occurrences for f in got] == [2]
+    assert got[0].summary.startswith('c1 left the group 2 times with "consumer poll timeout has expired"')
+    assert got[0].metric("poll_timeouts") == 2 and got[0].metric("max_poll_interval_ms") == 300_000
+
+
+def test_r10_one_client_and_host_is_less_certain() -> None:
+    """The instance id fenced between two connections of one client id and host (a restarted process and
+    a stale one): confidence 0.7, and the summary says why."""
+    common = {"group_instance_id": "i-1", "client_address": "10.1.0.10:5000", "api_name": "HEARTBEAT"}
+    reqs = [
+        _join(1000, "m1", **{**common, "connection": "b:9092-10.1.0.10:5000-1"}),
+        _join(2000, "m2", **{**common, "connection": "b:9092-10.1.0.10:5001-2"}),
+        _join(
+            3000,
+            "m1",
+            **{**common, "connection": "b:9092-10.1.0.10:5000-1", "error_name": "FENCED_INSTANCE_ID"},
+        ),
+    ]
+    got = evaluate(GroupInputs.build("g", requests=reqs), AuditSettings(), only=["R10"]).findings
+    assert [(f.confidence, f.occurrences) for f in got] == [(0.7, 1)]
+    assert got[0].summary == (
+        "group.instance.id i-1 is used by 2 client connections (c1 (10.1.0.10)); they fence each other: 1 "
+        "requests answered FENCED_INSTANCE_ID (confidence 0.70: one client id and host: possibly a restarted "
+        "process with a stale one still running)"
+    )
+
+
+def test_r17_without_a_leader_sync_says_so() -> None:
+    audit = evaluate(GroupInputs.build("g", requests=[_join(1000)]), AuditSettings(), only=["R17"])
+    assert audit.findings == ()
+    assert audit.unsupported == (("R17", "no leader SyncGroup with assignments in the log"),)
+
+
+def test_r21_the_rejoin_reason_of_a_failed_commit() -> None:
+    """The audit catalogue's #21: a JoinGroup whose reason says "offset commit failed since group is
+    already rebalancing" (the Java consumer's rejoin after CommitFailedException) shows the race even
+    when the refused commit itself is not in the log; the same words on another request do not."""
+    reason = "offset commit failed since group is already rebalancing"
+    rejoin = _join(5000, "m1", reason=reason)
+    leave = _join(6000, "m2", api_name="LEAVE_GROUP", reason=reason)
+    got = evaluate(
+        GroupInputs.build("g", requests=[_join(1000), rejoin, leave]), AuditSettings(), only=["R21"]
+    )
+    assert [(f.occurrences, [e.arrival_ms for e in f.evidence]) for f in got.findings] == [(1, [5000])]
+    alone = evaluate(GroupInputs.build("g", requests=[_join(1000), leave]), AuditSettings(), only=["R21"])
+    assert alone.findings == ()
+
+
+def test_r21_blames_the_rebalances_its_commits_raced() -> None:
+    """A refused commit raced the rebalances in progress when it arrived: from their start to their end,
+    both included, or on to the end of the log for one still open; not one that ended before it."""
+    from dataclasses import replace
+
+    rbs = [
+        _rb(0, 1000, follow_up=False),  # 1000..1500: a commit at its first millisecond
+        _rb(1, 3000, follow_up=False),  # 3000..3500: a commit at its last
+        _rb(2, 4000, follow_up=False),  # 4000..4500: no commit inside (one comes at 5000, after it)
+        replace(_rb(3, 6000, follow_up=False), ended_ms=None, total_duration_ms=None),  # still open
+    ]
+    commits = [
+        _join(t, api_name="OFFSET_COMMIT", commit_errors=("REBALANCE_IN_PROGRESS",))
+        for t in (1000, 3500, 5000, 7000)
+    ]
+    got = evaluate(GroupInputs.build("g", requests=commits, rebalances=rbs), AuditSettings(), only=["R21"])
+    assert [f.rebalance_seqs for f in got.findings] == [(0, 1, 3)]
+
+
+@pytest.mark.parametrize(("failed", "severity"), [(4, "info"), (5, "warning")])
+def test_r21_tallies_each_error_and_warns_from_five_failed_commits(failed: int, severity: str) -> None:
+    """Each racing error named with its count, and a warning from ``warning_failed_commits`` (5) on."""
+    errors = ("ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS", "REBALANCE_IN_PROGRESS", "UNKNOWN_MEMBER_ID")
+    commits = [
+        _join(1000 * (k + 1), api_name="OFFSET_COMMIT", commit_errors=(errors[k % 4],)) for k in range(failed)
+    ]
+    got = evaluate(GroupInputs.build("g", requests=commits), AuditSettings(), only=["R21"]).findings
+    tally = {4: "ILLEGAL_GENERATION ×1, REBALANCE_IN_PROGRESS ×2, UNKNOWN_MEMBER_ID ×1"}.get(
+        failed, "ILLEGAL_GENERATION ×2, REBALANCE_IN_PROGRESS ×2, UNKNOWN_MEMBER_ID ×1"
+    )
+    assert [(f.severity, f.summary) for f in got] == [
+        (
+            severity,
+            f"{failed} offset commit(s) failed because the group was rebalancing (errors: {tally}): the work "
+            "behind them may be processed twice",
+        )
+    ]

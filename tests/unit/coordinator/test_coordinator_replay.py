@@ -27,6 +27,7 @@ from rebalance_replay.transforms.coordinator.types import (
     ObservedResponse,
     Prediction,
     Protocol,
+    RemovalReason,
 )
 from rebalance_replay.transforms.kafka_protocol import ApiKey
 
@@ -532,3 +533,165 @@ def test_any_single_lost_line_costs_at_most_a_few_disagreements(history: History
         preds, _, _ = replay(TRACK, log[:lost] + log[lost + 1 :])
         worst = max(worst, len(disagreements(preds)))
     assert worst <= 5
+
+
+# ------------------------------------------------------------------------------------------------
+# late and stale answers, hand-written logs (the broker's answers follow docs/coordinator-semantics.md)
+# ------------------------------------------------------------------------------------------------
+def _join(t: int, member: str, instance: str, observed: ObservedResponse, version: int = 7) -> GroupRequest:
+    return GroupRequest(
+        ApiKey.JOIN_GROUP,
+        version,
+        G,
+        t,
+        member_id=member,
+        group_instance_id=instance,
+        client_id="client-" + instance,
+        session_timeout_ms=10_000,
+        rebalance_timeout_ms=30_000,
+        protocol_type="consumer",
+        protocols=PROTOCOLS,
+        observed=observed,
+    )
+
+
+def _sync(
+    t: int,
+    member: str,
+    instance: str,
+    observed: ObservedResponse,
+    assignments: tuple[tuple[str, bytes | None], ...] = (),
+) -> GroupRequest:
+    return GroupRequest(
+        ApiKey.SYNC_GROUP,
+        5,
+        G,
+        t,
+        member_id=member,
+        group_instance_id=instance,
+        client_id="client-" + instance,
+        generation_id=1,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=assignments,
+        observed=observed,
+    )
+
+
+def _heartbeat(t: int, member: str, instance: str, generation: int, error: str) -> GroupRequest:
+    return GroupRequest(
+        ApiKey.HEARTBEAT,
+        4,
+        G,
+        t,
+        member_id=member,
+        group_instance_id=instance,
+        client_id="client-" + instance,
+        generation_id=generation,
+        observed=ObservedResponse(error=error, completion_ms=t),
+    )
+
+
+def _replay_until(log: list[GroupRequest], until: int) -> tuple[list[Prediction], list[ModelEvent]]:
+    model = GroupCoordinatorModel(G, TRACK)
+    preds: list[Prediction] = []
+    events: list[ModelEvent] = []
+    for req in log:
+        model.advance_to(req.arrival_ms)
+        model.handle(req)
+        p, e = model.drain()
+        preds.extend(p)
+        events.extend(e)
+    model.advance_to(until)
+    p, e = model.drain()
+    return preds + p, events + e
+
+
+# static members ia-1 (leader) and ib-1 form generation 1 (initial delay 3000 ms, extended once: 6000)
+A, B = "ia-1", "ib-1"
+GENERATION_1 = [
+    _join(
+        0,
+        "",
+        "ia",
+        ObservedResponse("NONE", 1, A, A, protocol_name="range", members=(A, B), completion_ms=6000),
+    ),
+    _join(
+        0, "", "ib", ObservedResponse("NONE", 1, A, B, protocol_name="range", members=(), completion_ms=6000)
+    ),
+    _sync(
+        6000, A, "ia", ObservedResponse("NONE", assignment=b"x", completion_ms=6000), ((A, b"x"), (B, b"y"))
+    ),
+    _sync(6000, B, "ib", ObservedResponse("NONE", assignment=b"y", completion_ms=6000)),
+]
+
+
+def test_a_late_fenced_join_answer_removes_the_fenced_member() -> None:
+    """§4.6: a static member restarts (new id ib-2) while its old id's JoinGroup is parked: the broker
+    answers the old one FENCED_INSTANCE_ID. The log lost the restarted member's JoinGroup, so the model
+    still holds the old join when the broker's answer is due: it must then drop ib-1 (not rebalance
+    again: the broker already did), and learn ib-2 from the leader's member list."""
+    c, b2 = "ic-1", "ib-2"
+    log = [
+        *GENERATION_1,
+        _join(7000, "", "ic", ObservedResponse("NONE", 2, A, c, protocol_name="range", completion_ms=7400)),
+        _join(7200, B, "ib", ObservedResponse("FENCED_INSTANCE_ID", member_id=B, completion_ms=7300)),
+        # lost: the restarted ib's JoinGroup at 7300, answered NONE (ib-2) at 7400
+        _join(
+            7400,
+            A,
+            "ia",
+            ObservedResponse("NONE", 2, A, A, protocol_name="range", members=(A, c, b2), completion_ms=7400),
+        ),
+    ]
+    preds, events = _replay_until(log, 8000)
+    fenced = next(p for p in preds if p.seq == 5)
+    assert fenced.response.error == "NO_RESPONSE" and fenced.reconciled
+    removed = [e for e in events if e.kind is EventKind.MEMBER_REMOVED]
+    assert [(e.member_id, e.removal_reason, e.inferred) for e in removed] == [
+        (B, RemovalReason.RECONCILED, True)
+    ]
+    assert 7300 <= removed[0].time_ms < 7400
+    assert (
+        removed[0].cause == f"reconciled: JOIN_GROUP of {B} answered FENCED_INSTANCE_ID by the broker at 7300"
+    )
+    # no rebalance of the model's own: generation 2 completes once, with the broker's members
+    assert [e.generation_id for e in events if e.kind is EventKind.JOIN_COMPLETED] == [1, 2]
+    assert not disagreements([p for p in preds if p.seq != 5])
+
+
+def test_a_late_sync_answer_completes_the_assignment_for_the_member_it_answered() -> None:
+    """The leader's SyncGroup line is lost: the follower's SyncGroup, parked in CompletingRebalance, is
+    answered NONE by the broker. When the answer is due the model moves to Stable (the broker had the
+    assignment) and the transition is the follower's: the member whose request caused it (docs/tables.md,
+    the events table's member_id)."""
+    history = simulate(BROKER, 20_000, joins={"a": 0, "b": 0})
+    log = history.log()
+    leader_sync = next(i for i, r in enumerate(log) if r.api is ApiKey.SYNC_GROUP and r.assignments)
+    follower_sync = next(r for r in log if r.api is ApiKey.SYNC_GROUP and not r.assignments)
+    assert follower_sync.observed is not None and follower_sync.observed.error == "NONE"
+    _, events, _ = replay(TRACK, log[:leader_sync] + log[leader_sync + 1 :])
+    stable = [e for e in events if e.kind is EventKind.TRANSITION and e.state is GroupState.STABLE]
+    assert stable and stable[0].from_state is GroupState.COMPLETING_REBALANCE
+    assert stable[0].member_id == follower_sync.member_id
+    assert stable[0].generation_id == 1
+
+
+def test_rebalance_in_progress_for_generation_0_is_stale_in_generation_1() -> None:
+    """§8.1: a heartbeat is answered REBALANCE_IN_PROGRESS only when its generation is the group's (a
+    wrong one gets ILLEGAL_GENERATION first). Generations start at 0 (§1), so that answer to a generation-0
+    heartbeat speaks of the group before generation 1 formed: in Stable generation 1 it is stale and
+    must not start a rebalance (generation 0 is a generation, not "none" like -1)."""
+    log = [
+        *GENERATION_1,
+        _heartbeat(6500, A, "ia", 0, "REBALANCE_IN_PROGRESS"),
+        _heartbeat(7000, A, "ia", 1, "NONE"),
+        _heartbeat(7000, B, "ib", 1, "NONE"),
+    ]
+    preds, events = _replay_until(log, 8000)
+    after = [e for e in events if e.time_ms >= 6500]
+    assert not [e for e in after if e.kind in (EventKind.TRANSITION, EventKind.RECONCILED)]
+    assert [(p.seq, p.response.error, p.reconciled) for p in preds if p.seq >= 5] == [
+        (5, "NONE", False),
+        (6, "NONE", False),
+    ]

@@ -5,6 +5,7 @@ real broker runs (``tests/realkafka/test_scala_hash_order.py``, which reuses the
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ from rebalance_replay.transforms.coordinator.state import (
     ClassicGroup,
     ClassicGroupMember,
     MapLayout,
+    _scala_improve,
     hash_order,
     java_hashmap_capacity,
     java_string_hash,
@@ -152,6 +154,39 @@ def python_vote_order(script: list[str]) -> list[str]:
     return scala_immutable_hash_order(keys)
 
 
+#: Assignor names as real clients send them, and a few custom ones: the keys of Scala's vote map.
+VOTE_PROTOCOLS = [
+    "range",
+    "roundrobin",
+    "sticky",
+    "cooperative-sticky",
+    "uniform",
+    "custom-a",
+    "custom-b",
+    "rack",
+]
+#: The iteration orders of ``immutable.HashMap`` that ``vote_scripts`` leave, recorded once from the
+#: scala-library of the Kafka 2.7 and 3.7 brokers (2.13.3 and 2.13.12, identical orders) by
+#: ``tests/realkafka/test_scala_hash_order.py::test_the_recorded_vote_orders_are_the_scala_librarys``,
+#: which checks this file against the real library (``RECORD_VOTE_ORDERS=1`` rewrites it).
+VOTE_ORDERS = Path(__file__).parent / "data" / "scala_immutable_hash_order.json"
+
+
+def vote_scripts() -> list[list[str]]:
+    """Scripts for Scala's vote map: sets of protocol names, keys whose ``String.hashCode`` collide
+    ("Aa"/"BB": one improved hash, a collision node), and member-id-like keys (up to ~60: sub-tries
+    several levels deep, the part of the CHAMP order a few protocol names rarely reach)."""
+    rng = random.Random(5)
+    out = [
+        ["+" + p for p in rng.sample(VOTE_PROTOCOLS, rng.randrange(1, len(VOTE_PROTOCOLS) + 1))]
+        for _ in range(30)
+    ]
+    out += [["+BB", "+Aa"], ["+Aa", "+BB", "+range"], ["+AaAa", "+BBBB", "+AaBB", "+BBAa", "+x"]]
+    out += [["+Aa", "+BB", "-Aa", "+Aa"]]
+    out += scripts(random.Random(13), count=12)
+    return out
+
+
 def run_program(
     java: str, source_text: str, tmp_path: Path, all_scripts: list[list[str]], classpath: str | None = None
 ) -> list[str]:
@@ -206,3 +241,21 @@ def test_leader_after_the_leader_leaves_follows_the_map_of_the_release(
     assert group.leader_id == ids[0]
     group.remove(ids[0])
     assert group.leader_id == "consumer-rolling-restart-1-" + leader
+
+
+def test_vote_order_is_scalas_immutable_hashmaps_as_recorded() -> None:
+    """``selectProtocol``'s vote map (``groupBy`` builds an immutable ``HashMap``, a CHAMP trie) against the
+    orders the real scala-library gave for the same scripts (``VOTE_ORDERS``, checked against the jars by
+    the realkafka tier): singles before sub-tries at every level, collisions in insertion order."""
+    recorded = json.loads(VOTE_ORDERS.read_text())["orders"]
+    all_scripts = vote_scripts()
+    assert len(recorded) == len(all_scripts)
+    wrong = [
+        (i, python_vote_order(s), want)
+        for i, (s, want) in enumerate(zip(all_scripts, recorded, strict=True))
+        if python_vote_order(s) != want
+    ]
+    assert wrong == []
+    # the scripts reach sub-tries two levels down (two keys sharing their first two 5-bit fragments)
+    deep = [o for o in recorded if len({_scala_improve(java_string_hash(k)) & 1023 for k in o}) < len(o)]
+    assert deep
