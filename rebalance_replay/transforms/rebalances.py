@@ -129,6 +129,7 @@ from typing import Any
 from rebalance_replay.transforms.consumer_protocol import try_decode_assignment
 from rebalance_replay.transforms.coordinator.causes import trigger_of_text
 from rebalance_replay.transforms.coordinator.codec import Codec, pack, unpack
+from rebalance_replay.transforms.coordinator.state import next_generation
 from rebalance_replay.transforms.coordinator.types import (
     EventKind,
     GroupState,
@@ -751,7 +752,7 @@ class RebalanceTracker:
         if m not in self._sessions:
             self._sessions[m] = _Session(
                 member_id=m,
-                generation=e.generation_id + 1,
+                generation=next_generation(e.generation_id),  # Java's int: wraps past 2^31-1
                 joined_ms=e.time_ms,
                 open_seq=e.seq,
                 group_instance_id=e.group_instance_id,

@@ -29,7 +29,7 @@ from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
 from rebalance_replay.transforms.coordinator.engine import EXTERNAL_ERROR_NAMES
 from rebalance_replay.transforms.coordinator.fastobj import constructor
 from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
-from rebalance_replay.transforms.coordinator.state import ClassicGroup, hash_slot
+from rebalance_replay.transforms.coordinator.state import ClassicGroup, hash_slot, next_generation
 from rebalance_replay.transforms.coordinator.types import (
     GroupRequest,
     GroupState,
@@ -828,7 +828,7 @@ class _TieTrial:
                 if done is not None and done <= self.t:
                     bad += 1
         if group.state is GroupState.PREPARING_REBALANCE and group.leader_id is not None:
-            expected = self.leaders.get(group.generation_id + 1)
+            expected = self.leaders.get(next_generation(group.generation_id))
             leader = group.members.get(group.leader_id)
             if (
                 expected is not None
@@ -845,7 +845,7 @@ class _TieTrial:
         list contradicts: Kafka lists members by their slot in its HashMap (``hash_slot``), and the members
         of one slot in the order they joined — so in each slot, the members in the group must be the first
         ones listed."""
-        listed = self.member_lists.get(group.generation_id + 1)
+        listed = self.member_lists.get(next_generation(group.generation_id))
         if listed is None:
             return 0
         ids = [_current_id(group, m) for m in listed]

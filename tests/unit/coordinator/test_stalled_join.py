@@ -94,3 +94,37 @@ def test_skipping_changes_no_output_row(
         assert early == late, group
         assert len(early_events) < len(late_events), group  # more skipped, fewer expirations emitted
         assert len(_skips(early_events)) >= len(_skips(late_events)), group
+
+
+def test_hour_by_hour_replay_of_the_fuzzed_groups_fits_every_table(
+    groups: dict[str, list[dict[str, Any]]],
+) -> None:
+    """The same groups replayed as the stateful Spark path replays them — one call per hour bucket, the
+    replayer's state through bytes between calls — give rows every output table's Arrow schema takes:
+    a fuzzed generation of 2147483647 adopted in track mode is followed by Java's wrapped -2147483648
+    (``next_generation``), not by an int32 overflow that failed the whole run's Python worker."""
+    import pyarrow as pa
+
+    from rebalance_replay.jobs.config import load_config
+    from rebalance_replay.jobs.replay import settings_from
+    from rebalance_replay.jobs.replay_wire import OUTPUT_TABLES
+
+    config = load_config((), (), "unused-warehouse")
+    settings, bucket = settings_from(config), config.replay.bucket_ms
+    written = 0
+    for group, rows in groups.items():
+        by_bucket: dict[int, list[dict[str, Any]]] = {}
+        for r in sorted(rows, key=lambda r: r["arrival_ms"]):
+            by_bucket.setdefault(r["arrival_ms"] // bucket, []).append(r)
+        replayer = GroupReplayer(group, settings)
+        for i, b in enumerate(sorted(by_bucket)):
+            replayer = GroupReplayer.from_bytes(replayer.to_bytes(), settings)
+            replayer.feed(by_bucket[b])
+            outs = [replayer.process((b + 1) * bucket)]
+            if i == len(by_bucket) - 1:
+                outs.append(replayer.finish())
+            for out in outs:
+                for kind, kind_rows in out.rows.items():
+                    pa.Table.from_pylist(kind_rows, schema=OUTPUT_TABLES[kind].arrow_schema())
+                    written += len(kind_rows)
+    assert written > 1_000
