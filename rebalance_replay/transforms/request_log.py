@@ -883,6 +883,11 @@ EARLIEST_LINE_MS = 0
 LATEST_LINE_MS = 4_102_444_800_000
 
 
+def _utc_text(utc: datetime) -> str:
+    """``utc`` to the second, the year in four digits (``%Y`` drops the zeros of year 1)."""
+    return f"{utc.year:04d}-{utc:%m-%d %H:%M:%S} UTC"
+
+
 def _set_times(r: Rec, utc: datetime, total: float, field: str) -> None:
     """The line's times from its completion time and its total time (``field`` names it in the line):
     both range-checked here, where the arrival time is computed, so no later stage sees an impossible one."""
@@ -890,11 +895,10 @@ def _set_times(r: Rec, utc: datetime, total: float, field: str) -> None:
         raise _Bad(f"field {field} out of range: {total!r} ms (a request takes 0..{MAX_TOTAL_TIME_MS} ms)")
     ms = (utc - _EPOCH) // _ONE_MS
     arrival = ms - math.floor(total + 0.5)  # round half up, like Spark's round()
-    if ms >= LATEST_LINE_MS or arrival < EARLIEST_LINE_MS:
-        when = f"{utc.year:04d}-{utc:%m-%d %H:%M:%S} UTC"
-        if ms >= LATEST_LINE_MS:
-            raise _Bad(f"line time out of range: {when} is after 2100-01-01")
-        raise _Bad(f"arrival time out of range: {when} less {field} is before 1970-01-01")
+    if ms >= LATEST_LINE_MS:
+        raise _Bad(f"line time out of range: {_utc_text(utc)} is after 2100-01-01")
+    if arrival < EARLIEST_LINE_MS:
+        raise _Bad(f"arrival time out of range: {_utc_text(utc)} less {field} is before 1970-01-01")
     r["completion_time"] = utc
     r["completion_ms"] = ms
     r["arrival_ms"] = arrival
