@@ -216,19 +216,32 @@ def leader_first_arrivals(table: pa.Table, lag_ms: int) -> pa.Table:
     after joins its coordinator took after it (``server.log``'s "Adding to the group now" order). The
     leader's join moves back by how much later than the phase's other answers its answer left (all of a
     phase's answers leave the coordinator at one instant), and at least to the phase's first arrival,
-    where the tie set it joins is ordered by the observed answers (rebalance_replay.transforms.ordering)."""
+    where the tie set it joins is ordered by the observed answers (rebalance_replay.transforms.ordering).
+
+    The same lateness on the leader's SyncGroup: Kafka answers a generation's parked SyncGroups when the
+    leader's (the one carrying the assignments) is handled, so it arrived no later than the first of
+    the other members' NONE answers of that generation. A real 3.7 broker under load wrote the leader's
+    line late enough that its arrival came out after a follower's answer; the model, holding the
+    follower's SyncGroup past its observed answer, called it a late answer (NO_RESPONSE). The leader's
+    SyncGroup moves back to that first answer when it came at most ``lag_ms`` after it."""
     if lag_ms <= 0 or table.num_rows < 2:
         return table
-    # only JoinGroups take part: the routine rows (most of a log) never become Python objects here
-    joins = np.flatnonzero(pc.fill_null(pc.equal(table.column("api_key"), int(ApiKey.JOIN_GROUP)), False))
-    if len(joins) < 2:
+    # only JoinGroups and SyncGroups take part: the routine rows (most of a log) never become Python
+    # objects here
+    apis = table.column("api_key")
+    phases = pc.fill_null(
+        pc.or_(pc.equal(apis, int(ApiKey.JOIN_GROUP)), pc.equal(apis, int(ApiKey.SYNC_GROUP))), False
+    )
+    rows = np.flatnonzero(phases)
+    if len(rows) < 2:
         return table
-    picked = table.take(joins)
+    picked = table.take(rows)
     columns = {c: picked.column(c).to_pylist() for c in _PHASE_COLUMNS}
+    columns["assignments"] = [bool(a) for a in picked.column("assignments").to_pylist()]
     arrivals = table.column("arrival_ms").to_numpy()
-    shifted = _leader_first_shift(columns, arrivals[joins], lag_ms)
+    shifted = _leader_sync_shift(columns, _leader_first_shift(columns, arrivals[rows], lag_ms), lag_ms)
     raised = arrivals.copy()
-    raised[joins] = shifted
+    raised[rows] = shifted
     return _table_with_arrivals(table, arrivals, raised)
 
 
@@ -237,14 +250,16 @@ def leader_first_arrivals_rows(rows: list[Mapping[str, Any]], lag_ms: int) -> li
     if lag_ms <= 0 or len(rows) < 2:
         return rows
     columns = {c: [r.get(c) for r in rows] for c in _PHASE_COLUMNS}
+    columns["assignments"] = [bool(r.get("assignments")) for r in rows]
     arrivals = np.asarray([int(r["arrival_ms"]) for r in rows], dtype=np.int64)
-    raised = _leader_first_shift(columns, arrivals, lag_ms)
+    raised = _leader_sync_shift(columns, _leader_first_shift(columns, arrivals, lag_ms), lag_ms)
     return _rows_with_arrivals(rows, arrivals, raised)
 
 
 _PHASE_COLUMNS = (
     "api_key",
     "error_name",
+    "generation_id",
     "response_generation_id",
     "response_leader",
     "member_id",
@@ -287,6 +302,37 @@ def _leader_first_shift(columns: Mapping[str, list[Any]], arrivals: np.ndarray, 
         if raised is arrivals:
             raised = arrivals.copy()
         raised[mine[0]] = min(first, own - excess) if 0 < excess <= lag_ms else first
+    return raised
+
+
+def _leader_sync_shift(columns: Mapping[str, list[Any]], arrivals: np.ndarray, lag_ms: int) -> np.ndarray:
+    """Each generation's first leader SyncGroup (it carries the assignments) no later than the first
+    NONE answer to another member's SyncGroup of that generation (see :func:`leader_first_arrivals`)."""
+    leaders: dict[int, int] = {}
+    answers: dict[int, list[int]] = {}
+    for i, (api, error, generation) in enumerate(
+        zip(columns["api_key"], columns["error_name"], columns["generation_id"], strict=True)
+    ):
+        if api != int(ApiKey.SYNC_GROUP) or error != "NONE" or generation is None or generation < 0:
+            continue
+        if columns["assignments"][i]:
+            if generation not in leaders or arrivals[i] < arrivals[leaders[generation]]:
+                leaders[generation] = i
+        else:
+            answers.setdefault(generation, []).append(i)
+    raised = arrivals
+    for generation, leader in leaders.items():
+        released = [
+            _answered(columns, i) or columns["completion_ms"][i]
+            for i in answers.get(generation, ())
+            if columns["member_id"][i] != columns["member_id"][leader]
+        ]
+        first = min((int(t) for t in released if t is not None), default=None)
+        if first is None or not 0 < int(arrivals[leader]) - first <= lag_ms:
+            continue
+        if raised is arrivals:
+            raised = arrivals.copy()
+        raised[leader] = first
     return raised
 
 
