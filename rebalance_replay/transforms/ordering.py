@@ -61,16 +61,22 @@ def sort_key(row: Row) -> tuple[Any, ...]:
 
 
 def connection_arrivals(codes: np.ndarray, correlations: np.ndarray, arrivals: np.ndarray) -> np.ndarray:
-    """Arrival times with every request no earlier than the requests before it on its connection.
+    """Arrival times with every request no later than the requests after it on its connection.
 
     A broker reads a connection's next request only after it answered the previous one (it mutes the
     channel meanwhile), so a connection's requests arrive in correlation-id order. The log gives an
-    arrival as the line's millisecond less the rounded ``totalTimeMs``, which can put a request one ms
-    before its predecessor (a real 4.4 broker: a Heartbeat at ...690 answered in 0.35 ms, then the same
-    connection's JoinGroup at ...690 answered in 0.72 ms, whose arrival comes out ...689). Such an
-    arrival is raised to its predecessor's, making the two a tie that (a) orders. ``codes``: one
-    non-negative integer per connection (-1: unknown connection, no constraint); ``correlations``: the
-    correlation ids (-1 where unknown, no constraint)."""
+    arrival as the line's time less ``totalTimeMs``, and the line's time is when the broker *wrote* the
+    line, after its timing ended (``RequestChannel.updateRequestMetrics`` builds the JSON first): an
+    arrival is never early (but for the millisecond's rounding), and late by however long the writing
+    took — tens of ms on a loaded broker. So where a connection's requests come out inverted, the earlier
+    request's line was written late: its arrival is lowered to its successor's, making the two a tie
+    that (a) orders. (Raising the successor instead carried one late line's delay onto the next
+    request: a loaded broker's late OffsetCommit line made the member's next JoinGroup, which completed
+    a join phase, 16 ms late, and the phase with it.) The rounding case is the same tie: a real 4.4
+    broker's Heartbeat at ...690 answered in 0.35 ms, then the same connection's JoinGroup at ...690
+    answered in 0.72 ms, whose arrival comes out ...689. ``codes``: one non-negative integer per
+    connection (-1: unknown connection, no constraint); ``correlations``: the correlation ids (-1 where
+    unknown, no constraint)."""
     arrivals = np.asarray(arrivals, dtype=np.int64)
     known = (codes >= 0) & (correlations >= 0)
     if known.sum() < 2:
@@ -80,14 +86,17 @@ def connection_arrivals(codes: np.ndarray, correlations: np.ndarray, arrivals: n
     order = idx[np.lexsort((correlations[idx], c))]
     a = arrivals[order]
     cs = np.unique(codes[order], return_inverse=True)[1].astype(np.int64)  # dense connection numbers
-    # a running max per connection on the arrivals' ranks (small numbers: no overflow, whatever the times)
+    # a running min per connection from its last request back, on the arrivals' ranks (small numbers:
+    # no overflow, whatever the times); read backwards, the connections come in decreasing number, so
+    # the offset keeps each connection's minimum from leaking into the one read after it
     values, ranks = np.unique(a, return_inverse=True)
     span = len(values)
-    raised = values[np.maximum.accumulate(ranks + cs * span) - cs * span]
-    if np.array_equal(raised, a):
+    keyed = ranks + cs * span
+    lowered = values[np.minimum.accumulate(keyed[::-1])[::-1] - cs * span]
+    if np.array_equal(lowered, a):
         return arrivals
     out = arrivals.copy()
-    out[order] = raised
+    out[order] = lowered
     return out
 
 

@@ -239,7 +239,7 @@ def leader_first_arrivals(table: pa.Table, lag_ms: int) -> pa.Table:
     columns = {c: picked.column(c).to_pylist() for c in _PHASE_COLUMNS}
     columns["assignments"] = [bool(a) for a in picked.column("assignments").to_pylist()]
     arrivals = table.column("arrival_ms").to_numpy()
-    shifted = _leader_sync_shift(columns, _leader_first_shift(columns, arrivals[rows], lag_ms), lag_ms)
+    shifted = _phase_shifts(columns, arrivals[rows], lag_ms)
     raised = arrivals.copy()
     raised[rows] = shifted
     return _table_with_arrivals(table, arrivals, raised)
@@ -252,7 +252,7 @@ def leader_first_arrivals_rows(rows: list[Mapping[str, Any]], lag_ms: int) -> li
     columns = {c: [r.get(c) for r in rows] for c in _PHASE_COLUMNS}
     columns["assignments"] = [bool(r.get("assignments")) for r in rows]
     arrivals = np.asarray([int(r["arrival_ms"]) for r in rows], dtype=np.int64)
-    raised = _leader_sync_shift(columns, _leader_first_shift(columns, arrivals, lag_ms), lag_ms)
+    raised = _phase_shifts(columns, arrivals, lag_ms)
     return _rows_with_arrivals(rows, arrivals, raised)
 
 
@@ -302,6 +302,42 @@ def _leader_first_shift(columns: Mapping[str, list[Any]], arrivals: np.ndarray, 
         if raised is arrivals:
             raised = arrivals.copy()
         raised[mine[0]] = min(first, own - excess) if 0 < excess <= lag_ms else first
+    return raised
+
+
+def _phase_shifts(columns: Mapping[str, list[Any]], arrivals: np.ndarray, lag_ms: int) -> np.ndarray:
+    """The three causal mends of :func:`leader_first_arrivals`, in order: the join phase's answers,
+    its leader first, the leader's SyncGroup."""
+    joined = _join_phase_shift(columns, arrivals, lag_ms)
+    return _leader_sync_shift(columns, _leader_first_shift(columns, joined, lag_ms), lag_ms)
+
+
+def _join_phase_shift(columns: Mapping[str, list[Any]], arrivals: np.ndarray, lag_ms: int) -> np.ndarray:
+    """Each join phase's JoinGroups no later than the phase's first answer: Kafka answers all the joins
+    of a generation at one instant (``onCompleteJoin``), after each of them arrived, so a join whose
+    line puts it after that answer had its line written late (the member whose join completed the
+    phase, typically). A join answered more than ``lag_ms`` after the phase's first answer was answered
+    on its own (a member rejoining a Stable group unchanged) and keeps its time; so does a static
+    member's join answered at once."""
+    phases: dict[int, list[int]] = {}
+    for i, (api, error, generation) in enumerate(
+        zip(columns["api_key"], columns["error_name"], columns["response_generation_id"], strict=True)
+    ):
+        if api == int(ApiKey.JOIN_GROUP) and error == "NONE" and generation is not None and generation >= 0:
+            phases.setdefault(generation, []).append(i)
+    raised = arrivals
+    for rows in phases.values():
+        answered = {i: _answered(columns, i) or columns["completion_ms"][i] for i in rows}
+        first = min((int(t) for t in answered.values() if t is not None), default=None)
+        if first is None or len(rows) < 2:
+            continue
+        for i in rows:
+            t = answered[i]
+            if t is None or int(t) - first > lag_ms or not 0 < int(arrivals[i]) - first <= lag_ms:
+                continue
+            if raised is arrivals:
+                raised = arrivals.copy()
+            raised[i] = first
     return raised
 
 

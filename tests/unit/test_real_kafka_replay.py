@@ -101,11 +101,23 @@ def test_without_connection_order_the_heartbeat_is_misplaced(monkeypatch: pytest
     assert [(api, kinds) for _, api, kinds in bad] == [("HEARTBEAT", ["error"])]
 
 
-def test_connection_arrivals_raises_only_inversions() -> None:
-    codes = np.array([0, 0, 1, 0, -1, 1])
-    correlations = np.array([11, 12, 5, 13, 7, 4])
-    arrivals = np.array([690, 689, 700, 695, 1, 699])
-    assert connection_arrivals(codes, correlations, arrivals).tolist() == [690, 690, 700, 695, 1, 699]
+def test_connection_arrivals_lowers_only_inversions() -> None:
+    """An inverted pair on one connection: the earlier request's line was written late (an arrival is
+    never early), so it moves back to its successor's arrival; other connections and unknown ones stay."""
+    codes = np.array([0, 0, 1, 0, -1, 1, 2, 2, 2])
+    correlations = np.array([11, 12, 5, 13, 7, 4, 1, 2, 3])
+    arrivals = np.array([690, 689, 700, 695, 1, 699, 50, 40, 45])
+    assert connection_arrivals(codes, correlations, arrivals).tolist() == [
+        689,
+        689,
+        700,
+        695,
+        1,
+        699,
+        40,
+        40,
+        45,
+    ]
     ordered = np.array([1, 2, 3])
     assert connection_arrivals(np.zeros(3, dtype=np.int64), ordered, ordered) is ordered  # nothing to raise
 
