@@ -25,6 +25,7 @@ from typing import Any, NoReturn, get_args
 from rebalance_replay.jobs.bookkeeping import write_json
 from rebalance_replay.jobs.config import Config, ReplayPath, load_config
 from rebalance_replay.jobs.errors import EXIT_USAGE, UsageError, UserError, user_message
+from rebalance_replay.jobs.paths import absolute_location
 
 PROG = "rebalance-replay"
 
@@ -127,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name in ("report", "run"):
             p.add_argument(
                 "--out",
+                type=absolute_location,
                 default=None,
                 metavar="DIR",
                 help="report folder (default: WAREHOUSE/reports, or the forensics run's reports/)",

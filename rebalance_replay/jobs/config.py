@@ -25,6 +25,7 @@ from rebalance_replay.jobs.delta.base import EngineChoice
 from rebalance_replay.jobs.errors import (
     ConfigError as ConfigError,  # declared with the other user-facing errors
 )
+from rebalance_replay.jobs.paths import absolute_location
 from rebalance_replay.jobs.settings import build, defaults, render_markdown, render_yaml, section, setting
 from rebalance_replay.transforms.audit.config import AuditSettings
 from rebalance_replay.transforms.coordinator.config import CoordinatorConfig, Implementation, Mode, TimerRule
@@ -48,6 +49,12 @@ def _timezone(path: str, tz: str) -> str:
             f"config: {path} {tz!r} is not a known time zone (use an IANA name such as UTC or Europe/Berlin)"
         ) from None
     return tz
+
+
+def _warehouse(path: str, location: str) -> str:
+    if not location.strip():
+        raise ConfigError(f"config: {path} must not be empty")
+    return absolute_location(location)
 
 
 def _broker_id_pattern(path: str, pattern: str) -> str:
@@ -95,7 +102,12 @@ class StorageConfig:
         "auto: delta-spark when Delta's JVM classes are on the classpath (clusters, Databricks), else "
         "delta-rs (embedded default: Spark writes parquet, delta-rs commits the Delta log).",
     )
-    warehouse: str = setting("./warehouse", "The warehouse folder; --warehouse DIR overrides.")
+    warehouse: str = setting(
+        "./warehouse",
+        "The warehouse folder (or URI); --warehouse DIR overrides. A local path is made absolute against "
+        "the driver's working folder before any executor sees it.",
+        check=_warehouse,
+    )
     lock_wait_s: int = setting(
         0,
         "One run writes a warehouse at a time (a lock file, <warehouse>/_lock). A second run fails at "

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 from rebalance_replay.jobs.delta.partitions import PartitionSpec, normalize_specs
 from rebalance_replay.jobs.delta.task_files import not_null_message
+from rebalance_replay.jobs.paths import absolute_location
 from rebalance_replay.schemas.core import TableDef
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -51,7 +52,8 @@ class DeltaStore(ABC):
 
     def __init__(self, spark: SparkSession, warehouse: str) -> None:
         self.spark = spark
-        self.warehouse = warehouse.rstrip("/") or "/"
+        # absolute on the driver: a task resolving a relative path would use its executor's own folder
+        self.warehouse = absolute_location(warehouse).rstrip("/") or "/"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(engine={self.engine!r}, warehouse={self.warehouse!r})"
