@@ -81,6 +81,10 @@ class TableFeatureError(UserError, RuntimeError):
         )
 
 
+class StorageError(UserError, RuntimeError):
+    """The storage engine cannot run as configured (e.g. the delta-spark engine without Delta's jars)."""
+
+
 class HistoryUnavailableError(UserError, RuntimeError):
     """The commits needed for an incremental read are no longer in the Delta log (cleaned up):
     read the whole table instead."""

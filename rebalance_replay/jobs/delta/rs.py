@@ -27,7 +27,15 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from rebalance_replay.jobs.bookkeeping import crash_point, write_json
-from rebalance_replay.jobs.delta.base import DeltaStore, Engine, NewRows, Write, WriteMode
+from rebalance_replay.jobs.delta.base import (
+    Commit,
+    DeltaStore,
+    Engine,
+    Maintenance,
+    NewRows,
+    Write,
+    WriteMode,
+)
 from rebalance_replay.jobs.delta.features import schema_problems, unsupported_features
 from rebalance_replay.jobs.delta.partitions import (
     PartitionSpec,
@@ -218,7 +226,41 @@ class DeltaRsStore(DeltaStore):
         )
         return df.select(*[f"`{c}`" for c in table.column_names])
 
+    def history(self, table: TableDef) -> list[Commit]:
+        dt = self._load(table)
+        if dt is None:
+            return []
+        out = []
+        for info in dt.history():
+            if "version" not in info:
+                continue
+            metrics = info.get("operationMetrics") or {}
+            n = metrics.get("numOutputRows", metrics.get("num_added_rows"))
+            engine = info.get("engineInfo") or info.get("clientVersion") or ""
+            run_id = info.get("userMetadata")
+            out.append(
+                Commit(
+                    int(info["version"]),
+                    int(info.get("timestamp") or 0),
+                    str(info.get("operation") or ""),
+                    None if run_id in (None, "") else str(run_id),
+                    str(engine),
+                    None if n is None else int(n),
+                )
+            )
+        return sorted(out, key=lambda c: c.version)
+
     def read(self, table: TableDef) -> DataFrame:
+        if self.as_of is not None:
+            version = self.version_as_of(table)
+            if version is None:
+                return self.empty(table)
+            from deltalake import DeltaTable
+
+            dt_then = DeltaTable(self.path(table), version=version)
+            self._check_features(dt_then, table, write=False)
+            self._check_schema(dt_then, table, for_read=True)
+            return self._read_paths(table, list(dt_then.file_uris()))
         dt = self._load(table)
         if dt is None:
             return self.empty(table)
@@ -481,6 +523,8 @@ class DeltaRsStore(DeltaStore):
 
         operation = "append" if mode == "append" else ("overwrite" if specs is None else "replacePartitions")
         custom: dict[str, Any] = {"rebalanceReplay": {"operation": operation, "table": table.name}}
+        if self.run_id is not None:
+            custom["userMetadata"] = self.run_id  # where Delta keeps a writer's own note (DESCRIBE HISTORY)
         if specs is not None:
             custom["rebalanceReplay"]["partitions"] = specs
         props = CommitProperties(
@@ -585,3 +629,40 @@ class DeltaRsStore(DeltaStore):
         except Exception:  # cannot tell: keep the files (orphans are harmless, deleting live data is not)
             return
         self._discard_files(self.path(table), [p for p in moved if os.path.normpath(p) not in live])
+
+    # ---- maintenance -----------------------------------------------------------------------------
+
+    def maintain(
+        self, table: TableDef, *, retention_hours: int, target_file_bytes: int, dry_run: bool
+    ) -> Maintenance:
+        """delta-rs' compaction (``optimize.compact`` to ``target_file_bytes``), ``vacuum`` of files
+        unreferenced for longer than ``retention_hours``, ``create_checkpoint``."""
+        from deltalake.transaction import CommitProperties
+
+        dt = self._load(table)
+        if dt is None:
+            return Maintenance(table.name, 0, 0, [], False, retention_hours)
+        self._check_features(dt, table, write=True)
+        live = self._live_files(dt, table)
+        small = sum(1 for f in live.values() if f.size_bytes < target_file_bytes)
+        props = CommitProperties(custom_metadata={"userMetadata": self.run_id} if self.run_id else None)
+        compacted = 0
+        if not dry_run and small > 1:
+            metrics = dt.optimize.compact(target_size=target_file_bytes, commit_properties=props)
+            compacted = int(metrics.get("numFilesRemoved", 0))
+            dt = self._load(table) or dt
+        files = dt.vacuum(
+            retention_hours=retention_hours,
+            dry_run=True,
+            enforce_retention_duration=False,
+        )
+        if not dry_run and files:
+            dt.vacuum(
+                retention_hours=retention_hours,
+                dry_run=False,
+                enforce_retention_duration=False,
+                commit_properties=props,
+            )
+        if not dry_run:
+            (self._load(table) or dt).create_checkpoint()
+        return Maintenance(table.name, small, compacted, sorted(files), True, retention_hours)
