@@ -250,9 +250,12 @@ def _session(config: Config) -> Any:
     }
     # a progress bar for people at a terminal; none in CI logs or files
     conf.setdefault("spark.ui.showConsoleProgress", "true" if sys.stderr.isatty() else "false")
-    if _needs_delta_jars(config):
-        from rebalance_replay.jobs.delta import delta_session_conf
+    from rebalance_replay.jobs.delta.spark import DELTA_SQL_CONF, delta_session_conf, submitted_with_delta
 
+    if submitted_with_delta():  # spark-submit --packages io.delta:…: Delta's SQL too
+        for k, v in DELTA_SQL_CONF.items():
+            conf.setdefault(k, v)
+    elif _needs_delta_jars(config):
         for k, v in delta_session_conf(
             config.storage.delta_spark_package or None, config.storage.delta_spark_ivy or None
         ).items():

@@ -15,7 +15,7 @@ import json
 import shutil
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rebalance_replay.jobs.delta.base import Commit, DeltaStore, Engine, Maintenance, NewRows, Write
 from rebalance_replay.jobs.delta.partitions import PartitionSpec
@@ -378,6 +378,11 @@ def delta_spark_available(spark: SparkSession) -> bool:
         jvm = getattr(sc, "_jvm", None)
     if jvm is None:
         return type(spark).__module__.startswith("pyspark.sql.connect")
+    return jvm_has_delta(jvm)
+
+
+def jvm_has_delta(jvm: Any) -> bool:
+    """True when Delta's classes are on this JVM's classpath (e.g. spark-submit --packages gave them)."""
     try:
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     except Exception:
@@ -389,3 +394,16 @@ def delta_spark_available(spark: SparkSession) -> bool:
         except Exception:
             continue
     return False
+
+
+def submitted_with_delta() -> bool:
+    """Under spark-submit (the driver JVM runs before the session is built): were Delta's jars given
+    (``--packages``/``--jars``)? Then the session gets Delta's SQL extension and catalog too."""
+    import os
+
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return False
+    from pyspark import SparkContext
+
+    SparkContext._ensure_initialized()
+    return SparkContext._jvm is not None and jvm_has_delta(SparkContext._jvm)
