@@ -32,7 +32,7 @@ from rebalance_replay.jobs.delta import (
 )
 from rebalance_replay.jobs.delta.spark import _replace_where
 from rebalance_replay.jobs.delta.task_files import TaskFileWriter
-from rebalance_replay.jobs.errors import StorageError
+from rebalance_replay.jobs.errors import SchemaEvolutionError, StorageError
 from rebalance_replay.schemas.core import Column as C
 from rebalance_replay.schemas.core import TableDef
 from rebalance_replay.schemas.tables import REQUESTS
@@ -508,11 +508,21 @@ def test_schema_mismatch_is_refused(spark: Any, store: DeltaStore) -> None:
     assert store.version(TINY) == first(store)
     with pytest.raises(ValueError, match=r"does not match its TableDef.*column name"):
         store.read(changed)
-    # a TableDef column the table does not have yet: refused for writes, read as null
+    with pytest.raises(SchemaEvolutionError, match=r"breaking schema change.*warehouse layout migration"):
+        store.append(df, changed)
+    # a nullable TableDef column the table does not have yet (a newer version added it): read as null;
+    # the next write adds it to the table (additive), old rows keep reading null
     grown = TableDef(TINY.name, (*TINY.columns, C("added", "string")), TINY.partition_by)
-    with pytest.raises(ValueError, match="column added is missing from the table"):
-        store.append(tiny_rows(spark, [2], D1).withColumn("added", F.lit("x")), grown)
     assert [r["added"] for r in store.read(grown).collect()] == [None]
+    store.append(tiny_rows(spark, [2], D1).withColumn("added", F.lit("x")), grown)
+    assert sorted((r["id"], r["added"]) for r in store.read(grown).collect()) == [(1, None), (2, "x")]
+    assert ids_of(store.read(TINY)) == [1, 2]  # the older TableDef still reads the table
+    # a new NOT NULL column cannot be added to rows that exist: breaking, refused
+    strict = TableDef(TINY.name, (*grown.columns, C("must", "bigint", False)), TINY.partition_by)
+    with pytest.raises(SchemaEvolutionError, match="column must is missing from the table"):
+        store.append(
+            tiny_rows(spark, [3], D1).withColumn("added", F.lit("y")).withColumn("must", F.lit(1)), strict
+        )
 
 
 @rs_only

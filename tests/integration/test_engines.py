@@ -129,3 +129,64 @@ def test_a_warehouse_changes_engine(
         for c in DeltaTable(str(wh / "requests")).history()
     }
     assert any("Delta-Lake" in e for e in engines) and any("delta-rs" in e for e in engines), engines
+
+
+def _make_old(path: Path, drop: str) -> None:
+    """The table as an older release wrote it: without the nullable column ``drop`` (a newer release
+    added it)."""
+    import pyarrow.fs as pafs
+    from deltalake import write_deltalake
+
+    dt = DeltaTable(str(path))
+    fs = pafs.SubTreeFileSystem(str(path), pafs.LocalFileSystem())
+    old = dt.to_pyarrow_table(filesystem=fs).drop_columns([drop])
+    parts = list(dt.metadata().partition_columns)
+    write_deltalake(str(path), old, mode="overwrite", schema_mode="overwrite", partition_by=parts or None)
+    assert drop not in [f.name for f in DeltaTable(str(path)).schema().fields]
+
+
+def test_an_old_warehouse_takes_a_new_column(engine: str, tmp_path: Path) -> None:
+    """Old warehouse → new code: ``requests`` and ``rebalances`` lack a nullable column this release
+    declares; the next ingest (an append: the tasks' own files on delta-rs) and replay (an overwrite) add
+    it, the older rows read it as null, and a breaking change is refused in one line."""
+    wh = tmp_path / "wh"
+    args = ["--warehouse", str(wh), *engine_args(engine)]
+    assert main(["ingest", "--input", str(SAMPLE / "broker-1"), *args]) == 0
+    assert main(["replay", *args]) == 0
+    _make_old(wh / "requests", "raw_response")
+    _make_old(wh / "rebalances", "trigger_cause")
+    before = {r["line_no"] for r in read_table(wh / "requests")}
+
+    assert main(["ingest", "--input", str(SAMPLE / "broker-2"), *args]) == 0
+    assert main(["replay", *args]) == 0
+    requests = read_table(wh / "requests")
+    assert {r["raw_response"] is None for r in requests if "broker-1" in r["source_file"]} == {True}
+    assert any(r["raw_response"] for r in requests if "broker-2" in r["source_file"])
+    assert before <= {r["line_no"] for r in requests}
+    assert "trigger_cause" in [f.name for f in DeltaTable(str(wh / "rebalances")).schema().fields]
+    assert any(r["trigger_cause"] is not None for r in read_table(wh / "rebalances"))
+
+
+def test_a_breaking_change_is_refused_in_one_line(
+    engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    wh = tmp_path / "wh"
+    args = ["--warehouse", str(wh), *engine_args(engine)]
+    assert main(["ingest", "--input", str(SAMPLE / "broker-1"), *args]) == 0
+    assert main(["replay", *args]) == 0
+    path = wh / "rebalances"
+    dt = DeltaTable(str(path))
+    t = dt.to_pyarrow_table()
+    i = t.schema.get_field_index("generation_to")  # int in this release: string in the "old" table
+    t = t.set_column(i, pa.field("generation_to", pa.string()), t.column(i).cast(pa.string()))
+    parts = list(dt.metadata().partition_columns)
+    write_deltalake(str(path), t, mode="overwrite", schema_mode="overwrite", partition_by=parts or None)
+    assert main(["ingest", "--input", str(SAMPLE / "broker-2"), *args]) == 0  # the replay has work to do
+    capsys.readouterr()
+    assert main(["replay", *args]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    assert "breaking schema change" in err[0] and "MIGRATIONS" in err[0] and "generation_to" in err[0], err

@@ -36,7 +36,13 @@ from rebalance_replay.jobs.delta.base import (
     Write,
     WriteMode,
 )
-from rebalance_replay.jobs.delta.features import schema_problems, unsupported_features
+from rebalance_replay.jobs.delta.features import (
+    additive_fields,
+    breaking_change_message,
+    fields_problems,
+    schema_problems,
+    unsupported_features,
+)
 from rebalance_replay.jobs.delta.partitions import (
     PartitionSpec,
     check_partition_types,
@@ -46,7 +52,7 @@ from rebalance_replay.jobs.delta.partitions import (
     typed_values,
 )
 from rebalance_replay.jobs.delta.stats import file_stats, stats_columns
-from rebalance_replay.jobs.errors import HistoryUnavailableError, TableFeatureError
+from rebalance_replay.jobs.errors import HistoryUnavailableError, SchemaEvolutionError, TableFeatureError
 from rebalance_replay.jobs.spark_session import session_conf
 from rebalance_replay.schemas.core import TableDef
 
@@ -195,10 +201,27 @@ class DeltaRsStore(DeltaStore):
     def _check_schema(self, dt: DeltaTable, table: TableDef, *, for_read: bool = False) -> None:
         problems = schema_problems(dt, table, for_read=for_read)
         if problems:
-            raise ValueError(
-                f"Delta table {table.name!r} at {self.path(table)} does not match its TableDef: "
-                + "; ".join(problems)
+            raise SchemaEvolutionError(breaking_change_message(table, self.path(table), problems))
+
+    def _evolve(self, dt: DeltaTable, table: TableDef) -> DeltaTable:
+        """Add the TableDef's new nullable columns to the table (an additive change, one commit), then
+        refuse whatever else differs (:func:`breaking_change_message`)."""
+        from deltalake.schema import Field
+        from deltalake.transaction import CommitProperties
+
+        have = {f["name"]: f for f in json.loads(dt.schema().to_json())["fields"]}
+        added = additive_fields(have, table)
+        if added and not fields_problems(
+            {**have, **{f["name"]: f for f in added}}, list(dt.metadata().partition_columns), table
+        ):
+            meta = {"userMetadata": self.run_id} if self.run_id else None
+            dt.alter.add_columns(
+                [Field.from_json(json.dumps(f)) for f in added],
+                commit_properties=CommitProperties(custom_metadata=meta),
             )
+            dt = self._load(table) or dt
+        self._check_schema(dt, table)
+        return dt
 
     def exists(self, table: TableDef) -> bool:
         from deltalake import DeltaTable
@@ -379,7 +402,9 @@ class DeltaRsStore(DeltaStore):
         dt = self._load(table)
         if dt is not None:
             self._check_features(dt, table, write=True, overwrite=write.mode == "overwrite")
-            self._check_schema(dt, table)
+            if self._already_committed(dt, write.app_id, write.txn_version):
+                return False, dt
+            dt = self._evolve(dt, table)
         return not self._already_committed(dt, write.app_id, write.txn_version), dt
 
     def _new_stage(self, table: TableDef) -> str:

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rebalance_replay.jobs.delta.base import Commit, DeltaStore, Engine, Maintenance, NewRows, Write
+from rebalance_replay.jobs.delta.features import additive_fields, breaking_change_message, fields_problems
 from rebalance_replay.jobs.delta.partitions import PartitionSpec
+from rebalance_replay.jobs.errors import SchemaEvolutionError
 from rebalance_replay.jobs.spark_session import session_conf
 from rebalance_replay.schemas.core import TableDef
 
@@ -177,7 +179,43 @@ class DeltaSparkStore(DeltaStore):
         reader = self.spark.read.format("delta")
         if self.as_of is not None:
             reader = reader.option("versionAsOf", str(version))
-        return self._project(reader.load(self.path(table)), table)
+        df = reader.load(self.path(table))
+        have = {f["name"]: f for f in df.schema.jsonValue()["fields"]}
+        problems = fields_problems(have, self._partition_columns(table), table, for_read=True)
+        if problems:
+            raise SchemaEvolutionError(breaking_change_message(table, self.path(table), problems))
+        return self._project(df, table)
+
+    def _partition_columns(self, table: TableDef) -> list[str]:
+        """The table's partition columns (they never change in a Delta table: the latest say it)."""
+        row = self.spark.sql(f"DESCRIBE DETAIL {_sql_path(self.path(table))}").first()
+        return [] if row is None else [str(c) for c in row["partitionColumns"]]
+
+    def _evolve(self, table: TableDef) -> None:
+        """Add the TableDef's new nullable columns (``ALTER TABLE … ADD COLUMNS``: an additive change),
+        then refuse whatever else differs (:func:`breaking_change_message`)."""
+        schema = self.spark.read.format("delta").load(self.path(table)).schema
+        have = {f["name"]: f for f in schema.jsonValue()["fields"]}
+        parts = self._partition_columns(table)
+        added = additive_fields(have, table)
+        if added and not fields_problems({**have, **{f["name"]: f for f in added}}, parts, table):
+            spark_fields = {f.name: f for f in table.spark_schema().fields}
+            cols = []
+            for f in added:
+                field = spark_fields[f["name"]]
+                col = f"`{field.name}` {field.dataType.simpleString()}"
+                comment = field.metadata.get("comment")
+                if comment:
+                    col += f" COMMENT {_sql_string(comment)}"
+                cols.append(col)
+            with session_conf(self.spark, self._commit_conf()):
+                self.spark.sql(f"ALTER TABLE {_sql_path(self.path(table))} ADD COLUMNS ({', '.join(cols)})")
+            have.update({f["name"]: f for f in added})
+        problems = fields_problems(have, parts, table)
+        # Spark's reader reports every column nullable: NOT NULL is checked by Delta at write time
+        problems = [p for p in problems if "NOT NULL" not in p]
+        if problems:
+            raise SchemaEvolutionError(breaking_change_message(table, self.path(table), problems))
 
     def _log_dir(self, table: TableDef) -> str:
         return f"{self.path(table)}/_delta_log"
@@ -281,7 +319,10 @@ class DeltaSparkStore(DeltaStore):
             done = self.transaction_version(table, app_id)
             if done is not None and done >= txn_version:
                 return None
-        self._create_if_absent(table)
+        if self.exists(table):
+            self._evolve(table)
+        else:
+            self._create_if_absent(table)
         writer = conformed.write.format("delta")
         if table.partition_by:
             writer = writer.partitionBy(*table.partition_by)
