@@ -120,7 +120,10 @@ def as_of_text(store: DeltaStore, tables: Sequence[TableDef]) -> str | None:
         if isinstance(store.as_of, int)
         else datetime.fromtimestamp(store.as_of[1] / 1000, UTC).isoformat(timespec="seconds")
     )
-    versions = ", ".join(f"{t.name} v{store.version_as_of(t)}" for t in tables)
+    seen = {t.name: store.version_as_of(t) for t in tables}
+    versions = ", ".join(
+        f"{name} {'(not yet written)' if v is None else f'v{v}'}" for name, v in seen.items()
+    )
     return f"as of {asked} ({versions})"
 
 

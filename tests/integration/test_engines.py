@@ -190,3 +190,96 @@ def test_a_breaking_change_is_refused_in_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Traceback" not in err[0], err
     assert "breaking schema change" in err[0] and "MIGRATIONS" in err[0] and "generation_to" in err[0], err
+
+
+def _two_ingests(engine: str, wh: Path) -> list[Any]:
+    """broker-1's logs, then broker-2's: two runs, two versions of ``requests`` (the Delta commits)."""
+    args = ["--warehouse", str(wh), *engine_args(engine)]
+    assert main(["ingest", "--input", str(SAMPLE / "broker-1"), *args]) == 0
+    assert main(["ingest", "--input", str(SAMPLE / "broker-2"), *args]) == 0
+    return list(DeltaTable(str(wh / "requests")).history())
+
+
+def test_history_and_time_travel(engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wh = tmp_path / "wh"
+    args = ["--warehouse", str(wh), *engine_args(engine)]
+    commits = _two_ingests(engine, wh)
+    runs = json.loads((wh / "summary.json").read_text())["runs"]
+    assert [r["command"] for r in runs] == ["ingest", "ingest"]
+    assert {c.get("userMetadata") for c in commits} == {r["run_id"] for r in runs}
+    first_ingest = max(
+        (c for c in commits if c["userMetadata"] == runs[0]["run_id"]), key=lambda c: int(c["version"])
+    )
+    assert runs[0]["versions"]["requests"] == int(first_ingest["version"])
+
+    # history: each version of each table with the run (and command) that wrote it
+    capsys.readouterr()
+    assert main(["history", *args]) == 0
+    out = capsys.readouterr().out
+    for r in runs:
+        assert f"{r['run_id']} (ingest)" in out, out
+
+    # the requests as they were after the first ingest: a forensics replay sees broker-1 only
+    at = first_ingest["timestamp"] + 1  # epoch ms of that commit; ISO on the command line
+    from datetime import UTC, datetime
+
+    iso = datetime.fromtimestamp(at / 1000, UTC).isoformat(timespec="milliseconds")
+    then = [*args, "--from", "2024-05-01T00:00Z", "--to", "2024-05-02T00:00Z", "--name", "then"]
+    assert main(["replay", *then, "--as-of", iso]) == 0
+    sources = {r["source_file"] for r in read_table(wh / "forensics" / "then" / "predictions")}
+    assert sources and all("broker-1" in s for s in sources), sources
+    assert main(["replay", *then[:-1], "now"]) == 0
+    now = {r["source_file"] for r in read_table(wh / "forensics" / "now" / "predictions")}
+    assert any("broker-2" in s for s in now)
+
+    # the report says which versions it shows
+    assert main(["replay", *args]) == 0
+    out_dir = tmp_path / "report-then"
+    assert main(["report", *args, "--as-of", iso, "--out", str(out_dir)]) == 0
+    title = json.loads((out_dir / "report.json").read_text())["title"]
+    assert "as of " in title and "predictions (not yet written)" in title, title
+    latest = DeltaTable(str(wh / "predictions")).version()
+    assert main(["report", *args, "--as-of", str(latest), "--out", str(tmp_path / "report-v")]) == 0
+    title = json.loads((tmp_path / "report-v" / "report.json").read_text())["title"]
+    assert f"as of version {latest} (predictions v{latest}" in title, title
+    # a version the table does not have: one line naming the versions it has
+    capsys.readouterr()
+    assert main(["report", *args, "--as-of", "999", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--as-of 999: table 'predictions' has versions" in err[0], err
+
+
+def test_maintain(engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rebalance_replay.jobs.locking import warehouse_lock
+
+    wh = tmp_path / "wh"
+    args = ["--warehouse", str(wh), *engine_args(engine)]
+    _two_ingests(engine, wh)
+    before = {t.name: table_rows(wh, t.name) for t in ALL_TABLES if (wh / t.name).exists()}
+    files_before = len(DeltaTable(str(wh / "requests")).file_uris())
+    version_before = DeltaTable(str(wh / "requests")).version()
+
+    capsys.readouterr()
+    assert main(["maintain", *args, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "dry run: nothing changed" in out and "requests" in out and "would: compact" in out, out
+    assert DeltaTable(str(wh / "requests")).version() == version_before
+
+    # while a run holds the warehouse: refused in one line naming it
+    with warehouse_lock(str(wh), "rebalance-replay ingest"):
+        capsys.readouterr()
+        assert main(["maintain", *args]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "is being written by" in err[0] and "ingest" in err[0], err
+
+    assert main(["maintain", *args, "--set", "maintain.retention_hours=0"]) == 0
+    dt = DeltaTable(str(wh / "requests"))
+    assert len(dt.file_uris()) < files_before  # compacted
+    assert {t: table_rows(wh, t) for t in before} == before  # the same rows
+    log = wh / "requests" / "_delta_log"
+    assert list(log.glob("*.checkpoint*.parquet")), "no checkpoint"
+    on_disk = {str(p) for p in (wh / "requests").rglob("*.parquet") if "_delta_log" not in str(p)}
+    live = {u.removeprefix("file://") for u in dt.file_uris()}
+    assert on_disk == live  # retention 0: VACUUM removed the compacted files
+    # the next append and an incremental replay still work on the maintained table
+    assert main(["replay", "--incremental", *args]) == 0
