@@ -38,7 +38,7 @@ from rebalance_replay.schemas.core import TableDef
 from rebalance_replay.schemas.tables import REQUESTS
 from tests.conftest import delta_spark_or_skip
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 
 D1, D2, D3 = date(2024, 5, 1), date(2024, 5, 2), date(2024, 5, 3)
