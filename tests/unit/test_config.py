@@ -211,7 +211,7 @@ def test_a_relative_warehouse_is_made_absolute_on_the_driver(
 
 def test_database_names_are_checked() -> None:
     assert load_config(overrides=["storage.database=main.rr"]).storage.database == "main.rr"
-    with pytest.raises(ConfigError, match="storage.database 'rr; DROP' is not a database name"):
+    with pytest.raises(ConfigError, match=r"storage\.database 'rr; DROP' is not a database name"):
         load_config(overrides=["storage.database=rr; DROP"])
 
 
