@@ -147,23 +147,26 @@ def format_history(rows: list[HistoryRow]) -> str:
 # ---- maintenance -----------------------------------------------------------------------------------
 
 
-def _feed_needs_hours(store: DeltaStore, table: TableDef, now_ms: int) -> int:
-    """Hours of retention the incremental feed still needs on ``table``: the files of the commits after
-    the version it consumed last (``_replay/incremental/source/version.json``) must survive VACUUM until
-    the next scheduled run has read them."""
+def _feed_pending(store: DeltaStore, table: TableDef) -> list[Commit] | None:
+    """The commits of ``table`` the incremental feed has not read yet (after the version it consumed
+    last, ``_replay/incremental/source/version.json``); None when no feed reads the table."""
     if table.name != "requests":
-        return 0
+        return None
     progress = Path(store.warehouse) / "_replay" / "incremental" / "source" / "version.json"
     if not progress.exists():
-        return 0
+        return None
     try:
         since = json.loads(progress.read_text())["version"]
     except (json.JSONDecodeError, KeyError):
+        return None
+    return [c for c in store.history(table) if since is None or c.version > since]
+
+
+def _hours_since(commits: list[Commit], now_ms: int) -> int:
+    """Retention reaching back to the oldest of ``commits`` (so VACUUM keeps what they added)."""
+    if not commits:
         return 0
-    later = [c.timestamp_ms for c in store.history(table) if since is None or c.version > since]
-    if not later:
-        return 0
-    return math.ceil(max(0, now_ms - min(later)) / 3_600_000) + 1
+    return math.ceil(max(0, now_ms - min(c.timestamp_ms for c in commits)) / 3_600_000) + 1
 
 
 @dataclass
@@ -217,19 +220,26 @@ def maintain(
         if not store.exists(t):
             continue
         hours = config.maintain.retention_hours
-        needed = _feed_needs_hours(store, t, now_ms)
+        pending = _feed_pending(store, t)
+        needed = _hours_since(pending or [], now_ms)
         if needed > hours:
             log(
                 f"maintain: {t.name}: retention raised from {hours} h to {needed} h (the incremental feed "
                 "has not read its newest commits yet)"
             )
             hours = needed
+        if pending:
+            log(
+                f"maintain: {t.name}: not compacted: the incremental feed has not read versions "
+                f"{pending[0].version}..{pending[-1].version} yet (the next replay --incremental does)"
+            )
         done.append(
             store.maintain(
                 t,
                 retention_hours=hours,
                 target_file_bytes=config.maintain.target_file_mb << 20,
                 dry_run=dry_run,
+                compact=not pending,
             )
         )
     return MaintainResult(done, dry_run)

@@ -131,10 +131,16 @@ class DeltaStore(ABC):
         return before[-1] if before else None
 
     def maintain(
-        self, table: TableDef, *, retention_hours: int, target_file_bytes: int, dry_run: bool
+        self,
+        table: TableDef,
+        *,
+        retention_hours: int,
+        target_file_bytes: int,
+        dry_run: bool,
+        compact: bool = True,
     ) -> Maintenance:
-        """Compact small files, VACUUM files unreferenced for longer than ``retention_hours``, checkpoint
-        the log; a dry run only says what it would do."""
+        """Compact small files (unless ``compact`` is False), VACUUM files unreferenced for longer than
+        ``retention_hours``, checkpoint the log; a dry run only says what it would do."""
         raise NotImplementedError(f"the {self.engine} engine does not maintain tables")
 
     @abstractmethod

@@ -363,7 +363,13 @@ class DeltaRsStore(DeltaStore):
         progress = Path(progress_dir) / "version.json"
         since = json.loads(progress.read_text())["version"] if progress.exists() else None
         current = self.version(table)  # first: a commit landing meanwhile waits for the next call
-        files = [f for f in self.files_added_since(table, since) if current is None or f.version <= current]
+        # a compaction's rewrite (dataChange=false) adds no rows: `maintain` compacts the fed table only
+        # once the feed has read everything, so its rows were all consumed before
+        files = [
+            f
+            for f in self.files_added_since(table, since)
+            if (current is None or f.version <= current) and f.data_change
+        ]
 
         def consumed() -> None:
             write_json(progress, {"version": current})
@@ -658,7 +664,13 @@ class DeltaRsStore(DeltaStore):
     # ---- maintenance -----------------------------------------------------------------------------
 
     def maintain(
-        self, table: TableDef, *, retention_hours: int, target_file_bytes: int, dry_run: bool
+        self,
+        table: TableDef,
+        *,
+        retention_hours: int,
+        target_file_bytes: int,
+        dry_run: bool,
+        compact: bool = True,
     ) -> Maintenance:
         """delta-rs' compaction (``optimize.compact`` to ``target_file_bytes``), ``vacuum`` of files
         unreferenced for longer than ``retention_hours``, ``create_checkpoint``."""
@@ -672,7 +684,7 @@ class DeltaRsStore(DeltaStore):
         small = sum(1 for f in live.values() if f.size_bytes < target_file_bytes)
         props = CommitProperties(custom_metadata={"userMetadata": self.run_id} if self.run_id else None)
         compacted = 0
-        if not dry_run and small > 1:
+        if compact and not dry_run and small > 1:
             metrics = dt.optimize.compact(target_size=target_file_bytes, commit_properties=props)
             compacted = int(metrics.get("numFilesRemoved", 0))
             dt = self._load(table) or dt

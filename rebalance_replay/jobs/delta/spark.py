@@ -21,6 +21,7 @@ from rebalance_replay.jobs.delta.base import Commit, DeltaStore, Engine, Mainten
 from rebalance_replay.jobs.delta.features import additive_fields, breaking_change_message, fields_problems
 from rebalance_replay.jobs.delta.partitions import PartitionSpec
 from rebalance_replay.jobs.errors import SchemaEvolutionError
+from rebalance_replay.jobs.paths import is_uri
 from rebalance_replay.jobs.spark_session import session_conf
 from rebalance_replay.schemas.core import TableDef
 
@@ -351,7 +352,13 @@ class DeltaSparkStore(DeltaStore):
     # ---- maintenance -----------------------------------------------------------------------------
 
     def maintain(
-        self, table: TableDef, *, retention_hours: int, target_file_bytes: int, dry_run: bool
+        self,
+        table: TableDef,
+        *,
+        retention_hours: int,
+        target_file_bytes: int,
+        dry_run: bool,
+        compact: bool = True,
     ) -> Maintenance:
         """``OPTIMIZE`` (bin-packing compaction to ``target_file_bytes``), ``VACUUM … RETAIN n HOURS``
         (``DRY RUN`` first: the files it deletes), a log checkpoint."""
@@ -366,7 +373,7 @@ class DeltaSparkStore(DeltaStore):
             "spark.databricks.delta.retentionDurationCheck.enabled": "false",
         }
         with session_conf(self.spark, settings):
-            if not dry_run and small > 1:
+            if compact and not dry_run and small > 1:
                 row = self.spark.sql(f"OPTIMIZE {_sql_path(path)}").first()
                 metrics = row["metrics"] if row is not None else None
                 compacted = int(metrics["numFilesRemoved"]) if metrics is not None else 0
@@ -393,13 +400,23 @@ class DeltaSparkStore(DeltaStore):
         return n
 
     def _checkpoint(self, path: str) -> None:
-        """A checkpoint of the log's current version (Delta's ``DeltaLog.checkpoint``)."""
-        jvm = self.spark._jvm  # type: ignore[attr-defined]
-        delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
-            self.spark._jsparkSession,  # type: ignore[attr-defined]
-            path,
-        )
-        delta_log.checkpoint()
+        """A checkpoint of the log's current version (Delta's ``DeltaLog.checkpoint``; on a local folder,
+        delta-rs' ``create_checkpoint`` if this Delta release does not offer it to Python)."""
+        from py4j.protocol import Py4JError
+
+        try:
+            jvm = self.spark._jvm  # type: ignore[attr-defined]
+            delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
+                self.spark._jsparkSession,  # type: ignore[attr-defined]
+                path,
+            )
+            delta_log.checkpoint()
+        except (Py4JError, AttributeError):
+            if is_uri(path) and not path.startswith("file:"):
+                raise
+            from deltalake import DeltaTable
+
+            DeltaTable(path).create_checkpoint()
 
 
 # --------------------------------------------------------------------------------------------------
