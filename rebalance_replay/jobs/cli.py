@@ -596,14 +596,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
         args = parser.parse_args(argv)
-        config = load_config(args.conf, args.overrides, args.warehouse)
-        if args.database is not None:
-            from dataclasses import replace
-
-            from rebalance_replay.jobs.config import from_mapping
-
-            raw = {**config.raw, "storage": {**config.raw["storage"], "database": args.database}}
-            config = replace(from_mapping(raw))
+        database = [] if args.database is None else [f"storage.database={args.database}"]
+        config = load_config(args.conf, [*args.overrides, *database], args.warehouse)
         from rebalance_replay.jobs.housekeeping import new_run_id
 
         _STATE.clear()
