@@ -6,6 +6,7 @@ a replay, and a relative ``--warehouse`` (the executors' working folders are not
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -37,6 +38,14 @@ def _tables(wh: Path) -> dict[str, list[str]]:
     return {t: canonical(read_table(wh / t), drop=("ingested_at",)) for t in TABLES}
 
 
+def _executor_conf() -> Path:
+    """The executors import the tree under test too (not whatever an installed copy holds)."""
+    path = ROOT / ".cache" / "cluster-test-conf.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"spark:\n  extra:\n    spark.executorEnv.PYTHONPATH: {json.dumps(str(ROOT))}\n")
+    return path
+
+
 def _cli(cluster: StandaloneCluster, *args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
     """The CLI as spark-submit would run it: its own driver process, executors on the cluster."""
     return subprocess.Popen(
@@ -49,6 +58,8 @@ def _cli(cluster: StandaloneCluster, *args: str, cwd: Path | None = None) -> sub
             f"spark.master={cluster.master_url}",
             "--set",
             f"storage.delta_spark_ivy={ROOT / '.cache' / 'ivy'}",
+            "--conf",
+            str(_executor_conf()),
         ],
         cwd=cwd or ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable},
