@@ -104,7 +104,7 @@ def read_findings(store: DeltaStore) -> list[dict[str, Any]] | None:
     not written the table (or had not, at that version)."""
     from rebalance_replay.schemas import FINDINGS
 
-    if store.version_as_of(FINDINGS) is None:
+    if not store.exists(FINDINGS) or store.version_as_of(FINDINGS) is None:
         return None
     return [r.asDict(recursive=True) for r in store.read(FINDINGS).collect()]
 
