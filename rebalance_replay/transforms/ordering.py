@@ -60,7 +60,9 @@ def sort_key(row: Row) -> tuple[Any, ...]:
     return (row["arrival_ms"], *stable_key(row))
 
 
-def connection_arrivals(codes: np.ndarray, correlations: np.ndarray, arrivals: np.ndarray) -> np.ndarray:
+def connection_arrivals(
+    codes: np.ndarray, correlations: np.ndarray, arrivals: np.ndarray, *, lower: bool = True
+) -> np.ndarray:
     """Arrival times with every request no later than the requests after it on its connection.
 
     A broker reads a connection's next request only after it answered the previous one (it mutes the
@@ -76,7 +78,11 @@ def connection_arrivals(codes: np.ndarray, correlations: np.ndarray, arrivals: n
     broker's Heartbeat at ...690 answered in 0.35 ms, then the same connection's JoinGroup at ...690
     answered in 0.72 ms, whose arrival comes out ...689. ``codes``: one non-negative integer per
     connection (-1: unknown connection, no constraint); ``correlations``: the correlation ids (-1 where
-    unknown, no constraint)."""
+    unknown, no constraint).
+
+    ``lower=False`` raises a later request to its predecessor's arrival instead: what the replay does
+    after its causal mends (which move a line's arrival back from what it says), so that no mend puts a
+    request before the one its connection sent first."""
     arrivals = np.asarray(arrivals, dtype=np.int64)
     known = (codes >= 0) & (correlations >= 0)
     if known.sum() < 2:
@@ -92,7 +98,10 @@ def connection_arrivals(codes: np.ndarray, correlations: np.ndarray, arrivals: n
     values, ranks = np.unique(a, return_inverse=True)
     span = len(values)
     keyed = ranks + cs * span
-    lowered = values[np.minimum.accumulate(keyed[::-1])[::-1] - cs * span]
+    if lower:
+        lowered = values[np.minimum.accumulate(keyed[::-1])[::-1] - cs * span]
+    else:  # a running max per connection, forwards (connections in increasing number: no leak either)
+        lowered = values[np.maximum.accumulate(keyed) - cs * span]
     if np.array_equal(lowered, a):
         return arrivals
     out = arrivals.copy()

@@ -173,7 +173,7 @@ def answered_ms(row: Mapping[str, Any]) -> int | None:
     return int(done) - round(after)
 
 
-def connection_ordered(table: pa.Table) -> pa.Table:
+def connection_ordered(table: pa.Table, *, lower: bool = True) -> pa.Table:
     """``table`` with each request's arrival no earlier than its connection's previous request's
     (:func:`~rebalance_replay.transforms.ordering.connection_arrivals`)."""
     if table.num_rows < 2:
@@ -182,7 +182,8 @@ def connection_ordered(table: pa.Table) -> pa.Table:
     codes = np.asarray(pc.fill_null(pc.dictionary_encode(key).combine_chunks().indices, -1).to_numpy())
     correlations = np.asarray(pc.fill_null(table.column("correlation_id"), -1).to_numpy())
     arrivals = table.column("arrival_ms").to_numpy()
-    return _table_with_arrivals(table, arrivals, connection_arrivals(codes, correlations, arrivals))
+    moved = connection_arrivals(codes, correlations, arrivals, lower=lower)
+    return _table_with_arrivals(table, arrivals, moved)
 
 
 def _table_with_arrivals(table: pa.Table, arrivals: np.ndarray, raised: np.ndarray) -> pa.Table:
@@ -306,39 +307,11 @@ def _leader_first_shift(columns: Mapping[str, list[Any]], arrivals: np.ndarray, 
 
 
 def _phase_shifts(columns: Mapping[str, list[Any]], arrivals: np.ndarray, lag_ms: int) -> np.ndarray:
-    """The three causal mends of :func:`leader_first_arrivals`, in order: the join phase's answers,
-    its leader first, the leader's SyncGroup."""
-    joined = _join_phase_shift(columns, arrivals, lag_ms)
-    return _leader_sync_shift(columns, _leader_first_shift(columns, joined, lag_ms), lag_ms)
-
-
-def _join_phase_shift(columns: Mapping[str, list[Any]], arrivals: np.ndarray, lag_ms: int) -> np.ndarray:
-    """Each join phase's JoinGroups no later than the phase's first answer: Kafka answers all the joins
-    of a generation at one instant (``onCompleteJoin``), after each of them arrived, so a join whose
-    line puts it after that answer had its line written late (the member whose join completed the
-    phase, typically). A join answered more than ``lag_ms`` after the phase's first answer was answered
-    on its own (a member rejoining a Stable group unchanged) and keeps its time; so does a static
-    member's join answered at once."""
-    phases: dict[int, list[int]] = {}
-    for i, (api, error, generation) in enumerate(
-        zip(columns["api_key"], columns["error_name"], columns["response_generation_id"], strict=True)
-    ):
-        if api == int(ApiKey.JOIN_GROUP) and error == "NONE" and generation is not None and generation >= 0:
-            phases.setdefault(generation, []).append(i)
-    raised = arrivals
-    for rows in phases.values():
-        answered = {i: _answered(columns, i) or columns["completion_ms"][i] for i in rows}
-        first = min((int(t) for t in answered.values() if t is not None), default=None)
-        if first is None or len(rows) < 2:
-            continue
-        for i in rows:
-            t = answered[i]
-            if t is None or int(t) - first > lag_ms or not 0 < int(arrivals[i]) - first <= lag_ms:
-                continue
-            if raised is arrivals:
-                raised = arrivals.copy()
-            raised[i] = first
-    return raised
+    """The causal mends of :func:`leader_first_arrivals`, in order: the join phase's leader first, then
+    the leader's SyncGroup. (Each join of a phase arrived before the phase's answer too, but a join
+    answered at once right after the phase ended looks the same in the log as one whose line was written
+    late; moving it into the phase broke Kafka's own answers in the differential tier.)"""
+    return _leader_sync_shift(columns, _leader_first_shift(columns, arrivals, lag_ms), lag_ms)
 
 
 def _leader_sync_shift(columns: Mapping[str, list[Any]], arrivals: np.ndarray, lag_ms: int) -> np.ndarray:
@@ -378,7 +351,7 @@ def _answered(columns: Mapping[str, list[Any]], i: int) -> int | None:
     )
 
 
-def connection_ordered_rows(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def connection_ordered_rows(rows: list[Mapping[str, Any]], *, lower: bool = True) -> list[Mapping[str, Any]]:
     """:func:`connection_ordered` for rows (a raised row is a copy; the others are kept)."""
     if len(rows) < 2:
         return rows
@@ -396,7 +369,7 @@ def connection_ordered_rows(rows: list[Mapping[str, Any]]) -> list[Mapping[str, 
         [-1 if r.get("correlation_id") is None else int(r["correlation_id"]) for r in rows], dtype=np.int64
     )
     arrivals = np.asarray([int(r["arrival_ms"]) for r in rows], dtype=np.int64)
-    raised = connection_arrivals(codes, correlations, arrivals)
+    raised = connection_arrivals(codes, correlations, arrivals, lower=lower)
     return _rows_with_arrivals(rows, arrivals, raised)
 
 
@@ -1074,8 +1047,11 @@ class GroupReplayer:
     def _ready_rows(self, until_ms: int) -> list[list[Mapping[str, Any]]]:
         """The buffered rows that arrived before ``until_ms``, in replay order with the inferred JoinGroups,
         as one block (the answer bookkeeping and the birth check done)."""
-        self.buffer = leader_first_arrivals_rows(self.buffer, self.settings.broker_lag_ms)
+        # the lines' own order per connection first, then the causal mends, then no mend may put a
+        # request before its connection's previous one
         self.buffer = connection_ordered_rows(self.buffer)
+        self.buffer = leader_first_arrivals_rows(self.buffer, self.settings.broker_lag_ms)
+        self.buffer = connection_ordered_rows(self.buffer, lower=False)
         self.buffer.sort(key=sort_key)
         cut = 0
         while cut < len(self.buffer) and self.buffer[cut]["arrival_ms"] < until_ms:
@@ -1105,8 +1081,8 @@ class GroupReplayer:
         if self.buffer:
             tables = [pa.Table.from_pylist(self.buffer, schema=REPLAY_SCHEMA), *tables]
         table = pa.concat_tables(tables)
-        table = leader_first_arrivals(table, self.settings.broker_lag_ms)
-        table = bulk.sort_rows(connection_ordered(table))
+        table = leader_first_arrivals(connection_ordered(table), self.settings.broker_lag_ms)  # as above
+        table = bulk.sort_rows(connection_ordered(table, lower=False))
         arrival = table.column("arrival_ms").to_numpy()
         cut = int(np.searchsorted(arrival, until_ms, side="left"))
         ready, rest = table.slice(0, cut), table.slice(cut)
