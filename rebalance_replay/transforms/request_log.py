@@ -25,7 +25,7 @@ import binascii
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from enum import StrEnum
@@ -1506,38 +1506,3 @@ def parse_line(line: str, tz: tzinfo) -> LineOutcome:
         )
     except Exception as e:  # never raise out of parse_line
         return _quarantine(f"unexpected parse error: {type(e).__name__}: {e}", None, None)
-
-
-#: How far back a line's time may go behind an earlier line of the same file before it is a clock step,
-#: in ms. A broker writes one file in order, but several network threads take their lines' times before
-#: they take the appender's lock, so times interleave by a few ms (more under a GC pause that stops them
-#: all alike); a second back is the broker's clock set back (NTP stepping it, an operator, a VM resumed).
-CLOCK_STEP_BACK_MS = 1_000
-
-
-@dataclass
-class ClockGuard:
-    """The running latest line time of one file read in order; :meth:`stepped` names the lines written
-    after the broker's clock stepped back, until its time passes the latest again. Their order against
-    the lines before the step is unknown (which of the two clocks was right is too), so they are
-    quarantined with the reason rather than replayed in an order the log does not show."""
-
-    latest_ms: int | None = None
-    latest_line: int = 0
-
-    def stepped(self, times: Sequence[tuple[int, int | None]]) -> dict[int, str]:
-        """``times``: (line number, completion ms) in line order (None: no time). Returns the stepped
-        lines with their reasons."""
-        out: dict[int, str] = {}
-        for line_no, ms in times:
-            if ms is None:
-                continue
-            if self.latest_ms is not None and ms < self.latest_ms - CLOCK_STEP_BACK_MS:
-                back = (self.latest_ms - ms) / 1000
-                out[line_no] = (
-                    f"line time out of order: {back:.3f} s before line {self.latest_line}'s "
-                    "(the broker's clock stepped back; kept out of the replay until it passes that time)"
-                )
-            elif self.latest_ms is None or ms > self.latest_ms:
-                self.latest_ms, self.latest_line = ms, line_no
-        return out
