@@ -82,7 +82,13 @@ MODULES: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
 #: ingest accounting, the audit rules (``coordinator/other`` joins with ``--module`` or ``--full``)
 SAMPLED = [m for m in MODULES if m != "coordinator/other"]
 
-CAUGHT = {"killed", "timeout", "caught by type check", "segfault"}
+CAUGHT = {"killed", "caught by type check", "segfault"}
+#: mutmut's verdict when a mutant's tests ran past its limit ((their measured time + timeout_constant) ×
+#: timeout_multiplier seconds of wall clock, pyproject.toml): caught, as mutmut counts it (a mutant that
+#: makes a loop endless never lets its tests pass), but named and counted in a column of its own, so that a
+#: timeout that is only the machine's load (a survivor in disguise) is seen. (mutmut also files its worker's
+#: exit code 255, an exception outside the tests, as a timeout.)
+TIMED_OUT = {"timeout"}
 SURVIVING = {"survived", "no tests", "suspicious"}
 
 
@@ -238,14 +244,16 @@ class Row:
     mutants: int = 0
     selected: int = 0
     killed: int = 0
+    timeout: list[str] = field(default_factory=list)
     equivalent: list[str] = field(default_factory=list)
     survived: list[str] = field(default_factory=list)
     not_run: int = 0
 
     @property
     def score(self) -> str:
-        judged = self.killed + len(self.survived)
-        return f"{100 * self.killed / judged:.1f}%" if judged else "-"
+        caught = self.killed + len(self.timeout)
+        judged = caught + len(self.survived)
+        return f"{100 * caught / judged:.1f}%" if judged else "-"
 
 
 def pick(args: argparse.Namespace, modules: Iterable[str]) -> tuple[dict[str, list[str]], str]:
@@ -331,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
                 row.equivalent.append(n)
             elif status in CAUGHT:
                 row.killed += 1
+            elif status in TIMED_OUT:
+                row.timeout.append(n)
             elif status in SURVIVING:
                 row.survived.append(n)
             else:
@@ -342,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         ("mutants", 8),
         ("run", 6),
         ("killed", 8),
+        ("timeout", 9),
         ("equiv", 7),
         ("survived", 10),
         ("not run", 9),
@@ -350,8 +361,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'module':<28}" + "".join(f"{h:>{w}}" for h, w in head))
     for r in rows:
         print(
-            f"{r.module:<28}{r.mutants:>8}{r.selected:>6}{r.killed:>8}{len(r.equivalent):>7}"
+            f"{r.module:<28}{r.mutants:>8}{r.selected:>6}{r.killed:>8}{len(r.timeout):>9}{len(r.equivalent):>7}"
             f"{len(r.survived):>10}{r.not_run:>9}{r.score:>8}"
+        )
+    for n in (n for r in rows for n in r.timeout):
+        print(
+            f"\nTIMEOUT (counted as caught; its tests ran past mutmut's limit: an endless loop, or a machine "
+            f"too loaded for timeout_constant): {n}"
         )
     survivors = []
     open_ = []

@@ -609,6 +609,55 @@ def test_quarantine_missing_metric_field_and_bad_number() -> None:
     assert quarantined(line) == "text-era body: missing ' from connection ' marker"
 
 
+EXTRAS = ",temporaryMemoryBytes:512,messageConversionsTime:0.25"
+
+
+@pytest.mark.parametrize(
+    ("logged", "bad", "kind"),
+    [
+        ("requestQueueTime:0.1", "requestQueueTime:x", "a number"),
+        ("localTime:2.0", "localTime:x", "a number"),
+        ("remoteTime:3000.0", "remoteTime:x", "a number"),
+        ("throttleTime:0", "throttleTime:x", "an int"),
+        ("responseQueueTime:0.5", "responseQueueTime:x", "a number"),
+        ("sendTime:2.523", "sendTime:x", "a number"),
+        ("temporaryMemoryBytes:512", "temporaryMemoryBytes:x", "an int"),
+        ("messageConversionsTime:0.25", "messageConversionsTime:x", "a number"),
+    ],
+)
+def test_a_bad_metric_is_named_as_the_log_names_it(logged: str, bad: str, kind: str) -> None:
+    """Each metric of the ``;totalTime:…`` tail that is not a number is named in the quarantine reason as
+    the broker's request logger writes it (``remoteTime``, not a column name or another spelling)."""
+    line = JOIN_V2_KAFKA_20.replace(" (kafka.request.logger)", EXTRAS + SUFFIX)
+    assert request(line)["message_conversions_time_ms"] == 0.25  # the tail is read as it is
+    name = logged.split(":")[0]
+    assert quarantined(line.replace(logged, bad)) == f"text-era field {name} 'x' is not {kind}"
+
+
+DESCRIBE_V3_BAD_BOOL = (
+    "[2019-09-01 10:00:00,000] DEBUG Completed request:RequestHeader(apiKey=DESCRIBE_GROUPS, apiVersion=3, "
+    "clientId=admin-1, correlationId=2) -- {groups=[g1],include_authorized_operations=yes},response:"
+    "{throttle_time_ms=0,groups=[{error_code=0,group_id=g1,group_state=Stable,protocol_type=consumer,"
+    "protocol_data=range,members=[],authorized_operations=264}]} from connection "
+    "127.0.0.1:9092-127.0.0.1:51264-1" + METRICS + SUFFIX
+)
+
+
+def test_a_boolean_field_that_is_neither_true_nor_false_is_named_with_its_position() -> None:
+    """Struct.toString writes a boolean as ``true`` or ``false``; anything else refuses the line, naming the
+    field, its value and where the value starts in the line (0-based: the character after the ``=``)."""
+    field = "include_authorized_operations="
+    at = DESCRIBE_V3_BAD_BOOL.index(field + "yes") + len(field)
+    # counted by hand: the timestamp and a space (26), 'DEBUG Completed request:' (24), the header up to
+    # 'clientId' (52), the rest of it and ' -- {' (39), 'groups=[g1],' (12), the field name and '=' (30)
+    assert at == 26 + 24 + 52 + 39 + 12 + 30 == 183
+    assert quarantined(DESCRIBE_V3_BAD_BOOL) == (
+        "request body does not match Kafka's Struct format at char 183: "
+        "field include_authorized_operations value 'yes' is not a boolean"
+    )
+    assert request(DESCRIBE_V3_BAD_BOOL.replace("=yes}", "=true}"))["group_ids"] == ["g1"]
+
+
 def test_the_connection_marker_is_the_bodys_not_the_client_ids() -> None:
     """A client id is any string: one holding " from connection " is still the header's. Without the
     body's marker the line is refused, not read from the client id on; with it, the client id stays whole."""

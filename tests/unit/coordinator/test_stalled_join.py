@@ -7,15 +7,18 @@ whole run hung, then crashed its Python worker, in this loop)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 from rebalance_replay.transforms.coordinator import engine
 from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.coordinator.types import EventKind, GroupState
 from rebalance_replay.transforms.replay import GroupReplayer, ReplaySettings
 from simulator.fidelity import parse_rows
 from simulator.mutations import base_lines, mutated_lines
+from tests.unit.coordinator.scenario import Advance, Case, E, J, L, S, default_config, run_case
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -128,3 +131,51 @@ def test_hour_by_hour_replay_of_the_fuzzed_groups_fits_every_table(
                     pa.Table.from_pylist(kind_rows, schema=OUTPUT_TABLES[kind].arrow_schema())
                     written += len(kind_rows)
     assert written > 1_000
+
+
+def test_the_skip_stops_before_another_timer_inside_the_stall() -> None:
+    """A stall with another timer inside it: the absent static leader's session (§8.2). Kafka fires the
+    join phase's timer every rebalance timeout while the leader is a member (§5.4: only absent static
+    members left, the timer re-armed at the same generation) and the leader's session expiry ends the
+    stall (§5.5: its removal completes the join phase at once, §5.4: no members, so the next generation is
+    Empty). The skip may only stand in for expirations before the session expiry, never past it.
+
+    By hand: L joins at 0 (session 100000, rebalance 1000), the initial delay ends the join at 50, its
+    SyncGroup at 51 is the last refresh of its session: expiry at 51 + 100000 = 100051. O's JoinGroup at 61
+    starts the rebalance (join timer at 61 + 1000), O leaves at 70; the timer then expires at 1061, 2061,
+    …, 99061 — 99 times — and at 100051 L is removed and the group is Empty in generation 2."""
+    config = default_config(
+        kafka_version="3.7",
+        group_min_session_timeout_ms=10,
+        group_max_session_timeout_ms=600_000,
+        group_initial_rebalance_delay_ms=50,
+        timer_rule="strict",
+    )
+    timeouts = {"session": 100_000, "rebalance": 1000, "v": 5}
+    steps = [
+        J(0, alias="l", instance="L", expect=E(error="NONE", gen=1, completion=50), **timeouts),
+        S(51, "l", 1, instance="L", assignments={"l": b""}, expect=E(error="NONE")),
+        J(60, alias="o", expect=E(error="MEMBER_ID_REQUIRED"), **timeouts),
+        J(61, "o", **timeouts),
+        L(70, "o"),
+        Advance(10_000_000),
+    ]
+    result = run_case(Case("stall ended by a session expiry", steps, config=config))
+    assert engine.STALLED_JOIN_REPEATS < 99  # so that the stall is skipped in part
+    stalled = "could not complete rebalance because no members rejoined"
+    fired = [e.time_ms for e in result.events if e.cause and e.cause.endswith(stalled)]
+    skips = [e for e in result.events if "expirations every" in str(e.cause)]
+    assert fired[:3] == [1061, 2061, 3061] and all(t < 100_051 for t in fired)
+    assert skips, "the stall was not skipped"
+    skipped = 0
+    for e in skips:
+        m = re.search(r": (\d+) more expirations every 1000 ms until (\d+) skipped", str(e.cause))
+        assert m, e.cause
+        n, until = m.groups()
+        skipped += int(n)
+        assert int(until) < 100_051, e.cause
+    assert len(fired) + skipped == 99
+    removed = [e for e in result.events if e.kind is EventKind.MEMBER_REMOVED]
+    assert [(e.time_ms, e.member_id) for e in removed][-1] == (100_051, result.ids["l"])
+    empty = [e for e in result.events if e.kind is EventKind.TRANSITION and e.state is GroupState.EMPTY]
+    assert [(e.time_ms, e.generation_id) for e in empty][-1] == (100_051, 2)
