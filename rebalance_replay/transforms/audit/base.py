@@ -105,9 +105,10 @@ def kept_by_broker(inputs: GroupInputs, member_id: str, t: int) -> Req | None:
 
 
 def disputed_note(inputs: GroupInputs, disputed: Sequence[tuple[str, Req]]) -> str:
-    """`` (not counted: the broker answered consumer-1 (10.0.4.7) as a member afterwards: JOIN_GROUP
-    NONE generation 2 at 12:01:07.123)`` for removals :func:`kept_by_broker` contradicts ("" for none),
-    so a finding's summary names the dispute it left out."""
+    """``; not counted, the model's removal disputed by the broker, which answered as a member
+    afterwards consumer-1 (10.0.4.7): JOIN_GROUP NONE generation 2 at 12:01:07.123 UTC`` for removals
+    :func:`kept_by_broker` contradicts ("" for none), so a finding's summary names the dispute it left
+    out. ``disputed``: (member id, the broker's answer)."""
     if not disputed:
         return ""
     parts = []
