@@ -558,7 +558,7 @@ def unlogged_join_sent(
     within the session timeout of ``previous_ms`` (a request.timeout.ms the log cannot tell), the
     JoinGroup was sent at ``previous_ms``: a Java consumer rejoins as soon as it is told to (a real
     3.7 broker, ``tests/data/real-kafka/3.7/held``: a member with request.timeout.ms 10 s re-sent its
-    JoinGroup twice, 13 s apart, and was answered NONE 26 s after its last heartbeat).
+    JoinGroup twice, 13 s apart, and was answered NONE about 26 s after its last heartbeat).
     """
     session = max(session_timeout_ms, 0)
     lapse = rebalance_timeout_ms + JOIN_GROUP_TIMEOUT_LAPSE_MS

@@ -5,7 +5,7 @@ p0 (max.poll.interval.ms 60 s) is stalled in its poll loop when a new member p3 
 the join phase waits ~32 s for it. p1 and p3 (request.timeout.ms 30 s, the default) and p2
 (request.timeout.ms 10 s: a client setting the log does not show) give up on their JoinGroups after
 max(request.timeout.ms, 8 s + 5 s) and send them again. The brokers (2.7, 3.7 and 4.4 alike) log only
-the JoinGroups they answered: the re-sent ones, answered NONE with generation 2 — none for the first
+the JoinGroups they answered: the re-sent ones, answered NONE with the next generation — none for the first
 ones (Kafka keeps the latest JoinGroup of a member). Before the fix the replay expired p2 six seconds
 after its last heartbeat (it saw no JoinGroup holding it), predicted UNKNOWN_MEMBER_ID for the JoinGroup
 the broker answered NONE, listed p2 as evicted in the rebalance (in track mode also as joined), ended
@@ -130,16 +130,16 @@ def test_held_joins_answered_as_the_broker_did(release: str, mode: str) -> None:
     included — and nothing the replay builds says a member the broker kept was removed."""
     predictions, inputs = replayed(release, mode)
     joins = [p for p in predictions if p["api"] in ("JOIN_GROUP", "SYNC_GROUP")]
-    assert len(joins) >= 14 and all(p["scored"] for p in joins)
+    assert len(joins) >= 12 and all(p["scored"] for p in joins)
     assert [(p["line_no"], p["api"], p["mismatch_kinds"]) for p in predictions if not p["matched"]] == []
     findings = list(evaluate(inputs, AuditSettings()).findings)
     assert contradictions(inputs, findings) == []
     assert disputed_evidence(predictions, findings) == []
     assert not [f for f in findings if f.rule_id == "R02"]
-    # the one rebalance the held join phase is: p3 joined, nobody was evicted, all four in generation 2
-    held = [rb for rb in inputs.rebalances if rb.trigger == "new_member"]
-    assert len(held) == 1 and held[0].evicted == () and len(held[0].members_after) == 4
-    assert held[0].join_phase_ms is not None and held[0].join_phase_ms > 25_000
+    # the one rebalance the held join phase is: p3 joined, nobody was evicted, all four in the next generation
+    held = [rb for rb in inputs.rebalances if (rb.join_phase_ms or 0) > 25_000]
+    assert len(held) == 1 and held[0].trigger == "new_member"
+    assert held[0].evicted == () and len(held[0].members_after) == 4
     # what the audit does report is true: p0 held the join phase (R05)
     (r05,) = [f for f in findings if f.rule_id == "R05"]
     p0 = {r.member_id for r in inputs.requests if r.rebalance_timeout_ms == 60_000 and r.member_id}
