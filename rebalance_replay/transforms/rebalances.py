@@ -88,11 +88,14 @@ Lists and partitions
 ``evicted`` = every other removal (session expiry, new-member timeout, rebalance-timeout eviction at join
 completion, pending-sync expiry, fenced static ids, group max size, track-mode reconciliation). Members
 that vanish from the membership at a join completion without a removal event count as rebalance-timeout
-evictions. ``partitions_moved`` counts partitions of the new generation's assignment (its
-``SYNC_COMPLETED``) whose owner differs from their owner in the last assignment stored before (a
-partition nobody owned counts as moved; after Empty nobody owns anything). Owners are compared by
-``group.instance.id`` when the member has one, so a restarted static member keeps its partitions. It is
-null when either side has no assignment bytes (text-era logs) or any of them cannot be decoded.
+evictions. A member removed and then added again under the same id in one rebalance is in neither list:
+Kafka never re-admits a removed id, so the add is track mode following the broker, which answered the
+member as a member (the model's removal was wrong). ``partitions_moved`` counts partitions of the new
+generation's assignment (its ``SYNC_COMPLETED``) whose owner differs from their owner in the last
+assignment stored before (a partition nobody owned counts as moved; after Empty nobody owns anything).
+Owners are compared by ``group.instance.id`` when the member has one, so a restarted static member keeps
+its partitions. It is null when either side has no assignment bytes (text-era logs) or any of them cannot
+be decoded.
 
 Member sessions
 ===============
@@ -1210,7 +1213,12 @@ class RebalanceTracker:
 
         for c in events:
             kind = c.kind
-            if kind == EventKind.MEMBER_ADDED:
+            if kind == EventKind.MEMBER_ADDED and c.member_id in r.evicted:
+                # an id removed and added again: Kafka never re-admits a removed member id (its JoinGroup
+                # is answered UNKNOWN_MEMBER_ID, §4.4), so only track mode adds it back, because the
+                # broker answered it as a member: it was neither evicted nor did it join
+                r.evicted.remove(c.member_id)
+            elif kind == EventKind.MEMBER_ADDED:
                 add(r.joined, c.member_id)
             elif kind == EventKind.MEMBER_REMOVED:
                 add(r.left if c.removal_reason == RemovalReason.LEFT else r.evicted, c.member_id)

@@ -504,9 +504,50 @@ _STATE_CHANGING = pa.array(sorted(int(a) for a in STATE_CHANGING_APIS), type=pa.
 INFERRED_SOURCE = "(inferred: unanswered JoinGroup)"
 
 #: The Java client's JoinGroup request timeout is max(request.timeout.ms, rebalance timeout + 5 s)
-#: (``AbstractCoordinator``); the default request.timeout.ms.
+#: (``AbstractCoordinator.sendJoinGroupRequest``, ``JOIN_GROUP_TIMEOUT_LAPSE``); the default
+#: request.timeout.ms.
 CLIENT_REQUEST_TIMEOUT_MS = 30_000
 JOIN_GROUP_TIMEOUT_LAPSE_MS = 5_000
+
+
+def unlogged_join_sent(
+    arrival_ms: int, previous_ms: int, rebalance_timeout_ms: int, session_timeout_ms: int
+) -> int | None:
+    """When a member sent the JoinGroup the broker held but never answered (None: it needed none).
+
+    The member's last answer was at ``previous_ms``; its JoinGroup arriving at ``arrival_ms`` was
+    answered NONE as the member's own. Kafka expires a member silent for its session timeout unless it
+    waits in JoinGroup or SyncGroup (3.7.1 ``MemberMetadata.hasSatisfiedHeartbeat``: "Members that are
+    awaiting a rebalance automatically satisfy expected heartbeats"), so a silence of at least
+    ``session_timeout_ms`` means an earlier JoinGroup was held, sent within the session timeout of
+    ``previous_ms`` (the Java coordinator alike: ``ClassicGroupMember.hasSatisfiedHeartbeat``). The
+    Java client re-sends a JoinGroup after ``T = max(request.timeout.ms, rebalance timeout + 5 s)``
+    without an answer (3.7.1 ``AbstractCoordinator.sendJoinGroupRequest``), and Kafka keeps only the
+    latest one (2.7.2/3.7.1 ``GroupMetadata.updateMember`` replaces ``awaitingJoinCallback``, 4.x
+    ``ClassicGroup.updateMember`` the awaiting join future; the first is never answered, so never
+    logged): the first was sent ``k·T`` before this one. ``T`` with the default
+    request.timeout.ms (30 s) is tried first, then ``T = rebalance timeout + 5 s`` (a request.timeout.ms
+    at most that: the client's setting is not in the log), ``k`` = 1, 2, …; when no such time falls
+    within the session timeout of ``previous_ms`` (a request.timeout.ms the log cannot tell), the
+    JoinGroup was sent at ``previous_ms``: a Java consumer rejoins as soon as it is told to (a real
+    3.7 broker, ``tests/data/real-kafka/3.7/held``: a member with request.timeout.ms 10 s re-sent its
+    JoinGroup twice, 13 s apart, and was answered NONE about 26 s after its last heartbeat).
+    """
+    session = max(session_timeout_ms, 0)
+    lapse = rebalance_timeout_ms + JOIN_GROUP_TIMEOUT_LAPSE_MS
+    default = max(CLIENT_REQUEST_TIMEOUT_MS, lapse)
+    if previous_ms <= arrival_ms - default < previous_ms + session:
+        return arrival_ms - default
+    if session <= 0 or arrival_ms - previous_ms < session:
+        return None  # alive without a held JoinGroup (or nothing known of its session)
+    for timeout in (default, lapse):
+        k = 1
+        while timeout > 0 and arrival_ms - k * timeout >= previous_ms:
+            sent = arrival_ms - k * timeout
+            if sent < previous_ms + session:
+                return sent
+            k += 1
+    return previous_ms
 
 
 def infer_unlogged_joins(
@@ -517,11 +558,10 @@ def infer_unlogged_joins(
     A client whose JoinGroup waits longer than its request timeout drops the connection and sends the
     JoinGroup again; the broker never answers the first. The log shows a member ``M`` answered at ``P``
     (a heartbeat told to rebalance, a ``MEMBER_ID_REQUIRED`` handing out its id, …), then silence, then a
-    JoinGroup from ``M`` arriving at ``R ≥ P + timeout`` that the broker accepted as ``M``'s — so ``M``
-    was kept alive meanwhile, which only a parked JoinGroup does. The inferred JoinGroup arrives at
-    ``R − timeout`` (when the client sent the first one), provided that is after ``P`` and within ``M``'s
-    session timeout of it. ``rows``: one group's rows in replay order; ``last_answer``: member id → the
-    completion time of its last request replayed before ``rows``.
+    JoinGroup from ``M`` arriving at ``R`` that the broker accepted as ``M``'s — so ``M`` was kept alive
+    meanwhile, which only a parked JoinGroup does. The inferred JoinGroup arrives when the client sent
+    the first one (:func:`unlogged_join_sent`). ``rows``: one group's rows in replay order;
+    ``last_answer``: member id → the completion time of its last request replayed before ``rows``.
     """
     seen = dict(last_answer)
     inferred: list[dict[str, Any]] = []
@@ -531,10 +571,13 @@ def infer_unlogged_joins(
         if member and api == ApiKey.JOIN_GROUP and row.get("error_name") == "NONE":
             previous = seen.get(member)
             rebalance_timeout = row.get("rebalance_timeout_ms") or row.get("session_timeout_ms") or 0
-            timeout = max(CLIENT_REQUEST_TIMEOUT_MS, int(rebalance_timeout) + JOIN_GROUP_TIMEOUT_LAPSE_MS)
-            first_sent = int(row["arrival_ms"]) - timeout
             session = int(row.get("session_timeout_ms") or 0)
-            if previous is not None and previous <= first_sent < previous + session:
+            first_sent = (
+                None
+                if previous is None
+                else unlogged_join_sent(int(row["arrival_ms"]), previous, int(rebalance_timeout), session)
+            )
+            if first_sent is not None:
                 inferred.append(
                     {
                         **row,

@@ -44,6 +44,15 @@ PROFILES: dict[str, Profile] = {
         },
         "three brokers, __consumer_offsets replicated 3 times: the coordinator can move",
     ),
+    "held": Profile(
+        "held",
+        1,
+        {
+            "group.initial.rebalance.delay.ms": "1000",
+            "group.min.session.timeout.ms": "4000",
+        },
+        "one broker (the single profile's settings): a join phase held past the clients' request timeouts",
+    ),
 }
 
 COOPERATIVE = "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
@@ -404,6 +413,30 @@ def coordinator_shutdown(r: Run) -> None:
     r.act("broker restarted", broker=node)
 
 
+def held_join(r: Run) -> None:
+    """A join phase held open by a slow member: p0 (max.poll.interval.ms 60 s, so the group's rebalance
+    timeout is 60 s) is stalled in its poll loop for 35 s when a new member p3 starts a rebalance. The
+    others (max.poll.interval.ms 8 s) rejoin at once and wait; a Java client gives up on a JoinGroup after
+    max(request.timeout.ms, rebalance timeout + 5 s) — p2 with request.timeout.ms 10 s after 13 s, p1 and p3
+    with the default 30 s after 30 s — disconnects and sends its JoinGroup again (same member id). Kafka
+    keeps only the latest JoinGroup of a member (``GroupMetadata.updateMember`` replaces the callback):
+    the first ones are never answered. The broker answers the re-sent ones NONE when p0 rejoins."""
+    p0 = r.java("p0", max_poll_interval_ms=60000)
+    r.assigned(p0)  # born with one member: its first join phase shows the initial rebalance delay
+    p1 = r.java("p1", max_poll_interval_ms=8000)
+    p2 = r.java("p2", max_poll_interval_ms=8000, request_timeout_ms=10000)
+    for p in (p1, p2):
+        r.assigned(p)
+    r.sleep(3)
+    r.stall(p0, 35000)
+    r.sleep(1)
+    p3 = r.java("p3", max_poll_interval_ms=8000)
+    r.assigned(p3, timeout_s=90)
+    r.sleep(5)
+    for p in (p3, p2, p1, p0):
+        r.close(p)
+
+
 SCENARIOS: list[Scenario] = [
     Scenario("birth", birth),
     Scenario("scale-up", scale_up),
@@ -429,6 +462,7 @@ SCENARIOS: list[Scenario] = [
     Scenario("max-size", max_size, profile="maxsize", partitions=6),
     Scenario("coordinator-moves", coordinator_moves, profile="three"),
     Scenario("coordinator-shutdown", coordinator_shutdown, profile="three"),
+    Scenario("held-join", held_join, profile="held"),
 ]
 
 

@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from rebalance_replay.transforms.audit.config import SEVERITIES, RuleSettings
 from rebalance_replay.transforms.audit.model import (
@@ -58,6 +59,67 @@ def cost(inputs: GroupInputs, seqs: Iterable[int]) -> dict[str, float]:
 
 def member_requests(inputs: GroupInputs, member_id: str) -> list[Req]:
     return [r for r in inputs.requests if member_id in (r.member_id, r.response_member_id)]
+
+
+#: Answers Kafka gives only to a member of the group: the member is validated before the generation
+#: and the state (3.7.1 ``GroupCoordinator.validateHeartbeat`` / ``validateSyncGroup`` /
+#: ``validateOffsetCommit`` and the known-member JoinGroup all call ``validateCurrentMember``:
+#: UNKNOWN_MEMBER_ID for an id that is not a member), so a removed member is only ever told
+#: UNKNOWN_MEMBER_ID (or FENCED_INSTANCE_ID) again.
+MEMBER_ANSWERS = frozenset({"NONE", "REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION"})
+#: Answers that end the question the other way: the member id is not (or no longer) the group's.
+NOT_A_MEMBER_ANSWERS = frozenset({"UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID"})
+
+
+def answered_as_member(r: Req, member_id: str) -> bool | None:
+    """Whether the broker's answer to ``r`` says ``member_id`` was a member of the group when it
+    answered (None: the answer tells nothing — another member's request, a first JoinGroup, a
+    generation-less commit any client may make, a LeaveGroup, a coordinator error)."""
+    if r.member_id != member_id or r.api_name == LEAVE_GROUP:
+        return None
+    if r.api_name == OFFSET_COMMIT and (r.generation_id is None or r.generation_id < 0):
+        return None
+    if r.error_name in NOT_A_MEMBER_ANSWERS:
+        return False
+    if r.error_name in MEMBER_ANSWERS:
+        return True
+    return None
+
+
+def kept_by_broker(inputs: GroupInputs, member_id: str, t: int) -> Req | None:
+    """The broker's answer that contradicts a removal of ``member_id`` at ``t`` the replay reports
+    (a session expiry, a rebalance-timeout eviction, a pending-sync expiry), or None.
+
+    The member's first request arriving after ``t`` whose answer says whether it was a member
+    (:func:`answered_as_member`): when the broker answered it as a member — a JoinGroup answered NONE
+    with the next generation, a heartbeat, a commit — it was not removed, whatever the model
+    predicted (a JoinGroup held past the client's request timeout and re-sent, a broker setting the
+    log does not show). The broker's answers win: a finding must not report that removal."""
+    for r in inputs.requests:
+        if r.arrival_ms <= t:
+            continue
+        verdict = answered_as_member(r, member_id)
+        if verdict is not None:
+            return r if verdict else None
+    return None
+
+
+def disputed_note(inputs: GroupInputs, disputed: Sequence[tuple[str, Req]]) -> str:
+    """``; not counted, the model's removal disputed by the broker, which answered as a member
+    afterwards consumer-1 (10.0.4.7): JOIN_GROUP NONE generation 2 at 12:01:07.123 UTC`` for removals
+    :func:`kept_by_broker` contradicts ("" for none), so a finding's summary names the dispute it left
+    out. ``disputed``: (member id, the broker's answer)."""
+    if not disputed:
+        return ""
+    parts = []
+    for member, r in disputed:
+        at = datetime.fromtimestamp(r.arrival_ms / 1000, UTC).strftime("%H:%M:%S.%f")[:-3]
+        gen = f" generation {r.response_generation_id}" if r.response_generation_id is not None else ""
+        parts.append(f"{who(inputs, member)}: {r.api_name} {r.error_name}{gen} at {at} UTC")
+    return (
+        "; not counted, the model's removal disputed by the broker, which answered as a member afterwards "
+        + ", ".join(parts)
+    )
 
 
 @dataclass(frozen=True)

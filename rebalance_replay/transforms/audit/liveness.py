@@ -11,8 +11,10 @@ from rebalance_replay.transforms.audit.base import (
     HEARTBEAT,
     JOIN_GROUP,
     LEAVE_GROUP,
+    disputed_note,
     escalate,
     heartbeat_gaps,
+    kept_by_broker,
     make_finding,
     member_requests,
     needs_version,
@@ -51,18 +53,41 @@ def _last_heartbeat_before(inputs: GroupInputs, member: str, t: int) -> Req | No
     return best
 
 
+def _expired_sessions(inputs: GroupInputs) -> list[Session]:
+    """Sessions the replay ended with a session expiry while the group still had traffic."""
+    last_request = inputs.requests[-1].arrival_ms if inputs.requests else 0
+    return [
+        s
+        for s in inputs.sessions
+        if s.end_reason == SESSION_EXPIRY
+        and s.ended_ms is not None
+        # the whole group went silent (stopped, or its log ends): no one is left waiting on a
+        # rebalance, and the log cannot tell a crash from a stop
+        and s.ended_ms <= last_request
+    ]
+
+
+def _disputed_expiries(inputs: GroupInputs) -> list[tuple[Session, Req]]:
+    """Session expiries the broker contradicts (:func:`kept_by_broker`): the session, the answer."""
+    out = []
+    for s in _expired_sessions(inputs):
+        kept = kept_by_broker(inputs, s.member_id, s.ended_ms or 0)
+        if kept is not None:
+            out.append((s, kept))
+    return out
+
+
 def _expiries(inputs: GroupInputs) -> list[tuple[Session, Req | None, str]]:
-    """Every session-expiry eviction (while the group still had traffic) with the member's last request
-    before it and its kind:
+    """Every session-expiry eviction (while the group still had traffic) that the broker does not
+    contradict (:func:`_disputed_expiries` are left out: the broker answered the member as a member
+    afterwards) with the member's last request before it and its kind:
     ``dynamic``, ``static-stalled`` (the same member id speaks again: the process was alive),
     ``static-restarted`` (the instance id rejoins with a new member id), ``static-gone``."""
     out = []
-    last_request = inputs.requests[-1].arrival_ms if inputs.requests else 0
-    for s in inputs.sessions:
-        if s.end_reason != SESSION_EXPIRY or s.ended_ms is None:
+    disputed = [s for s, _ in _disputed_expiries(inputs)]
+    for s in _expired_sessions(inputs):
+        if s in disputed or s.ended_ms is None:
             continue
-        if s.ended_ms > last_request:  # the whole group went silent (stopped, or its log ends): no one
-            continue  # is left waiting on a rebalance, and the log cannot tell a crash from a stop
         last = _last_heartbeat_before(inputs, s.member_id, s.ended_ms)
         kind = "dynamic"
         if s.group_instance_id:
@@ -84,7 +109,7 @@ def _after(inputs: GroupInputs, member: str, t: int, limit: int = 3) -> list[Req
 def session_timeout_eviction(inputs: GroupInputs, st: R02Settings, cap: int) -> list[Finding]:
     ev = [(s, last, k) for s, last, k in _expiries(inputs) if k in ("dynamic", "static-gone")]
     if not ev:
-        return []
+        return []  # also when every eviction the replay reports is disputed by the broker's answers
     members = [s.member_id for s, _, _ in ev]
     gaps = [s.ended_ms - (last.arrival_ms if last else s.joined_ms) for s, last, _ in ev if s.ended_ms]
     stos = [s.session_timeout_ms or 0 for s, _, _ in ev]
@@ -108,6 +133,7 @@ def session_timeout_eviction(inputs: GroupInputs, st: R02Settings, cap: int) -> 
         f"{'member' if len(names) == 1 else 'members'} {', '.join(names)} "
         f"{'was' if n == 1 else 'were'} evicted {n} time{'s' if n != 1 else ''} after "
         f"{span(gaps)} without a heartbeat (session.timeout.ms {span(stos)}, no LeaveGroup){cost_text}"
+        f"{disputed_note(inputs, [(s.member_id, r) for s, r in _disputed_expiries(inputs)])}"
     )
     fix = (
         "find the pause source (crash, GC, network, a starved heartbeat thread) on "

@@ -12,6 +12,7 @@ from rebalance_replay.transforms.audit.base import (
     JOIN_GROUP,
     LEAVE_GROUP,
     escalate,
+    kept_by_broker,
     make_finding,
     needs_version,
     quantile,
@@ -136,7 +137,11 @@ def held_by_slow_member(inputs: GroupInputs, st: R05Settings, cap: int) -> list[
         if rb.join_phase_ms < st.min_join_phase_ms:
             continue
         joins = _joins_in(inputs, rb.started_ms, rb.join_completed_ms)
-        timed_out = [m for m in rb.evicted if m not in rb.members_after]
+        timed_out = [
+            m
+            for m in rb.evicted
+            if m not in rb.members_after and kept_by_broker(inputs, m, rb.join_completed_ms) is None
+        ]
         last = joins[-1] if joins else None
         if last is not None and last.arrival_ms - rb.started_ms >= st.min_wait_share * rb.join_phase_ms:
             held.append((rb, last.response_member_id or last.member_id or "", last))
@@ -421,7 +426,12 @@ register(
 
 
 def sync_never_completes(inputs: GroupInputs, st: R19Settings, cap: int) -> list[Finding]:
-    expired = [s for s in inputs.sessions if s.end_reason == "pending_sync_expiry"]
+    expired = [
+        s
+        for s in inputs.sessions
+        if s.end_reason == "pending_sync_expiry"
+        and kept_by_broker(inputs, s.member_id, s.ended_ms or s.joined_ms) is None
+    ]
     slow = [
         rb
         for rb in inputs.rebalances
