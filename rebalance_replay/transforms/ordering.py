@@ -99,13 +99,13 @@ def connection_arrivals(
     span = len(values)
     keyed = ranks + cs * span
     if lower:
-        lowered = values[np.minimum.accumulate(keyed[::-1])[::-1] - cs * span]
+        moved = values[np.minimum.accumulate(keyed[::-1])[::-1] - cs * span]
     else:  # a running max per connection, forwards (connections in increasing number: no leak either)
-        lowered = values[np.maximum.accumulate(keyed) - cs * span]
-    if np.array_equal(lowered, a):
+        moved = values[np.maximum.accumulate(keyed) - cs * span]
+    if np.array_equal(moved, a):
         return arrivals
     out = arrivals.copy()
-    out[order] = lowered
+    out[order] = moved
     return out
 
 

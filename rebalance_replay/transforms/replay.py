@@ -174,8 +174,9 @@ def answered_ms(row: Mapping[str, Any]) -> int | None:
 
 
 def connection_ordered(table: pa.Table, *, lower: bool = True) -> pa.Table:
-    """``table`` with each request's arrival no earlier than its connection's previous request's
-    (:func:`~rebalance_replay.transforms.ordering.connection_arrivals`)."""
+    """``table`` with its connections' requests in arrival order: an earlier request lowered to a later
+    one's arrival (``lower``) or a later one raised to its predecessor's
+    (:func:`~rebalance_replay.transforms.ordering.connection_arrivals`); ``table`` itself if none moved."""
     if table.num_rows < 2:
         return table
     key = pc.binary_join_element_wise(table.column("broker_id"), table.column("connection"), "|")
@@ -352,7 +353,7 @@ def _answered(columns: Mapping[str, list[Any]], i: int) -> int | None:
 
 
 def connection_ordered_rows(rows: list[Mapping[str, Any]], *, lower: bool = True) -> list[Mapping[str, Any]]:
-    """:func:`connection_ordered` for rows (a raised row is a copy; the others are kept)."""
+    """:func:`connection_ordered` for rows (a moved row is a copy; the others are kept)."""
     if len(rows) < 2:
         return rows
     index: dict[tuple[Any, Any], int] = {}
@@ -1091,10 +1092,11 @@ class GroupReplayer:
         """The buffered rows that arrived before ``until_ms``, in replay order with the inferred JoinGroups,
         as one block (the answer bookkeeping and the birth check done)."""
         # the lines' own order per connection first, then the causal mends, then no mend may put a
-        # request before its connection's previous one
-        self.buffer = connection_ordered_rows(self.buffer)
-        self.buffer = leader_first_arrivals_rows(self.buffer, self.settings.broker_lag_ms)
-        self.buffer = connection_ordered_rows(self.buffer, lower=False)
+        # request before its connection's previous one (only when a mend moved one: the lowered
+        # arrivals are in connection order already)
+        ordered = connection_ordered_rows(self.buffer)
+        mended = leader_first_arrivals_rows(ordered, self.settings.broker_lag_ms)
+        self.buffer = mended if mended is ordered else connection_ordered_rows(mended, lower=False)
         self.buffer.sort(key=sort_key)
         cut = 0
         while cut < len(self.buffer) and self.buffer[cut]["arrival_ms"] < until_ms:
@@ -1124,8 +1126,9 @@ class GroupReplayer:
         if self.buffer:
             tables = [pa.Table.from_pylist(self.buffer, schema=REPLAY_SCHEMA), *tables]
         table = pa.concat_tables(tables)
-        table = leader_first_arrivals(connection_ordered(table), self.settings.broker_lag_ms)  # as above
-        table = bulk.sort_rows(connection_ordered(table, lower=False))
+        ordered = connection_ordered(table)  # as above
+        mended = leader_first_arrivals(ordered, self.settings.broker_lag_ms)
+        table = bulk.sort_rows(mended if mended is ordered else connection_ordered(mended, lower=False))
         arrival = table.column("arrival_ms").to_numpy()
         cut = int(np.searchsorted(arrival, until_ms, side="left"))
         ready, rest = table.slice(0, cut), table.slice(cut)

@@ -77,16 +77,19 @@ def _disputed_expiries(inputs: GroupInputs) -> list[tuple[Session, Req]]:
     return out
 
 
-def _expiries(inputs: GroupInputs) -> list[tuple[Session, Req | None, str]]:
+def _expiries(
+    inputs: GroupInputs, disputed: list[tuple[Session, Req]] | None = None
+) -> list[tuple[Session, Req | None, str]]:
     """Every session-expiry eviction (while the group still had traffic) that the broker does not
     contradict (:func:`_disputed_expiries` are left out: the broker answered the member as a member
-    afterwards) with the member's last request before it and its kind:
+    afterwards; ``disputed``: those, when the caller has them) with the member's last request before
+    it and its kind:
     ``dynamic``, ``static-stalled`` (the same member id speaks again: the process was alive),
     ``static-restarted`` (the instance id rejoins with a new member id), ``static-gone``."""
     out = []
-    disputed = [s for s, _ in _disputed_expiries(inputs)]
+    left_out = [s for s, _ in (_disputed_expiries(inputs) if disputed is None else disputed)]
     for s in _expired_sessions(inputs):
-        if s in disputed or s.ended_ms is None:
+        if s in left_out or s.ended_ms is None:
             continue
         last = _last_heartbeat_before(inputs, s.member_id, s.ended_ms)
         kind = "dynamic"
@@ -107,7 +110,8 @@ def _after(inputs: GroupInputs, member: str, t: int, limit: int = 3) -> list[Req
 
 
 def session_timeout_eviction(inputs: GroupInputs, st: R02Settings, cap: int) -> list[Finding]:
-    ev = [(s, last, k) for s, last, k in _expiries(inputs) if k in ("dynamic", "static-gone")]
+    disputed = _disputed_expiries(inputs)
+    ev = [(s, last, k) for s, last, k in _expiries(inputs, disputed) if k in ("dynamic", "static-gone")]
     if not ev:
         return []  # also when every eviction the replay reports is disputed by the broker's answers
     members = [s.member_id for s, _, _ in ev]
@@ -133,7 +137,7 @@ def session_timeout_eviction(inputs: GroupInputs, st: R02Settings, cap: int) -> 
         f"{'member' if len(names) == 1 else 'members'} {', '.join(names)} "
         f"{'was' if n == 1 else 'were'} evicted {n} time{'s' if n != 1 else ''} after "
         f"{span(gaps)} without a heartbeat (session.timeout.ms {span(stos)}, no LeaveGroup){cost_text}"
-        f"{disputed_note(inputs, [(s.member_id, r) for s, r in _disputed_expiries(inputs)])}"
+        f"{disputed_note(inputs, [(s.member_id, r) for s, r in disputed])}"
     )
     fix = (
         "find the pause source (crash, GC, network, a starved heartbeat thread) on "
