@@ -6,7 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rebalance_replay.transforms.audit import GroupInputs
-from rebalance_replay.transforms.audit.base import cost, make_finding, rebalances_caused_by
+from rebalance_replay.transforms.audit.base import (
+    answered_as_member,
+    cost,
+    make_finding,
+    rebalances_caused_by,
+)
 from rebalance_replay.transforms.audit.config import R02Settings
 from rebalance_replay.transforms.audit.model import Rebalance, Req
 
@@ -90,3 +95,36 @@ def test_a_findings_window_spans_its_evidence_unless_given() -> None:
     assert (
         f.metric("rebalance_time_caused_ms") == 500.0 and f.metric("member_seconds_without_assignment") == 1.0
     )
+
+
+def test_answered_as_member_reads_the_brokers_answer() -> None:
+    """Kafka validates the member before the generation and the state (3.7.1 ``validateCurrentMember``
+    in ``validateHeartbeat`` / ``validateSyncGroup`` / ``validateOffsetCommit`` and the known-member
+    JoinGroup): NONE, REBALANCE_IN_PROGRESS and ILLEGAL_GENERATION are only ever told a member;
+    UNKNOWN_MEMBER_ID and FENCED_INSTANCE_ID say it is not one; anything else tells nothing."""
+
+    def req(api: str, error: str | None, member: str = "m1", generation: int | None = 3) -> Req:
+        return replace(_req(5, member), api_name=api, error_name=error, generation_id=generation)
+
+    cases = {
+        ("HEARTBEAT", "NONE"): True,
+        ("HEARTBEAT", "REBALANCE_IN_PROGRESS"): True,
+        ("SYNC_GROUP", "ILLEGAL_GENERATION"): True,
+        ("JOIN_GROUP", "NONE"): True,
+        ("OFFSET_COMMIT", "NONE"): True,
+        ("HEARTBEAT", "UNKNOWN_MEMBER_ID"): False,
+        ("JOIN_GROUP", "FENCED_INSTANCE_ID"): False,
+        ("OFFSET_COMMIT", "UNKNOWN_MEMBER_ID"): False,
+        ("HEARTBEAT", "NOT_COORDINATOR"): None,
+        ("JOIN_GROUP", "COORDINATOR_LOAD_IN_PROGRESS"): None,
+        ("SYNC_GROUP", None): None,
+        ("LEAVE_GROUP", "NONE"): None,
+        ("LEAVE_GROUP", "UNKNOWN_MEMBER_ID"): None,
+    }
+    for (api, error), verdict in cases.items():
+        assert answered_as_member(req(api, error), "m1") is verdict, (api, error)
+    # another member's request, or a commit without a generation (any client may make one), says nothing
+    assert answered_as_member(req("HEARTBEAT", "NONE", member="m2"), "m1") is None
+    assert answered_as_member(req("HEARTBEAT", "UNKNOWN_MEMBER_ID", member="m2"), "m1") is None
+    assert answered_as_member(req("OFFSET_COMMIT", "NONE", generation=-1), "m1") is None
+    assert answered_as_member(req("OFFSET_COMMIT", "UNKNOWN_MEMBER_ID", generation=None), "m1") is None
