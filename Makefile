@@ -31,13 +31,18 @@ demo: check-java install
 	  --set broker.group.max.size=8
 
 # The demo on a real Spark standalone cluster (a master and two 1-core workers from the pyspark package),
-# driven through spark-submit; the cluster is stopped afterwards.
+# driven through spark-submit with the delta-spark engine (Delta's jars from Maven Central, cached in the
+# git-ignored .cache/ivy), the warehouse given as the README gives it (relative); the cluster is stopped
+# afterwards.
 CLUSTER_DIR ?= /tmp/rebalance-replay-cluster
+IVY_DIR := $(CURDIR)/.cache/ivy
 cluster-demo: check-java install
 	@rm -rf $(CLUSTER_DIR) $(WAREHOUSE)-cluster
-	@MASTER=$$($(BIN)/python -m rebalance_replay.jobs.standalone start --dir $(CLUSTER_DIR)) && echo "cluster: $$MASTER" && \
+	@DELTA=$$($(BIN)/python -c 'from rebalance_replay.jobs.delta import delta_package; print(delta_package())') && \
+	  MASTER=$$($(BIN)/python -m rebalance_replay.jobs.standalone start --dir $(CLUSTER_DIR)) && echo "cluster: $$MASTER" && \
 	  PYSPARK_PYTHON=$(abspath $(BIN))/python PYTHONPATH=$(CURDIR) \
-	  $(BIN)/spark-submit --master $$MASTER rebalance_replay/jobs/submit.py run --input samples/logs --warehouse $(WAREHOUSE)-cluster; \
+	  $(BIN)/spark-submit --master $$MASTER --packages $$DELTA --conf spark.jars.ivy=$(IVY_DIR) \
+	    rebalance_replay/jobs/submit.py run --input samples/logs --warehouse $(WAREHOUSE)-cluster; \
 	  status=$$?; $(BIN)/python -m rebalance_replay.jobs.standalone stop --dir $(CLUSTER_DIR); exit $$status
 
 # The test tiers (README "Development" gives each one's measured time). `make test` is every tier but the

@@ -2,6 +2,11 @@
 
     .venv/bin/python benchmarks/bench_pipeline.py [--lines 1000000] [--groups 200] [--members 5]
         [--stages bare ingest model fast stateful validate run] [--in-process] [--set KEY=VALUE ...]
+        [--engines delta-rs delta-spark]
+
+``--engines``: every stage that writes or reads the tables runs once per storage engine, side by side in
+the same run (each engine its own warehouse, ``<data>/warehouse-<engine>``); rows are named
+``ingest (delta-rs)``, ``ingest (delta-spark)``, ….
 
 A heartbeat-dominated JSON-era log (the simulator's consumers heartbeat every 3 s and commit every 5 s;
 the generator of ``bench_replay.py``) of about ``--lines`` lines over ``--groups`` groups is generated once
@@ -69,6 +74,8 @@ STAGES = (
     "audit",
     "run",
 )
+#: stages that neither write nor read a Delta table
+ENGINE_FREE = ("bare", "model", "model_columns")
 LINE_STAGES = ("bare", "ingest_python", "ingest_spark_writer", "ingest", "run")
 # the bare pass's schema: what a hand-written Spark job over these logs would declare
 BARE_SCHEMA = (
@@ -126,16 +133,29 @@ def ensure_log(data: Path, lines: int, groups: int, members: int) -> int:
     return n
 
 
+def _engine(overrides: list[str]) -> str | None:
+    """The ``storage.engine`` the overrides name (``--engines`` adds one per engine), if any."""
+    named = [o.split("=", 1)[1] for o in overrides if o.startswith("storage.engine=")]
+    return named[-1] if named else None
+
+
 def _config(data: Path, warehouse: str, overrides: list[str]) -> Any:
     from rebalance_replay.jobs.config import load_config
 
-    return load_config([], overrides, str(data / warehouse))
+    engine = _engine(overrides)
+    suffix = f"-{engine}" if engine else ""  # one warehouse per engine, side by side
+    return load_config([], overrides, str(data / f"{warehouse}{suffix}"))
 
 
-def _spark() -> Any:
+def _spark(overrides: list[str] | None = None) -> Any:
     from rebalance_replay.jobs.spark_session import get_spark
 
-    return get_spark("bench-pipeline", conf={"spark.ui.showConsoleProgress": "false"})
+    conf = {"spark.ui.showConsoleProgress": "false"}
+    if _engine(overrides or []) == "delta-spark":
+        from rebalance_replay.jobs.delta import delta_session_conf
+
+        conf.update(delta_session_conf(ivy_dir=str(ROOT / ".cache" / "ivy")))
+    return get_spark("bench-pipeline", conf=conf)
 
 
 def _n_lines(data: Path) -> int:
@@ -150,7 +170,7 @@ def _n_lines(data: Path) -> int:
 def stage_bare(data: Path, overrides: list[str]) -> StageResult:
     from pyspark.sql import functions as F
 
-    spark = _spark()
+    spark = _spark(overrides)
     out = data / "bare-out"
     shutil.rmtree(out, ignore_errors=True)
     t = time.perf_counter()
@@ -174,7 +194,7 @@ def _ingest_stage(
 
     config = _config(data, warehouse, overrides)
     shutil.rmtree(config.storage.warehouse, ignore_errors=True)
-    spark = _spark()
+    spark = _spark(overrides)
     store = open_store(spark, config.storage.warehouse, config.storage.engine)
     if not task_files:
         store.task_stage = lambda table: None  # type: ignore[method-assign]
@@ -228,7 +248,7 @@ def stage_model(data: Path, overrides: list[str]) -> StageResult:
     from rebalance_replay.jobs.replay import settings_from
 
     config = _config(data, "warehouse", overrides)
-    spark = _spark()
+    spark = _spark(overrides)
     table = _classic(spark, config).toArrow()
     horizon = int(max(table.column("completion_ms").to_pylist())) + 1
     groups, secs = replay_in_process(table, settings_from(config), horizon)
@@ -240,7 +260,7 @@ def stage_model_columns(data: Path, overrides: list[str]) -> StageResult:
     from rebalance_replay.jobs.replay import settings_from
 
     config = _config(data, "warehouse", overrides)
-    spark = _spark()
+    spark = _spark(overrides)
     table = _classic(spark, config).toArrow()
     horizon = int(max(table.column("completion_ms").to_pylist())) + 1
     groups, secs = replay_in_process(table, settings_from(config), horizon, columns=True)
@@ -253,7 +273,7 @@ def _replay_stage(name: str, path: str, data: Path, overrides: list[str]) -> Sta
     from rebalance_replay.jobs.replay import ReplayDirs, replay
 
     config = _config(data, "warehouse", overrides)
-    spark = _spark()
+    spark = _spark(overrides)
     store = open_store(spark, config.storage.warehouse, config.storage.engine)
     ReplayDirs(config.storage.warehouse).manifest.unlink(missing_ok=True)  # never "up to date"
     t = time.perf_counter()
@@ -277,7 +297,7 @@ def _on_warehouse(data: Path, overrides: list[str]) -> tuple[Any, Any, Any, int]
     from rebalance_replay.jobs.delta import open_store
 
     config = _config(data, "warehouse", overrides)
-    spark = _spark()
+    spark = _spark(overrides)
     store = open_store(spark, config.storage.warehouse, config.storage.engine)
     return config, spark, store, _classic(spark, config).count()
 
@@ -307,7 +327,8 @@ def stage_audit(data: Path, overrides: list[str]) -> StageResult:
 
 
 def stage_run(data: Path, overrides: list[str]) -> StageResult:
-    wh = data / "warehouse-run"
+    engine = _engine(overrides)
+    wh = data / ("warehouse-run" + (f"-{engine}" if engine else ""))
     shutil.rmtree(wh, ignore_errors=True)
     cmd = [
         sys.executable,
@@ -321,6 +342,8 @@ def stage_run(data: Path, overrides: list[str]) -> StageResult:
     ]
     for o in overrides:
         cmd += ["--set", o]
+    if engine == "delta-spark":
+        cmd += ["--set", f"storage.delta_spark_ivy={ROOT / '.cache' / 'ivy'}"]
     t = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True)
     secs = time.perf_counter() - t
@@ -513,6 +536,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES))
     p.add_argument("--in-process", action="store_true", help="all stages in this process, one SparkSession")
     p.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY=VALUE")
+    p.add_argument(
+        "--engines",
+        nargs="+",
+        choices=("delta-rs", "delta-spark"),
+        default=None,
+        help="run the storage stages once per engine, side by side (each its own warehouse)",
+    )
     p.add_argument("--stage", choices=STAGES, help=argparse.SUPPRESS)  # subprocess mode
     p.add_argument("--data", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -534,12 +564,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"log: {n:,} lines, {args.groups} groups × {args.members} members in {data / 'logs'}", flush=True)
     print(f"machine: {machine()}", flush=True)
     results = []
-    for stage in [s for s in STAGES if s in args.stages]:
+    plan: list[tuple[str, str | None]] = []
+    for engine in args.engines or [None]:
+        for stage in [s for s in STAGES if s in args.stages]:
+            if engine is not None and engine != args.engines[0] and stage in ENGINE_FREE:
+                continue  # no table written or read: the same for both engines
+            plan.append((stage, engine))
+    for stage, engine in plan:
+        overrides = args.overrides + ([f"storage.engine={engine}"] if engine else [])
         t = time.perf_counter()
         if args.in_process:
-            res = STAGE_FUNCS[stage](data, args.overrides)
+            res = STAGE_FUNCS[stage](data, overrides)
         else:
-            res = run_subprocess(stage, data, args.overrides)
+            res = run_subprocess(stage, data, overrides)
+        if engine is not None and stage not in ENGINE_FREE:
+            res.stage = f"{stage} ({engine})"
         results.append(res)
         wall = time.perf_counter() - t
         print(f"  {stage}: {res.seconds:.1f}s ({res.rate:,.0f} {res.unit}/s), wall {wall:.0f}s", flush=True)

@@ -63,18 +63,56 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+#: where the tests' Spark (and the cluster tests' drivers) cache Delta's jars from Maven Central
+IVY_DIR = ROOT / ".cache" / "ivy"
+#: Set (``.ci/run`` does) to fail, not skip, the delta-spark tests when Delta's jars cannot be fetched.
+DELTA_SPARK_REQUIRED = "DELTA_SPARK_REQUIRED"
+#: why the session has no Delta jars (None: it has them)
+DELTA_SPARK_MISSING: list[str] = []
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The test run's SparkSession (built through ``get_spark`` with test-friendly settings)."""
+    """The test run's SparkSession (built through ``get_spark`` with test-friendly settings), with
+    Delta's jars from Maven Central (``spark.jars.packages``, cached in ``.cache/ivy``) so both storage
+    engines run in it. Without them (no network, no cache) the session starts without, and the
+    delta-spark tests skip — or fail when ``DELTA_SPARK_REQUIRED`` is set (CI)."""
     if not java_available():
         pytest.skip(SPARK_SKIP_REASON)
+    from rebalance_replay.jobs.delta import delta_session_conf
     from rebalance_replay.jobs.spark_session import get_spark
 
     conf = dict(TEST_SPARK_CONF)
     conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("spark-warehouse"))
-    session = get_spark("rebalance-replay-tests", conf=conf)
+    try:
+        session = get_spark(
+            "rebalance-replay-tests", conf={**conf, **delta_session_conf(ivy_dir=str(IVY_DIR))}
+        )
+    except Exception as e:  # Ivy could not resolve the jars: the JVM did not start with them
+        DELTA_SPARK_MISSING.append(
+            f"Delta's jars could not be fetched ({str(e).strip().splitlines()[0][:200]})"
+        )
+        session = get_spark("rebalance-replay-tests", conf=conf)
     yield session
     session.stop()
+
+
+def delta_spark_or_skip(spark: Any) -> None:
+    """Skip a delta-spark test when the session has no Delta jars; fail instead when CI requires them."""
+    from rebalance_replay.jobs.delta import delta_spark_available
+    from tests.helpers import unavailable
+
+    if not delta_spark_available(spark):
+        reason = DELTA_SPARK_MISSING[0] if DELTA_SPARK_MISSING else "Delta's jars are not on the classpath"
+        unavailable("delta-spark", DELTA_SPARK_REQUIRED, reason)
+
+
+@pytest.fixture(params=["delta-rs", "delta-spark"])
+def engine(request: pytest.FixtureRequest, spark: Any) -> str:
+    """Each storage engine in turn (the delta-spark one needs Delta's jars: see ``spark``)."""
+    if request.param == "delta-spark":
+        delta_spark_or_skip(spark)
+    return str(request.param)
 
 
 @pytest.fixture

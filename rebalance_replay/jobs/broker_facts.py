@@ -96,7 +96,7 @@ def broker_facts(spark: SparkSession, store: DeltaStore, config: Config) -> Brok
     """The facts for the warehouse's current ``requests`` (cached in ``_broker/facts.json``)."""
     warehouse = store.warehouse
     evidence = load_evidence(warehouse)
-    version = store.version(REQUESTS)
+    version = store.version_as_of(REQUESTS)  # --as-of: facts of the version read
     key = _fingerprint(config, version, evidence)
     cache = Path(warehouse) / FACTS_FILE
     if cache.exists():

@@ -27,6 +27,7 @@ from typing import Any, NoReturn, get_args
 from rebalance_replay.jobs.bookkeeping import write_json
 from rebalance_replay.jobs.config import Config, ReplayPath, load_config
 from rebalance_replay.jobs.errors import EXIT_USAGE, UsageError, UserError, user_message
+from rebalance_replay.jobs.paths import absolute_location
 
 PROG = "rebalance-replay"
 
@@ -58,6 +59,12 @@ def _common(p: argparse.ArgumentParser, *, needs_input: bool) -> None:
         metavar="KEY=VALUE",
         help="override one setting, e.g. --set broker.group.initial.rebalance.delay.ms=0",
     )
+    p.add_argument(
+        "--database",
+        default=None,
+        metavar="NAME",
+        help="register every table in the Spark catalog under this database (default: storage.database)",
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
 
 
@@ -78,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
         "audit": f"flag misconfigurations and anomalies (rules {rule_ids_text()})",
         "report": "write the HTML forensics report",
         "run": "ingest, replay, validate, audit and report, in order",
+        "history": "list each table's Delta versions with the run that wrote them",
+        "maintain": "compact small files, VACUUM old ones, checkpoint the Delta logs",
+        "sql": "run a SQL query over the tables registered by name (storage.database)",
     }
     for name, help_text in descriptions.items():
         p = sub.add_parser(name, help=help_text, description=help_text, epilog=EXIT_CODES_TEXT)
@@ -132,9 +142,31 @@ def build_parser() -> argparse.ArgumentParser:
                 help="forensics run name (replay: default derived from the window and groups; report: "
                 "render WAREHOUSE/forensics/NAME instead of the scheduled tables)",
             )
+        if name in ("replay", "report"):
+            p.add_argument(
+                "--as-of",
+                dest="as_of",
+                type=_as_of,
+                default=None,
+                metavar="VERSION|TIMESTAMP",
+                help="read the tables as they were: a Delta version of each table read, or an ISO 8601 "
+                "time (the last version committed at or before it); replay: with --from/--to/--group",
+            )
+        if name == "maintain":
+            p.add_argument(
+                "--dry-run",
+                action="store_true",
+                help="say what would be compacted and deleted; change nothing",
+            )
+        if name == "sql":
+            p.add_argument(
+                "query", metavar="QUERY", help='e.g. "SELECT rule_id, count(*) FROM rr.findings GROUP BY 1"'
+            )
+            p.add_argument("--limit", type=int, default=50, help="rows to print (default 50)")
         if name in ("report", "run"):
             p.add_argument(
                 "--out",
+                type=absolute_location,
                 default=None,
                 metavar="DIR",
                 help="report folder (default: WAREHOUSE/reports, or the forensics run's reports/)",
@@ -169,6 +201,15 @@ def _rule_ids(text: str) -> tuple[str, ...]:
     if not ids:
         raise argparse.ArgumentTypeError("--rules needs at least one rule id, e.g. R02,R03")
     return tuple(sorted(set(ids)))
+
+
+def _as_of(text: str) -> Any:
+    """``--as-of``: a Delta version (a whole number) or a time (ISO 8601)."""
+    if text.strip().isdigit():
+        return int(text)
+    if text.strip().startswith("-"):
+        raise argparse.ArgumentTypeError(f"{text!r}: a Delta version is a whole number >= 0")
+    return ("ms", _instant(text))
 
 
 def _instant(text: str) -> int:
@@ -218,23 +259,59 @@ def _session(config: Config) -> Any:
     }
     # a progress bar for people at a terminal; none in CI logs or files
     conf.setdefault("spark.ui.showConsoleProgress", "true" if sys.stderr.isatty() else "false")
-    return get_spark(conf=conf)
+    from rebalance_replay.jobs.delta.spark import DELTA_SQL_CONF, delta_session_conf, submitted_with_delta
+
+    if submitted_with_delta():  # spark-submit --packages io.delta:…: Delta's SQL too
+        for k, v in DELTA_SQL_CONF.items():
+            conf.setdefault(k, v)
+    elif _needs_delta_jars(config):
+        for k, v in delta_session_conf(
+            config.storage.delta_spark_package or None, config.storage.delta_spark_ivy or None
+        ).items():
+            conf.setdefault(k, v)
+    if config.storage.database and not config.spark.master.startswith("local"):
+        pass  # a cluster session: the cluster's own catalog
+    elif config.storage.database:
+        from rebalance_replay.jobs.housekeeping import catalog_conf
+
+        for k, v in catalog_conf(config.storage.warehouse).items():
+            conf.setdefault(k, v)
+    spark = get_spark(conf=conf)
+    _STATE["spark"] = spark
+    return spark
 
 
-def _store(spark: Any, config: Config) -> Any:
-    from rebalance_replay.jobs.delta import DeltaRsStore, open_store
+def _needs_delta_jars(config: Config) -> bool:
+    """A locally built session loads Delta's jars for the delta-spark engine (``storage.engine``, or
+    ``auto`` choosing it: a cluster master or a warehouse URI) and for tables by name."""
+    from rebalance_replay.jobs.paths import is_uri
 
-    store = open_store(spark, config.storage.warehouse, config.storage.engine)
-    engine = "delta-rs (embedded, local paths)" if isinstance(store, DeltaRsStore) else "delta-spark"
+    engine = config.storage.engine
+    warehouse = config.storage.warehouse
+    auto_spark = not config.spark.master.startswith("local") or (
+        is_uri(warehouse) and not warehouse.startswith("file:")
+    )
+    return engine == "delta-spark" or (engine == "auto" and auto_spark) or bool(config.storage.database)
+
+
+def _store(spark: Any, config: Config, *, as_of: Any = None) -> Any:
+    from rebalance_replay.jobs.delta import choose_engine, open_store
+
+    engine, why = choose_engine(spark, config.storage.warehouse, config.storage.engine)
+    store = open_store(spark, config.storage.warehouse, engine)
+    store.run_id = _STATE.get("run_id")
     master = spark.sparkContext.master
-    line = f"storage: {engine} engine (storage.engine={config.storage.engine}), Spark master {master}"
+    line = f"storage: {engine} engine ({why}), Spark master {master}"
     if line not in _LOGGED:  # once per process
         _LOGGED.add(line)
         _say(line)
-    return store
+    _STATE["store"] = store
+    return store.at(as_of) if as_of is not None else store
 
 
 _LOGGED: set[str] = set()
+#: this command's run id, session and store (for the run record and the catalog, after the command)
+_STATE: dict[str, Any] = {}
 
 
 def cmd_ingest(args: argparse.Namespace, config: Config) -> int:
@@ -278,8 +355,14 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
     if name is not None and not valid_name(name):
         raise UsageError(f"--name {name!r}: use letters, digits, '.', '_' and '-' only")
 
+    as_of = getattr(args, "as_of", None)
+    if as_of is not None and not forensics:
+        raise UsageError(
+            "--as-of replays the requests as they were into a forensics run: give --from/--to and/or "
+            "--group with it"
+        )
     spark = _session(config)
-    store = _store(spark, config)
+    store = _store(spark, config, as_of=as_of)
     output = None
     summary_dir = config.storage.warehouse
     if forensics:
@@ -287,7 +370,8 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
 
         name = name or forensics_name(window, groups)
         summary_dir = str(Path(config.storage.warehouse) / "forensics" / name)
-        output = open_store(spark, summary_dir, config.storage.engine)
+        output = open_store(spark, summary_dir, store.engine)
+        output.run_id = store.run_id
         args.forensics_name = name  # `run --from/--to`: its report renders this forensics run
         _say(f"replay: forensics run {name!r} → {summary_dir} (the scheduled tables are not touched)")
     result = replay(
@@ -378,7 +462,10 @@ def cmd_report(args: argparse.Namespace, config: Config) -> int:
     spark = _session(config)
     from rebalance_replay.jobs.delta import open_store
 
-    store = _store(spark, config) if name is None else open_store(spark, str(source), config.storage.engine)
+    as_of = getattr(args, "as_of", None)
+    store = _store(spark, config, as_of=as_of)
+    if name is not None:
+        store = open_store(spark, str(source), store.engine).at(as_of)
     result = report(
         spark,
         store,
@@ -392,6 +479,48 @@ def cmd_report(args: argparse.Namespace, config: Config) -> int:
     )
     write_summary(str(source), {"report": result.as_dict()})
     print(f"report: {result.pages} page(s), {result.groups} group(s) → {result.index}")
+    return 0
+
+
+def cmd_history(args: argparse.Namespace, config: Config) -> int:
+    from rebalance_replay.jobs.housekeeping import format_history, history
+
+    spark = _session(config)
+    rows = history(_store(spark, config))
+    if not rows:
+        print(f"history: no tables in {config.storage.warehouse}")
+        return 0
+    print(f"history: {len(rows)} version(s) of {len({r.table for r in rows})} table(s)")
+    print(format_history(rows))
+    return 0
+
+
+def cmd_maintain(args: argparse.Namespace, config: Config) -> int:
+    from rebalance_replay.jobs.housekeeping import maintain
+
+    spark = _session(config)
+    result = maintain(_store(spark, config), config, dry_run=args.dry_run, log=_say)
+    if not args.dry_run:
+        write_summary(config.storage.warehouse, result.as_summary())
+    print(result.format_text())
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace, config: Config) -> int:
+    if not config.storage.database:
+        raise UsageError("sql reads the tables by name: give --database NAME (or set storage.database)")
+    spark = _session(config)
+    _store(spark, config)
+    from pyspark.errors import AnalysisException, ParseException
+
+    try:
+        df = spark.sql(args.query)
+        rows = df.limit(args.limit).collect()
+    except (AnalysisException, ParseException) as e:
+        raise UsageError(f"sql: {str(e).strip().splitlines()[0]}") from None
+    print("\t".join(df.columns))
+    for r in rows:
+        print("\t".join("" if v is None else str(v) for v in r))
     return 0
 
 
@@ -445,7 +574,49 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Config], int]] = {
     "audit": cmd_audit,
     "report": cmd_report,
     "run": cmd_run,
+    "history": cmd_history,
+    "maintain": cmd_maintain,
+    "sql": cmd_sql,
 }
+
+#: commands that write tables: each is a run (an id in summary.json and in its Delta commits)
+WRITING = ("ingest", "replay", "validate", "audit", "report", "run", "maintain")
+
+
+def _after(command: str, config: Config) -> None:
+    """Record the run (its id, command, the table versions it left) in summary.json and register the
+    tables by name when ``storage.database`` is set."""
+    store = _STATE.get("store")
+    if store is None:
+        return
+    if command in WRITING:
+        from datetime import UTC, datetime
+
+        from rebalance_replay.jobs.housekeeping import table_versions
+
+        path = Path(config.storage.warehouse) / "summary.json"
+        runs = []
+        if path.exists():
+            try:
+                runs = list(json.loads(path.read_text()).get("runs") or [])
+            except json.JSONDecodeError:
+                runs = []
+        runs.append(
+            {
+                "run_id": _STATE["run_id"],
+                "command": command,
+                "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+                "engine": store.engine,
+                "versions": table_versions(store),
+            }
+        )
+        write_summary(config.storage.warehouse, {"run_id": _STATE["run_id"], "runs": runs[-200:]})
+    if config.storage.database:
+        from rebalance_replay.jobs.housekeeping import register_tables
+
+        names = register_tables(_STATE["spark"], store, config.storage.database)
+        if names and command in WRITING:
+            _say(f"catalog: {len(names)} table(s) by name in {config.storage.database} ({names[0]}, …)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -457,7 +628,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rebalance_replay.jobs.schedule import check_usage
 
         check_usage(args)
-        config = load_config(args.conf, args.overrides, args.warehouse)
+        database = [] if args.database is None else [f"storage.database={args.database}"]
+        config = load_config(args.conf, [*args.overrides, *database], args.warehouse)
+        from rebalance_replay.jobs.housekeeping import new_run_id
+
+        _STATE.clear()
+        _STATE["run_id"] = new_run_id(args.command)
         from rebalance_replay.jobs.locking import warehouse_lock
         from rebalance_replay.jobs.warehouse import open_warehouse
 
@@ -465,7 +641,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             config.storage.warehouse, " ".join([PROG, args.command]), config.storage.lock_wait_s
         ):
             open_warehouse(config.storage.warehouse, config.output.redact, _say)
-            return COMMANDS[args.command](args, config)
+            status = COMMANDS[args.command](args, config)
+            _after(args.command, config)
+            return status
     except UserError as e:  # usage, config, input, warehouse, storage, Java: the message says it all
         if debug and e.exit_code != EXIT_USAGE:  # nothing ran on bad usage/config/input: no trace
             traceback.print_exc()

@@ -25,6 +25,7 @@ from rebalance_replay.jobs.delta.base import EngineChoice
 from rebalance_replay.jobs.errors import (
     ConfigError as ConfigError,  # declared with the other user-facing errors
 )
+from rebalance_replay.jobs.paths import absolute_location
 from rebalance_replay.jobs.settings import build, defaults, render_markdown, render_yaml, section, setting
 from rebalance_replay.transforms.audit.config import AuditSettings
 from rebalance_replay.transforms.audit.registry import catalogue_markdown
@@ -49,6 +50,20 @@ def _timezone(path: str, tz: str) -> str:
             f"config: {path} {tz!r} is not a known time zone (use an IANA name such as UTC or Europe/Berlin)"
         ) from None
     return tz
+
+
+def _warehouse(path: str, location: str) -> str:
+    if not location.strip():
+        raise ConfigError(f"config: {path} must not be empty")
+    return absolute_location(location)
+
+
+def _database(path: str, name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?", name):
+        raise ConfigError(
+            f"config: {path} {name!r} is not a database name (letters, digits, _; catalog.database allowed)"
+        )
+    return name
 
 
 def _broker_id_pattern(path: str, pattern: str) -> str:
@@ -96,12 +111,53 @@ class StorageConfig:
         "auto: delta-spark when Delta's JVM classes are on the classpath (clusters, Databricks), else "
         "delta-rs (embedded default: Spark writes parquet, delta-rs commits the Delta log).",
     )
-    warehouse: str = setting("./warehouse", "The warehouse folder; --warehouse DIR overrides.")
+    warehouse: str = setting(
+        "./warehouse",
+        "The warehouse folder (or URI); --warehouse DIR overrides. A local path is made absolute against "
+        "the driver's working folder before any executor sees it.",
+        check=_warehouse,
+    )
+    delta_spark_package: str | None = setting(
+        None,
+        "Maven coordinate of Delta's jars for the delta-spark engine (a locally built session fetches them "
+        "from Maven Central through spark.jars.packages); null: the Delta release for this pyspark "
+        "(io.delta:delta-spark_4.2_2.13:4.4.0).",
+    )
+    delta_spark_ivy: str | None = setting(
+        None,
+        "Ivy cache folder for those jars (spark.jars.ivy); null: Spark's default (~/.ivy2.5.2).",
+    )
+    database: str | None = setting(
+        None,
+        "Register every table in the Spark catalog under this database (CREATE TABLE … USING delta "
+        "LOCATION …), so SQL reads them by name: SELECT * FROM rr.findings. --database overrides; null: "
+        "no registration. A locally built session keeps its catalog in <warehouse>/_catalog (Spark's "
+        "embedded Hive metastore); on a cluster, the cluster's catalog (docs/delta.md).",
+        check=_database,
+    )
     lock_wait_s: int = setting(
         0,
         "One run writes a warehouse at a time (a lock file, <warehouse>/_lock). A second run fails at "
         "once with a message naming the first, or waits up to this many seconds for it to finish.",
         minimum=0,
+    )
+
+
+@dataclass(frozen=True)
+class MaintainConfig:
+    """``rebalance-replay maintain``: keeping the Delta tables tidy."""
+
+    retention_hours: int = setting(
+        168,
+        "VACUUM deletes data files no version younger than this needs (Delta's default: 7 days). A "
+        "shorter retention is raised to what a reader still needs: the oldest version the incremental "
+        "feed has not consumed, and the versions an --as-of reader would ask for within it.",
+        minimum=0,
+    )
+    target_file_mb: int = setting(
+        128,
+        "Compaction rewrites a partition's files smaller than this into files of about this size.",
+        minimum=1,
     )
 
 
@@ -327,6 +383,7 @@ class OutputConfig:
 class Config:
     storage: StorageConfig = section(StorageConfig)
     spark: SparkConfig = section(SparkConfig)
+    maintain: MaintainConfig = section(MaintainConfig)
     input: InputConfig = section(InputConfig)
     kafka: KafkaConfig = section(KafkaConfig)
     broker: BrokerConfig = section(BrokerConfig)

@@ -83,6 +83,15 @@ class TableFeatureError(UserError, RuntimeError):
         )
 
 
+class SchemaEvolutionError(UserError, ValueError):
+    """A table's schema differs from this version's TableDef in a way no write may fix by itself (a type
+    changed, a partition column, a NOT NULL column): the message names the migration."""
+
+
+class StorageError(UserError, RuntimeError):
+    """The storage engine cannot run as configured (e.g. the delta-spark engine without Delta's jars)."""
+
+
 class HistoryUnavailableError(UserError, RuntimeError):
     """The commits needed for an incremental read are no longer in the Delta log (cleaned up):
     read the whole table instead."""

@@ -95,7 +95,7 @@ def replay(
     dirs = ReplayDirs(out_store.warehouse)
     manifest = dirs.load_manifest()
     mode = "incremental" if incremental else "batch"
-    requests_version = store.version(REQUESTS)
+    requests_version = store.version_as_of(REQUESTS)  # --as-of: the version read
     broker: dict[str, Any] = {}
     if requests_version is not None:  # what the log tells about the brokers (version, settings)
         from rebalance_replay.jobs.broker_facts import broker_facts

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from rebalance_replay.jobs.bookkeeping import write_json
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.schemas import MEMBER_SESSIONS, PREDICTIONS, REBALANCES, TRANSITIONS
+from rebalance_replay.schemas.core import TableDef
 from rebalance_replay.transforms.report.html import PLOTLY_ASSET, group_html, overview_html
 from rebalance_replay.transforms.report.model import (
     HeartbeatBin,
@@ -98,15 +99,32 @@ def _rows(df: DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
-def read_findings(root: str) -> list[dict[str, Any]] | None:
-    """The ``findings`` rows, or None when the audit has not written the table."""
-    from deltalake import DeltaTable
+def read_findings(store: DeltaStore) -> list[dict[str, Any]] | None:
+    """The ``findings`` rows (through the store: its engine, its ``--as-of``), or None when the audit has
+    not written the table (or had not, at that version)."""
+    from rebalance_replay.schemas import FINDINGS
 
-    path = os.path.join(root, FINDINGS_TABLE)
-    if not DeltaTable.is_deltatable(path):
+    if not store.exists(FINDINGS) or store.version_as_of(FINDINGS) is None:
         return None
-    rows: list[dict[str, Any]] = DeltaTable(path).to_pyarrow_table().to_pylist()
-    return rows
+    return [r.asDict(recursive=True) for r in store.read(FINDINGS).collect()]
+
+
+def as_of_text(store: DeltaStore, tables: Sequence[TableDef]) -> str | None:
+    """What a ``--as-of`` report shows: the version of each table it read; None for the latest."""
+    if store.as_of is None:
+        return None
+    from datetime import UTC, datetime
+
+    asked = (
+        f"version {store.as_of}"
+        if isinstance(store.as_of, int)
+        else datetime.fromtimestamp(store.as_of[1] / 1000, UTC).isoformat(timespec="seconds")
+    )
+    seen = {t.name: store.version_as_of(t) for t in tables}
+    versions = ", ".join(
+        f"{name} {'(not yet written)' if v is None else f'v{v}'}" for name, v in seen.items()
+    )
+    return f"as of {asked} ({versions})"
 
 
 def _by_group(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -196,7 +214,7 @@ def report(
     trans = _by_group(_rows(keep(store.read(TRANSITIONS), "time_ms")))
     rebs = _by_group(_rows(keep(store.read(REBALANCES), "started_ms", "ended_ms")))
     sess = _by_group(_rows(keep(store.read(MEMBER_SESSIONS), "joined_ms", "ended_ms")))
-    all_findings = read_findings(store.warehouse)
+    all_findings = read_findings(store)
     findings: dict[str, list[dict[str, Any]]] | None = None
     if all_findings is not None:
         all_findings = [
@@ -215,6 +233,10 @@ def report(
         summary = json.loads((src / "summary.json").read_text())
     scope = "forensics run " + src.name if src.parent.name == "forensics" else "scheduled tables"
     title = f"{src} ({scope})"
+    as_of = as_of_text(store, (PREDICTIONS, TRANSITIONS, REBALANCES, MEMBER_SESSIONS))
+    if as_of is not None:
+        title += " · " + as_of
+        log(f"report: {as_of}")
     if groups or window != (None, None):
         from rebalance_replay.transforms.report.html import fmt_time
 

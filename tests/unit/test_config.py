@@ -196,3 +196,28 @@ def test_nested_sections_per_rule() -> None:
     assert "  R01:\n    # More rebalances an hour than this is a storm.\n    max_rebalances_per_hour: 12" in (
         render_yaml(WithAudit, "header")
     )
+
+
+def test_a_relative_warehouse_is_made_absolute_on_the_driver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Executors resolve relative paths in their own working folders: the driver fixes them first."""
+    monkeypatch.chdir(tmp_path)
+    assert load_config(warehouse="wh").storage.warehouse == str(tmp_path / "wh")
+    assert load_config().storage.warehouse == str(tmp_path / "warehouse")
+    for uri in ("s3://bucket/wh", "abfss://c@a.dfs.core.windows.net/wh", "dbfs:/wh", "file:///x/wh"):
+        assert load_config(warehouse=uri).storage.warehouse == uri
+
+
+def test_database_names_are_checked() -> None:
+    assert load_config(overrides=["storage.database=main.rr"]).storage.database == "main.rr"
+    with pytest.raises(ConfigError, match=r"storage\.database 'rr; DROP' is not a database name"):
+        load_config(overrides=["storage.database=rr; DROP"])
+
+
+def test_as_of_is_a_version_or_a_time() -> None:
+    from rebalance_replay.jobs.cli import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["report", "--as-of", "3"]).as_of == 3
+    assert parse(["report", "--as-of", "2024-05-01T10:00Z"]).as_of == ("ms", 1714557600000)

@@ -38,8 +38,22 @@ def test_one_variable_requires_every_independent_tier(monkeypatch: pytest.Monkey
 
 def test_ci_requires_both_independent_tiers() -> None:
     run = (ROOT / ".ci" / "run").read_text().splitlines()
-    assert "DIFFERENTIAL_REQUIRED=1 make test" in run
+    assert "DIFFERENTIAL_REQUIRED=1 DELTA_SPARK_REQUIRED=1 make test" in run
     assert "REALKAFKA_REQUIRED=1 make test-realkafka" in run
+
+
+def test_ci_requires_the_delta_spark_tests_and_runs_the_cluster_demo() -> None:
+    """No delta-spark test may skip in CI (Delta's jars unreachable fails them), and the README's
+    `make cluster-demo` runs there as shipped."""
+    run = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert any("DELTA_SPARK_REQUIRED=1" in line and "make test" in line for line in run)
+    assert "make cluster-demo" in run
+
+
+def test_missing_delta_jars_fail_when_required(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DELTA_SPARK_REQUIRED", "1")
+    with pytest.raises(pytest.fail.Exception, match="delta-spark tier is required"):
+        helpers.unavailable("delta-spark", "DELTA_SPARK_REQUIRED", "Delta's jars could not be fetched")
 
 
 def test_ci_runs_hypothesis_derandomized_and_a_separate_profile_is_random() -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 from rebalance_replay.jobs.delta.partitions import PartitionSpec, normalize_specs
 from rebalance_replay.jobs.delta.task_files import not_null_message
+from rebalance_replay.jobs.paths import absolute_location
 from rebalance_replay.schemas.core import TableDef
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -35,6 +36,34 @@ class Write:
     txn_version: int | None
 
 
+#: ``--as-of``: a Delta version (int) or an instant (epoch milliseconds, UTC) of the tables to read.
+AsOf = int | tuple[Literal["ms"], int]
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One version of a table, from its Delta log's commit info."""
+
+    version: int
+    timestamp_ms: int
+    operation: str
+    run_id: str | None  # the rebalance-replay run that wrote it (the commit's userMetadata)
+    engine: str  # the engine that committed it (commitInfo.engineInfo / clientVersion)
+    rows: int | None  # rows the commit added, when the log says
+
+
+@dataclass(frozen=True)
+class Maintenance:
+    """What :meth:`DeltaStore.maintain` did (or, in a dry run, would do) to one table."""
+
+    table: str
+    small_files: int  # data files below the compaction target before compaction
+    compacted: int  # files rewritten by compaction (0 in a dry run)
+    vacuum_files: list[str]  # files VACUUM deleted (dry run: would delete)
+    checkpoint: bool  # a Delta log checkpoint was written (dry run: would be)
+    retention_hours: int
+
+
 @dataclass
 class NewRows:
     """Rows a table gained since the last time they were consumed; call ``consumed()`` once they have
@@ -48,10 +77,15 @@ class DeltaStore(ABC):
     """Delta tables under one warehouse folder, each ``TableDef`` in ``<warehouse>/<table.name>``."""
 
     engine: Engine
+    #: read the tables as they were (``--as-of``): a version or ``("ms", epoch_ms)``; writes are refused
+    as_of: AsOf | None = None
+    #: written into the commit info (``userMetadata``) of every commit this store makes
+    run_id: str | None = None
 
     def __init__(self, spark: SparkSession, warehouse: str) -> None:
         self.spark = spark
-        self.warehouse = warehouse.rstrip("/") or "/"
+        # absolute on the driver: a task resolving a relative path would use its executor's own folder
+        self.warehouse = absolute_location(warehouse).rstrip("/") or "/"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(engine={self.engine!r}, warehouse={self.warehouse!r})"
@@ -59,6 +93,55 @@ class DeltaStore(ABC):
     def path(self, table: TableDef) -> str:
         """Where the table lives."""
         return f"{self.warehouse.rstrip('/')}/{table.name}"
+
+    def at(self, as_of: AsOf | None) -> DeltaStore:
+        """This store reading every table as it was at ``as_of`` (read-only)."""
+        import copy
+
+        view = copy.copy(self)
+        view.as_of = as_of
+        return view
+
+    # ---- history and time travel ----------------------------------------------------------------
+
+    @abstractmethod
+    def history(self, table: TableDef) -> list[Commit]:
+        """The table's commits still in its log, oldest first (empty when the table does not exist)."""
+
+    def version_as_of(self, table: TableDef) -> int | None:
+        """The version :meth:`read` reads: the latest one, or the one ``as_of`` names (for an instant:
+        the last commit at or before it; None when the table did not exist yet). A version the log no
+        longer has is a :class:`~rebalance_replay.jobs.errors.UsageError` naming the versions it has."""
+        from rebalance_replay.jobs.errors import UsageError
+
+        if self.as_of is None:
+            return self.version(table)
+        commits = self.history(table)
+        if isinstance(self.as_of, int):
+            if not commits:
+                raise UsageError(f"--as-of {self.as_of}: table {table.name!r} does not exist")
+            have = [c.version for c in commits]
+            if self.as_of not in have:
+                raise UsageError(
+                    f"--as-of {self.as_of}: table {table.name!r} has versions {have[0]}..{have[-1]}"
+                )
+            return self.as_of
+        at_ms = self.as_of[1]
+        before = [c.version for c in commits if c.timestamp_ms <= at_ms]
+        return before[-1] if before else None
+
+    def maintain(
+        self,
+        table: TableDef,
+        *,
+        retention_hours: int,
+        target_file_bytes: int,
+        dry_run: bool,
+        compact: bool = True,
+    ) -> Maintenance:
+        """Compact small files (unless ``compact`` is False), VACUUM files unreferenced for longer than
+        ``retention_hours``, checkpoint the log; a dry run only says what it would do."""
+        raise NotImplementedError(f"the {self.engine} engine does not maintain tables")
 
     @abstractmethod
     def exists(self, table: TableDef) -> bool:
@@ -122,6 +205,7 @@ class DeltaStore(ABC):
         nothing was written because the transaction was already committed."""
         self._check_txn(app_id, txn_version)
         self._check_table(table)
+        self._check_writable()
         if partitions is not None and mode != "overwrite":
             raise ValueError("partitions: only an overwrite replaces partitions")
         specs = None if partitions is None else normalize_specs(table, partitions)
@@ -148,6 +232,7 @@ class DeltaStore(ABC):
         committed. The stage is removed either way (with the files of task attempts not listed)."""
         self._check_txn(app_id, txn_version)
         self._check_table(table)
+        self._check_writable()
         return self._commit_task_files(table, stage, files, Write("append", None, app_id, txn_version))
 
     def _commit_task_files(
@@ -156,6 +241,10 @@ class DeltaStore(ABC):
         raise NotImplementedError(
             f"the {self.engine} engine commits only what Spark writes (task_stage is None)"
         )
+
+    def _check_writable(self) -> None:
+        if self.as_of is not None:
+            raise ValueError("a store reading as of an earlier version is read-only")
 
     def _check_table(self, table: TableDef) -> None:
         """What the engine refuses in a table definition before it writes (nothing by default)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rebalance_replay.schemas.core import TableDef
@@ -120,10 +120,28 @@ def _loose_type(t: Any) -> Any:
 def schema_problems(dt: DeltaTable, table: TableDef, *, for_read: bool = False) -> list[str]:
     """How the table's schema disagrees with the TableDef. For reads only what breaks reading counts:
     a column of another type, other partition columns (a TableDef column the table lacks reads as null)."""
+    have = {f["name"]: f for f in json.loads(dt.schema().to_json())["fields"]}
+    return fields_problems(have, list(dt.metadata().partition_columns), table, for_read=for_read)
+
+
+def wanted_fields(table: TableDef) -> dict[str, dict[str, Any]]:
+    """The TableDef's columns as Delta schema fields (JSON), by name."""
     from deltalake import Schema
 
-    have = {f["name"]: f for f in json.loads(dt.schema().to_json())["fields"]}
-    want = {f["name"]: f for f in json.loads(Schema.from_arrow(table.arrow_schema()).to_json())["fields"]}
+    return {f["name"]: f for f in json.loads(Schema.from_arrow(table.arrow_schema()).to_json())["fields"]}
+
+
+def additive_fields(have: Mapping[str, Any], table: TableDef) -> list[dict[str, Any]]:
+    """The TableDef's nullable columns the table lacks (a newer version added them): the additive change
+    the next write makes to the table (old rows read them as null)."""
+    return [f for name, f in wanted_fields(table).items() if name not in have and f.get("nullable", True)]
+
+
+def fields_problems(
+    have: Mapping[str, Any], parts: Sequence[str], table: TableDef, *, for_read: bool = False
+) -> list[str]:
+    """:func:`schema_problems` on the table's fields (Delta schema JSON, by name) and partition columns."""
+    want = wanted_fields(table)
     problems: list[str] = []
     for name, f in want.items():
         if name not in have:
@@ -140,7 +158,16 @@ def schema_problems(dt: DeltaTable, table: TableDef, *, for_read: bool = False) 
     for name, f in have.items():
         if not for_read and name not in want and not f.get("nullable", True):
             problems.append(f"NOT NULL column {name} of the table is not in the TableDef")
-    parts = list(dt.metadata().partition_columns)
-    if parts != list(table.partition_by):
-        problems.append(f"table is partitioned by {parts}, the TableDef by {list(table.partition_by)}")
+    if list(parts) != list(table.partition_by):
+        problems.append(f"table is partitioned by {list(parts)}, the TableDef by {list(table.partition_by)}")
     return problems
+
+
+def breaking_change_message(table: TableDef, path: str, problems: Sequence[str]) -> str:
+    """One line: what breaks, and the migration that must make such a change."""
+    return (
+        f"Delta table {table.name!r} at {path} does not match its TableDef: {'; '.join(problems)} — a "
+        "breaking schema change, which only a warehouse layout migration may make "
+        "(rebalance_replay/jobs/warehouse.py MIGRATIONS; docs/delta.md#schema-evolution): run the "
+        "rebalance-replay that wrote this warehouse, or re-ingest into a new --warehouse"
+    )

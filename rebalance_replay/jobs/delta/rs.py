@@ -27,8 +27,22 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from rebalance_replay.jobs.bookkeeping import crash_point, write_json
-from rebalance_replay.jobs.delta.base import DeltaStore, Engine, NewRows, Write, WriteMode
-from rebalance_replay.jobs.delta.features import schema_problems, unsupported_features
+from rebalance_replay.jobs.delta.base import (
+    Commit,
+    DeltaStore,
+    Engine,
+    Maintenance,
+    NewRows,
+    Write,
+    WriteMode,
+)
+from rebalance_replay.jobs.delta.features import (
+    additive_fields,
+    breaking_change_message,
+    fields_problems,
+    schema_problems,
+    unsupported_features,
+)
 from rebalance_replay.jobs.delta.partitions import (
     PartitionSpec,
     check_partition_types,
@@ -38,7 +52,7 @@ from rebalance_replay.jobs.delta.partitions import (
     typed_values,
 )
 from rebalance_replay.jobs.delta.stats import file_stats, stats_columns
-from rebalance_replay.jobs.errors import HistoryUnavailableError, TableFeatureError
+from rebalance_replay.jobs.errors import HistoryUnavailableError, SchemaEvolutionError, TableFeatureError
 from rebalance_replay.jobs.spark_session import session_conf
 from rebalance_replay.schemas.core import TableDef
 
@@ -187,10 +201,27 @@ class DeltaRsStore(DeltaStore):
     def _check_schema(self, dt: DeltaTable, table: TableDef, *, for_read: bool = False) -> None:
         problems = schema_problems(dt, table, for_read=for_read)
         if problems:
-            raise ValueError(
-                f"Delta table {table.name!r} at {self.path(table)} does not match its TableDef: "
-                + "; ".join(problems)
+            raise SchemaEvolutionError(breaking_change_message(table, self.path(table), problems))
+
+    def _evolve(self, dt: DeltaTable, table: TableDef) -> DeltaTable:
+        """Add the TableDef's new nullable columns to the table (an additive change, one commit), then
+        refuse whatever else differs (:func:`breaking_change_message`)."""
+        from deltalake.schema import Field
+        from deltalake.transaction import CommitProperties
+
+        have = {f["name"]: f for f in json.loads(dt.schema().to_json())["fields"]}
+        added = additive_fields(have, table)
+        if added and not fields_problems(
+            {**have, **{f["name"]: f for f in added}}, list(dt.metadata().partition_columns), table
+        ):
+            meta = {"userMetadata": self.run_id} if self.run_id else None
+            dt.alter.add_columns(
+                [Field.from_json(json.dumps(f)) for f in added],
+                commit_properties=CommitProperties(custom_metadata=meta),
             )
+            dt = self._load(table) or dt
+        self._check_schema(dt, table)
+        return dt
 
     def exists(self, table: TableDef) -> bool:
         from deltalake import DeltaTable
@@ -218,7 +249,41 @@ class DeltaRsStore(DeltaStore):
         )
         return df.select(*[f"`{c}`" for c in table.column_names])
 
+    def history(self, table: TableDef) -> list[Commit]:
+        dt = self._load(table)
+        if dt is None:
+            return []
+        out = []
+        for info in dt.history():
+            if "version" not in info:
+                continue
+            metrics = info.get("operationMetrics") or {}
+            n = metrics.get("numOutputRows", metrics.get("num_added_rows"))
+            engine = info.get("engineInfo") or info.get("clientVersion") or ""
+            run_id = info.get("userMetadata")
+            out.append(
+                Commit(
+                    int(info["version"]),
+                    int(info.get("timestamp") or 0),
+                    str(info.get("operation") or ""),
+                    None if run_id in (None, "") else str(run_id),
+                    str(engine),
+                    None if n is None else int(n),
+                )
+            )
+        return sorted(out, key=lambda c: c.version)
+
     def read(self, table: TableDef) -> DataFrame:
+        if self.as_of is not None:
+            version = self.version_as_of(table)
+            if version is None:
+                return self.empty(table)
+            from deltalake import DeltaTable
+
+            dt_then = DeltaTable(self.path(table), version=version)
+            self._check_features(dt_then, table, write=False)
+            self._check_schema(dt_then, table, for_read=True)
+            return self._read_paths(table, list(dt_then.file_uris()))
         dt = self._load(table)
         if dt is None:
             return self.empty(table)
@@ -298,7 +363,13 @@ class DeltaRsStore(DeltaStore):
         progress = Path(progress_dir) / "version.json"
         since = json.loads(progress.read_text())["version"] if progress.exists() else None
         current = self.version(table)  # first: a commit landing meanwhile waits for the next call
-        files = [f for f in self.files_added_since(table, since) if current is None or f.version <= current]
+        # a compaction's rewrite (dataChange=false) adds no rows: `maintain` compacts the fed table only
+        # once the feed has read everything, so its rows were all consumed before
+        files = [
+            f
+            for f in self.files_added_since(table, since)
+            if (current is None or f.version <= current) and f.data_change
+        ]
 
         def consumed() -> None:
             write_json(progress, {"version": current})
@@ -337,7 +408,9 @@ class DeltaRsStore(DeltaStore):
         dt = self._load(table)
         if dt is not None:
             self._check_features(dt, table, write=True, overwrite=write.mode == "overwrite")
-            self._check_schema(dt, table)
+            if self._already_committed(dt, write.app_id, write.txn_version):
+                return False, dt
+            dt = self._evolve(dt, table)
         return not self._already_committed(dt, write.app_id, write.txn_version), dt
 
     def _new_stage(self, table: TableDef) -> str:
@@ -481,6 +554,8 @@ class DeltaRsStore(DeltaStore):
 
         operation = "append" if mode == "append" else ("overwrite" if specs is None else "replacePartitions")
         custom: dict[str, Any] = {"rebalanceReplay": {"operation": operation, "table": table.name}}
+        if self.run_id is not None:
+            custom["userMetadata"] = self.run_id  # where Delta keeps a writer's own note (DESCRIBE HISTORY)
         if specs is not None:
             custom["rebalanceReplay"]["partitions"] = specs
         props = CommitProperties(
@@ -585,3 +660,46 @@ class DeltaRsStore(DeltaStore):
         except Exception:  # cannot tell: keep the files (orphans are harmless, deleting live data is not)
             return
         self._discard_files(self.path(table), [p for p in moved if os.path.normpath(p) not in live])
+
+    # ---- maintenance -----------------------------------------------------------------------------
+
+    def maintain(
+        self,
+        table: TableDef,
+        *,
+        retention_hours: int,
+        target_file_bytes: int,
+        dry_run: bool,
+        compact: bool = True,
+    ) -> Maintenance:
+        """delta-rs' compaction (``optimize.compact`` to ``target_file_bytes``), ``vacuum`` of files
+        unreferenced for longer than ``retention_hours``, ``create_checkpoint``."""
+        from deltalake.transaction import CommitProperties
+
+        dt = self._load(table)
+        if dt is None:
+            return Maintenance(table.name, 0, 0, [], False, retention_hours)
+        self._check_features(dt, table, write=True)
+        live = self._live_files(dt, table)
+        small = sum(1 for f in live.values() if f.size_bytes < target_file_bytes)
+        props = CommitProperties(custom_metadata={"userMetadata": self.run_id} if self.run_id else None)
+        compacted = 0
+        if compact and not dry_run and small > 1:
+            metrics = dt.optimize.compact(target_size=target_file_bytes, commit_properties=props)
+            compacted = int(metrics.get("numFilesRemoved", 0))
+            dt = self._load(table) or dt
+        files = dt.vacuum(
+            retention_hours=retention_hours,
+            dry_run=True,
+            enforce_retention_duration=False,
+        )
+        if not dry_run and files:
+            dt.vacuum(
+                retention_hours=retention_hours,
+                dry_run=False,
+                enforce_retention_duration=False,
+                commit_properties=props,
+            )
+        if not dry_run:
+            (self._load(table) or dt).create_checkpoint()
+        return Maintenance(table.name, small, compacted, sorted(files), True, retention_hours)

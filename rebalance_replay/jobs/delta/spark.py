@@ -1,23 +1,68 @@
-"""The delta-spark engine (clusters: Databricks, EMR, any Spark with the Delta jars).
+"""The delta-spark engine (clusters: Databricks, EMR, a standalone cluster, any Spark with the Delta jars).
 
 Plain ``format("delta")`` reads and writes, ``txnAppId``/``txnVersion`` for idempotency, ``replaceWhere``
-for partition overwrites, and Delta's streaming source for the incremental feed (:meth:`new_rows`).
-delta-spark is not installable everywhere (its jars come from Maven): its tests skip without the jars.
+for partition overwrites, Delta's streaming source for the incremental feed (:meth:`new_rows`), and
+Delta's SQL (``CREATE TABLE``, ``DESCRIBE HISTORY``, ``OPTIMIZE``, ``VACUUM``) for the rest: only the
+jars are needed (no ``delta`` Python package, whose releases pin pyspark's patch version). The jars come
+from Maven Central through ``spark.jars.packages`` (:func:`delta_session_conf`), or are already on the
+cluster (Databricks).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rebalance_replay.jobs.delta.base import DeltaStore, Engine, NewRows, Write
+from rebalance_replay.jobs.delta.base import Commit, DeltaStore, Engine, Maintenance, NewRows, Write
+from rebalance_replay.jobs.delta.features import additive_fields, breaking_change_message, fields_problems
 from rebalance_replay.jobs.delta.partitions import PartitionSpec
+from rebalance_replay.jobs.errors import SchemaEvolutionError
+from rebalance_replay.jobs.paths import is_uri
+from rebalance_replay.jobs.spark_session import session_conf
 from rebalance_replay.schemas.core import TableDef
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import DataFrame, SparkSession
+
+#: The Delta Lake release whose jars the delta-spark engine loads (its Maven artifact is built per Spark
+#: minor: ``io.delta:delta-spark_<spark major.minor>_2.13``; Delta 4.4.0 is the release for Spark 4.2).
+DELTA_LAKE_VERSION = "4.4.0"
+DELTA_SQL_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
+def delta_package(spark_version: str | None = None) -> str:
+    """The Maven coordinate of Delta's jars for this pyspark (``io.delta:delta-spark_4.2_2.13:4.4.0``)."""
+    if spark_version is None:
+        import pyspark
+
+        spark_version = pyspark.__version__
+    major_minor = ".".join(spark_version.split(".")[:2])
+    return f"io.delta:delta-spark_{major_minor}_2.13:{DELTA_LAKE_VERSION}"
+
+
+def delta_session_conf(package: str | None = None, ivy_dir: str | None = None) -> dict[str, str]:
+    """The settings a locally built session needs for the delta-spark engine: the jars from Maven
+    Central (resolved by Spark's own Ivy at start, cached under ``ivy_dir`` or ``~/.ivy2.5.2``), Delta's
+    SQL extension and catalog."""
+    conf = {"spark.jars.packages": package or delta_package(), **DELTA_SQL_CONF}
+    if ivy_dir:
+        conf["spark.jars.ivy"] = ivy_dir
+    return conf
+
+
+def _sql_path(path: str) -> str:
+    return "delta.`" + path.replace("`", "``") + "`"
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _sql_literal(ctype: str, value: str | None) -> str:
@@ -49,63 +94,70 @@ def _replace_where(table: TableDef, specs: list[PartitionSpec]) -> str:
 
 
 class DeltaSparkStore(DeltaStore):
-    """Delta through Spark's own Delta connector (delta-spark jars + the ``delta`` Python package)."""
+    """Delta through Spark's own Delta connector (the delta-spark jars on the classpath)."""
 
     engine: Engine = "delta-spark"
 
     def __init__(self, spark: SparkSession, warehouse: str) -> None:
-        # paths stay as given: without a scheme they resolve against Spark's default file system
+        # a local path is absolute (base class); a URI resolves against its own file system
         super().__init__(spark, warehouse)
         if not delta_spark_available(spark):
-            raise RuntimeError(
+            from rebalance_replay.jobs.errors import StorageError
+
+            raise StorageError(
                 "the delta-spark engine needs the Delta Lake jars on the Spark classpath "
-                "(e.g. spark.jars.packages=io.delta:delta-spark_2.13:<version>)"
+                f"(spark.jars.packages={delta_package()}, or spark-submit --packages {delta_package()})"
             )
-        self._delta_table_api()  # fail now, not at the first write, without the Python package
 
-    def new_rows(self, table: TableDef, progress_dir: str) -> NewRows:
-        """This engine: Delta's streaming source (``readStream.format("delta")``, ``Trigger.AvailableNow``,
-        its checkpoint under ``progress_dir``) stages the new rows; ``consumed()`` drops the stage. Rows
-        staged by a run that failed before consuming them are served again."""
-        stage = Path(progress_dir) / "staged"
-        query = (
-            self.spark.readStream.format("delta")
-            .load(self.path(table))
-            .writeStream.trigger(availableNow=True)
-            .option("checkpointLocation", str(Path(progress_dir) / "checkpoint"))
-            .foreachBatch(
-                lambda df, batch_id: df.write.mode("overwrite").parquet(str(stage / f"b={batch_id}"))
-            )
-            .start()
-        )
-        query.awaitTermination()
-        batches = sorted(str(p) for p in stage.glob("b=*")) if stage.exists() else []
-        rows = (
-            self.spark.read.schema(table.spark_schema()).parquet(*batches) if batches else self.empty(table)
-        )
-        return NewRows(rows, lambda: shutil.rmtree(stage, ignore_errors=True))
+    def _commit_conf(self) -> dict[str, str]:
+        """Session settings of this store's commits: the run id in each commit's ``userMetadata``."""
+        return {} if self.run_id is None else {"spark.databricks.delta.commitInfo.userMetadata": self.run_id}
 
-    @staticmethod
-    def _delta_table_api() -> Any:
-        try:
-            from delta.tables import DeltaTable
-        except ImportError as e:  # pragma: no cover - cluster only
-            raise RuntimeError(
-                "the delta-spark engine needs the 'delta-spark' Python package "
-                "(pip install 'rebalance-replay[cluster]')"
-            ) from e
-        return DeltaTable
+    # ---- snapshot --------------------------------------------------------------------------------
 
     def exists(self, table: TableDef) -> bool:
-        return bool(self._delta_table_api().isDeltaTable(self.spark, self.path(table)))
+        from pyspark.errors import AnalysisException
+
+        log = f"{self.path(table)}/_delta_log"
+        try:
+            jvm = self.spark._jvm  # type: ignore[attr-defined]
+            jpath = jvm.org.apache.hadoop.fs.Path(log)
+            fs = jpath.getFileSystem(self.spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+            if not fs.exists(jpath):
+                return False
+        except AttributeError:  # Spark Connect: no JVM here
+            pass
+        try:
+            self.spark.sql(f"DESCRIBE HISTORY {_sql_path(self.path(table))} LIMIT 1").first()
+            return True
+        except AnalysisException:
+            return False
 
     def version(self, table: TableDef) -> int | None:
         if not self.exists(table):
             return None
-        row = (
-            self._delta_table_api().forPath(self.spark, self.path(table)).history(1).select("version").first()
-        )
-        return None if row is None else int(row[0])
+        row = self.spark.sql(f"DESCRIBE HISTORY {_sql_path(self.path(table))} LIMIT 1").first()
+        return None if row is None else int(row["version"])
+
+    def history(self, table: TableDef) -> list[Commit]:
+        if not self.exists(table):
+            return []
+        rows = self.spark.sql(f"DESCRIBE HISTORY {_sql_path(self.path(table))}").collect()
+        out = []
+        for r in rows:
+            metrics = r["operationMetrics"] or {}
+            n = metrics.get("numOutputRows")
+            out.append(
+                Commit(
+                    int(r["version"]),
+                    int(r["timestamp"].timestamp() * 1000),
+                    str(r["operation"]),
+                    r["userMetadata"] or None,
+                    str(r["engineInfo"] or ""),
+                    None if n is None else int(n),
+                )
+            )
+        return sorted(out, key=lambda c: c.version)
 
     def _project(self, df: DataFrame, table: TableDef) -> DataFrame:
         from pyspark.sql import functions as F
@@ -122,9 +174,49 @@ class DeltaSparkStore(DeltaStore):
         )
 
     def read(self, table: TableDef) -> DataFrame:
-        if not self.exists(table):
+        version = self.version_as_of(table)
+        if version is None:
             return self.empty(table)
-        return self._project(self.spark.read.format("delta").load(self.path(table)), table)
+        reader = self.spark.read.format("delta")
+        if self.as_of is not None:
+            reader = reader.option("versionAsOf", str(version))
+        df = reader.load(self.path(table))
+        have = {f["name"]: f for f in df.schema.jsonValue()["fields"]}
+        problems = fields_problems(have, self._partition_columns(table), table, for_read=True)
+        if problems:
+            raise SchemaEvolutionError(breaking_change_message(table, self.path(table), problems))
+        return self._project(df, table)
+
+    def _partition_columns(self, table: TableDef) -> list[str]:
+        """The table's partition columns (they never change in a Delta table: the latest say it)."""
+        row = self.spark.sql(f"DESCRIBE DETAIL {_sql_path(self.path(table))}").first()
+        return [] if row is None else [str(c) for c in row["partitionColumns"]]
+
+    def _evolve(self, table: TableDef) -> None:
+        """Add the TableDef's new nullable columns (``ALTER TABLE … ADD COLUMNS``: an additive change),
+        then refuse whatever else differs (:func:`breaking_change_message`)."""
+        schema = self.spark.read.format("delta").load(self.path(table)).schema
+        have = {f["name"]: f for f in schema.jsonValue()["fields"]}
+        parts = self._partition_columns(table)
+        added = additive_fields(have, table)
+        if added and not fields_problems({**have, **{f["name"]: f for f in added}}, parts, table):
+            spark_fields = {f.name: f for f in table.spark_schema().fields}
+            cols = []
+            for f in added:
+                field = spark_fields[f["name"]]
+                col = f"`{field.name}` {field.dataType.simpleString()}"
+                comment = field.metadata.get("comment")
+                if comment:
+                    col += f" COMMENT {_sql_string(comment)}"
+                cols.append(col)
+            with session_conf(self.spark, self._commit_conf()):
+                self.spark.sql(f"ALTER TABLE {_sql_path(self.path(table))} ADD COLUMNS ({', '.join(cols)})")
+            have.update({f["name"]: f for f in added})
+        problems = fields_problems(have, parts, table)
+        # Spark's reader reports every column nullable: NOT NULL is checked by Delta at write time
+        problems = [p for p in problems if "NOT NULL" not in p]
+        if problems:
+            raise SchemaEvolutionError(breaking_change_message(table, self.path(table), problems))
 
     def _log_dir(self, table: TableDef) -> str:
         return f"{self.path(table)}/_delta_log"
@@ -149,23 +241,78 @@ class DeltaSparkStore(DeltaStore):
                 versions.append(int(row[0]))
         return max(versions) if versions else None
 
+    # ---- incremental -----------------------------------------------------------------------------
+
+    def new_rows(self, table: TableDef, progress_dir: str) -> NewRows:
+        """This engine: Delta's streaming source (``readStream.format("delta")``, ``Trigger.AvailableNow``)
+        from the version after the one recorded in ``progress_dir/version.json`` (the same record the
+        delta-rs engine keeps, so a warehouse can change engine between scheduled runs) stages the new
+        rows; ``consumed()`` records the version read and drops the stage."""
+        from rebalance_replay.jobs.bookkeeping import write_json
+
+        progress = Path(progress_dir) / "version.json"
+        since = json.loads(progress.read_text())["version"] if progress.exists() else None
+        current = self.version(table)  # the warehouse lock keeps writers out until consumed()
+        if current is None or (since is not None and since >= current):
+            return NewRows(self.empty(table), lambda: write_json(progress, {"version": current}))
+        attempt = Path(progress_dir) / f"stream-{uuid.uuid4().hex[:12]}"
+        shutil.rmtree(Path(progress_dir) / "staged", ignore_errors=True)  # an older layout's stage
+        for old in Path(progress_dir).glob("stream-*") if Path(progress_dir).exists() else []:
+            shutil.rmtree(old, ignore_errors=True)  # a run that failed before consuming
+        stage = attempt / "staged"
+        reader = self.spark.readStream.format("delta")
+        if since is not None:
+            reader = reader.option("startingVersion", str(since + 1))
+        query = (
+            reader.load(self.path(table))
+            .writeStream.trigger(availableNow=True)
+            .option("checkpointLocation", str(attempt / "checkpoint"))
+            .foreachBatch(
+                lambda df, batch_id: df.write.mode("overwrite").parquet(str(stage / f"b={batch_id}"))
+            )
+            .start()
+        )
+        query.awaitTermination()
+        batches = sorted(str(p) for p in stage.glob("b=*")) if stage.exists() else []
+        rows = (
+            self.spark.read.schema(table.spark_schema()).parquet(*batches) if batches else self.empty(table)
+        )
+        rows = self._project(rows, table)
+
+        def consumed() -> None:
+            write_json(progress, {"version": current})
+            shutil.rmtree(attempt, ignore_errors=True)
+
+        return NewRows(rows, consumed)
+
+    # ---- writes ----------------------------------------------------------------------------------
+
     def _create_if_absent(self, table: TableDef) -> None:
         """Create the table with the TableDef's schema (NOT NULL, comments), partitioning, properties."""
         if self.exists(table):
             return
-        builder = (
-            self._delta_table_api()
-            .createIfNotExists(self.spark)
-            .location(self.path(table))
-            .addColumns(table.spark_schema())
-        )
+        cols = []
+        for field in table.spark_schema().fields:
+            col = f"`{field.name}` {field.dataType.simpleString()}"
+            if not field.nullable:
+                col += " NOT NULL"
+            comment = field.metadata.get("comment")
+            if comment:
+                col += f" COMMENT {_sql_string(comment)}"
+            cols.append(col)
+        ddl = f"CREATE TABLE IF NOT EXISTS {_sql_path(self.path(table))} ({', '.join(cols)}) USING delta"
         if table.partition_by:
-            builder = builder.partitionedBy(*table.partition_by)
+            ddl += " PARTITIONED BY (" + ", ".join(f"`{c}`" for c in table.partition_by) + ")"
         if table.doc:
-            builder = builder.comment(table.doc)
-        for k, v in table.properties.items():
-            builder = builder.property(k, v)
-        builder.execute()
+            ddl += f" COMMENT {_sql_string(table.doc)}"
+        if table.properties:
+            ddl += (
+                " TBLPROPERTIES ("
+                + ", ".join(f"{_sql_string(k)} = {_sql_string(v)}" for k, v in table.properties.items())
+                + ")"
+            )
+        with session_conf(self.spark, self._commit_conf()):
+            self.spark.sql(ddl)
 
     def _write(self, conformed: DataFrame, table: TableDef, write: Write) -> int | None:
         mode, specs, app_id, txn_version = write.mode, write.specs, write.app_id, write.txn_version
@@ -173,13 +320,18 @@ class DeltaSparkStore(DeltaStore):
             done = self.transaction_version(table, app_id)
             if done is not None and done >= txn_version:
                 return None
-        self._create_if_absent(table)
+        if self.exists(table):
+            self._evolve(table)
+        else:
+            self._create_if_absent(table)
         writer = conformed.write.format("delta")
         if table.partition_by:
             writer = writer.partitionBy(*table.partition_by)
         if app_id is not None:
             # Delta itself also skips the write if this (app, version) is already committed
             writer = writer.option("txnAppId", app_id).option("txnVersion", str(txn_version))
+        if self.run_id is not None:
+            writer = writer.option("userMetadata", self.run_id)
         if mode == "append":
             writer = writer.mode("append")
         else:
@@ -192,16 +344,79 @@ class DeltaSparkStore(DeltaStore):
     def _rows_written(self, conformed: DataFrame, table: TableDef) -> int:
         """The rows the write just committed: the commit's ``operationMetrics.numOutputRows`` (Delta
         records it for every write), counted from ``conformed`` only if the metric is absent."""
-        row = (
-            self._delta_table_api()
-            .forPath(self.spark, self.path(table))
-            .history(1)
-            .select("operationMetrics")
-            .first()
-        )
-        metrics = (row[0] if row is not None else None) or {}
+        row = self.spark.sql(f"DESCRIBE HISTORY {_sql_path(self.path(table))} LIMIT 1").first()
+        metrics = (row["operationMetrics"] if row is not None else None) or {}
         value = metrics.get("numOutputRows")
         return int(value) if value is not None else int(conformed.count())
+
+    # ---- maintenance -----------------------------------------------------------------------------
+
+    def maintain(
+        self,
+        table: TableDef,
+        *,
+        retention_hours: int,
+        target_file_bytes: int,
+        dry_run: bool,
+        compact: bool = True,
+    ) -> Maintenance:
+        """``OPTIMIZE`` (bin-packing compaction to ``target_file_bytes``), ``VACUUM … RETAIN n HOURS``
+        (``DRY RUN`` first: the files it deletes), a log checkpoint."""
+        path = self.path(table)
+        small = self._small_files(table, target_file_bytes)
+        compacted = 0
+        settings = {
+            **self._commit_conf(),
+            "spark.databricks.delta.optimize.maxFileSize": str(target_file_bytes),
+            "spark.databricks.delta.optimize.minFileSize": str(target_file_bytes),
+            # retention below Delta's 7-day default is the caller's decision (maintain checks readers)
+            "spark.databricks.delta.retentionDurationCheck.enabled": "false",
+        }
+        with session_conf(self.spark, settings):
+            if compact and not dry_run and small > 1:
+                row = self.spark.sql(f"OPTIMIZE {_sql_path(path)}").first()
+                metrics = row["metrics"] if row is not None else None
+                compacted = int(metrics["numFilesRemoved"]) if metrics is not None else 0
+            hours = str(int(retention_hours))
+            listed = self.spark.sql(f"VACUUM {_sql_path(path)} RETAIN {hours} HOURS DRY RUN").collect()
+            files = sorted(str(r[0]) for r in listed)
+            if not dry_run and files:
+                self.spark.sql(f"VACUUM {_sql_path(path)} RETAIN {hours} HOURS")
+        if not dry_run:
+            self._checkpoint(path)
+        return Maintenance(table.name, small, compacted, files, True, retention_hours)
+
+    def _small_files(self, table: TableDef, target_file_bytes: int) -> int:
+        files = self.spark.read.format("delta").load(self.path(table)).inputFiles()
+        if not files:
+            return 0
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        conf = self.spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+        n = 0
+        for f in files:
+            p = jvm.org.apache.hadoop.fs.Path(f)
+            if p.getFileSystem(conf).getFileStatus(p).getLen() < target_file_bytes:
+                n += 1
+        return n
+
+    def _checkpoint(self, path: str) -> None:
+        """A checkpoint of the log's current version (Delta's ``DeltaLog.checkpoint``; on a local folder,
+        delta-rs' ``create_checkpoint`` if this Delta release does not offer it to Python)."""
+        from py4j.protocol import Py4JError
+
+        try:
+            jvm = self.spark._jvm  # type: ignore[attr-defined]
+            delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
+                self.spark._jsparkSession,  # type: ignore[attr-defined]
+                path,
+            )
+            delta_log.checkpoint()
+        except (Py4JError, AttributeError):
+            if is_uri(path) and not path.startswith("file:"):
+                raise
+            from deltalake import DeltaTable
+
+            DeltaTable(path).create_checkpoint()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -221,6 +436,11 @@ def delta_spark_available(spark: SparkSession) -> bool:
         jvm = getattr(sc, "_jvm", None)
     if jvm is None:
         return type(spark).__module__.startswith("pyspark.sql.connect")
+    return jvm_has_delta(jvm)
+
+
+def jvm_has_delta(jvm: Any) -> bool:
+    """True when Delta's classes are on this JVM's classpath (e.g. spark-submit --packages gave them)."""
     try:
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     except Exception:
@@ -232,3 +452,16 @@ def delta_spark_available(spark: SparkSession) -> bool:
         except Exception:
             continue
     return False
+
+
+def submitted_with_delta() -> bool:
+    """Under spark-submit (the driver JVM runs before the session is built): were Delta's jars given
+    (``--packages``/``--jars``)? Then the session gets Delta's SQL extension and catalog too."""
+    import os
+
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return False
+    from pyspark import SparkContext
+
+    SparkContext._ensure_initialized()
+    return SparkContext._jvm is not None and jvm_has_delta(SparkContext._jvm)
