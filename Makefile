@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 WAREHOUSE ?= warehouse
 
-.PHONY: demo test test-fast test-browser test-realkafka test-random real-kafka-corpus lint install check-java check-maven bench clean cluster-demo mutation mutation-ci
+.PHONY: demo test test-fast test-browser test-delta-spark test-realkafka test-random real-kafka-corpus lint install check-java check-maven bench clean cluster-demo mutation mutation-ci
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' \
@@ -46,17 +46,23 @@ cluster-demo: check-java install
 	  status=$$?; $(BIN)/python -m rebalance_replay.jobs.standalone stop --dir $(CLUSTER_DIR); exit $$status
 
 # The test tiers (README "Development" gives each one's measured time). `make test` is every tier but the
-# real-Kafka one: the browser tests in a pytest process of their own, after the rest (both always run;
-# it fails if either did).
+# real-Kafka and the delta-spark ones: the browser tests in a pytest process of their own, after the rest
+# (both always run; it fails if either did).
 test: check-java install
 	@status=0; \
-	$(BIN)/python -m pytest -m "not realkafka and not browser" || status=$$?; \
+	$(BIN)/python -m pytest -m "not realkafka and not browser and not deltaspark" || status=$$?; \
 	$(BIN)/python -m pytest -p no:xdist -m "browser and not realkafka" || status=$$?; \
 	exit $$status
 
+# The delta-spark engine (Delta's jars from Maven Central, cached in .cache/ivy): the two engines compared
+# table by table, a warehouse changing engine, schema evolution, time travel, maintenance, and the
+# standalone-cluster tests; fails (never skips) without the jars unless DELTA_SPARK_REQUIRED=0.
+test-delta-spark: check-java install
+	DELTA_SPARK_REQUIRED=$${DELTA_SPARK_REQUIRED:-1} $(BIN)/python -m pytest -m "deltaspark and not realkafka and not browser"
+
 # Pure Python, no JVM, no browser, nothing slow: `-n` workers (pytest-xdist; FAST_WORKERS=0 runs them in
 # this process), one test file per worker so a file's cached inputs are computed once.
-FAST_MARKERS = not spark and not slow and not browser and not differential and not realkafka and not cluster
+FAST_MARKERS = not spark and not slow and not browser and not differential and not realkafka and not cluster and not deltaspark
 FAST_WORKERS ?= auto
 test-fast: install
 	$(BIN)/python -m pytest -m "$(FAST_MARKERS)" -n $(FAST_WORKERS) --dist loadfile

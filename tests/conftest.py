@@ -107,7 +107,7 @@ def delta_spark_or_skip(spark: Any) -> None:
         unavailable("delta-spark", DELTA_SPARK_REQUIRED, reason)
 
 
-@pytest.fixture(params=["delta-rs", "delta-spark"])
+@pytest.fixture(params=["delta-rs", pytest.param("delta-spark", marks=pytest.mark.deltaspark)])
 def engine(request: pytest.FixtureRequest, spark: Any) -> str:
     """Each storage engine in turn (the delta-spark one needs Delta's jars: see ``spark``)."""
     if request.param == "delta-spark":

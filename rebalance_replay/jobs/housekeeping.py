@@ -130,16 +130,17 @@ def history(store: DeltaStore, tables: tuple[TableDef, ...] = ALL_TABLES) -> lis
 
 
 def format_history(rows: list[HistoryRow]) -> str:
-    lines = [f"  {'table':<16}{'version':>8}  {'committed (UTC)':<20}  {'operation':<18}{'rows':>8}  run"]
+    lines = [f"  {'table':<16}{'version':>8}  {'committed (UTC)':<23}  {'operation':<18}{'rows':>8}  run"]
     for r in rows:
         c = r.commit
-        when = datetime.fromtimestamp(c.timestamp_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        # to the millisecond: the time --as-of compares with (a time cut to the second can fall before it)
+        when = datetime.fromtimestamp(c.timestamp_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
         run = c.run_id or "-"
         if r.command:
             run += f" ({r.command})"
         rows_text = "" if c.rows is None else str(c.rows)
         lines.append(
-            f"  {r.table:<16}{c.version:>8}  {when:<20}  {c.operation[:17]:<18}{rows_text:>8}  {run}"
+            f"  {r.table:<16}{c.version:>8}  {when:<23}  {c.operation[:17]:<18}{rows_text:>8}  {run}"
         )
     return "\n".join(lines)
 

@@ -34,6 +34,7 @@ from rebalance_replay.jobs.replay_fast import _replay_fast
 from rebalance_replay.jobs.replay_feed import _classic_rows
 from rebalance_replay.jobs.replay_run import ReplayDirs, ReplayManifest, ReplayResult, _config_fingerprint
 from rebalance_replay.jobs.replay_stateful import _replay_incremental, _replay_stateful_batch
+from rebalance_replay.jobs.replay_wire import OUTPUT_TABLES
 from rebalance_replay.schemas import REQUESTS
 from rebalance_replay.transforms.replay import ReplaySettings
 
@@ -137,6 +138,8 @@ def replay(
         return res
 
     settings = settings_from(config)
+    for table in OUTPUT_TABLES.values():  # a breaking schema change is refused before any work
+        out_store.prepare(table)
     if incremental:
         result = _replay_incremental(spark, store, config, settings, dirs, manifest, say, final=final)
     else:

@@ -25,7 +25,7 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 SAMPLE = ROOT / "samples" / "logs"
 TABLES = ("requests", "quarantine", "predictions", "transitions", "rebalances", "member_sessions")
 
-pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow, pytest.mark.deltaspark]
 
 
 @pytest.fixture(scope="module")

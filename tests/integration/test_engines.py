@@ -18,13 +18,14 @@ from rebalance_replay.jobs.cli import main
 from rebalance_replay.schemas import ALL_TABLES
 from tests.helpers import canonical, read_table
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.deltaspark, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "logs"
 ARTIFACTS = ROOT / "tests" / "artifacts"
-#: columns that say when a run happened, not what it found
-RUN_TIME_COLUMNS = ("ingested_at",)
+#: columns that say when a run happened (the wall clock of the ingest, of the audit that first and last
+#: saw a finding), not what it found
+RUN_TIME_COLUMNS = ("ingested_at", "first_seen_ms", "last_seen_ms")
 PIPELINE = ("ingest", "replay", "validate", "audit")
 
 
@@ -211,17 +212,25 @@ def _two_ingests(engine: str, wh: Path) -> list[Any]:
     return list(DeltaTable(str(wh / "requests")).history())
 
 
-def test_history_and_time_travel(engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_history_and_time_travel(
+    engine: str, spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rebalance_replay.jobs.delta import open_store
+    from rebalance_replay.schemas import REQUESTS
+
     wh = tmp_path / "wh"
     args = ["--warehouse", str(wh), *engine_args(engine)]
     commits = _two_ingests(engine, wh)
     runs = json.loads((wh / "summary.json").read_text())["runs"]
     assert [r["command"] for r in runs] == ["ingest", "ingest"]
     assert {c.get("userMetadata") for c in commits} == {r["run_id"] for r in runs}
+    # the commit as the product's history shows it (its time is the one --as-of compares with: Delta's
+    # commit time, which delta-spark takes from the commit file, a little after the commitInfo's)
     first_ingest = max(
-        (c for c in commits if c["userMetadata"] == runs[0]["run_id"]), key=lambda c: int(c["version"])
+        (c for c in open_store(spark, str(wh), engine).history(REQUESTS) if c.run_id == runs[0]["run_id"]),
+        key=lambda c: c.version,
     )
-    assert runs[0]["versions"]["requests"] == int(first_ingest["version"])
+    assert runs[0]["versions"]["requests"] == first_ingest.version
 
     # history: each version of each table with the run (and command) that wrote it
     capsys.readouterr()
@@ -231,7 +240,7 @@ def test_history_and_time_travel(engine: str, tmp_path: Path, capsys: pytest.Cap
         assert f"{r['run_id']} (ingest)" in out, out
 
     # the requests as they were after the first ingest: a forensics replay sees broker-1 only
-    at = first_ingest["timestamp"] + 1  # epoch ms of that commit; ISO on the command line
+    at = first_ingest.timestamp_ms + 1  # epoch ms of that commit; ISO on the command line
     from datetime import UTC, datetime
 
     iso = datetime.fromtimestamp(at / 1000, UTC).isoformat(timespec="milliseconds")

@@ -242,6 +242,14 @@ class DeltaStore(ABC):
             f"the {self.engine} engine commits only what Spark writes (task_stage is None)"
         )
 
+    def prepare(self, table: TableDef) -> None:
+        """Make an existing table ready for this release's rows before a long write starts: a column the
+        release added is added (an additive change), a breaking change refused with
+        :class:`~rebalance_replay.jobs.errors.SchemaEvolutionError` — the check each write makes, made up
+        front, so that a streaming query's micro-batch never fails on it half-way (Spark would log the
+        refusal as a stack trace of its own)."""
+        self._check_writable()
+
     def _check_writable(self) -> None:
         if self.as_of is not None:
             raise ValueError("a store reading as of an earlier version is read-only")

@@ -402,6 +402,12 @@ class DeltaRsStore(DeltaStore):
     def _check_table(self, table: TableDef) -> None:
         check_partition_types(table)
 
+    def prepare(self, table: TableDef) -> None:
+        super().prepare(table)
+        dt = self._load(table)
+        if dt is not None:
+            self._evolve(dt, table)
+
     def _ready(self, table: TableDef, write: Write) -> tuple[bool, DeltaTable | None]:
         """Check a write against the table: (False when its transaction is already committed, the table
         as loaded for the check)."""

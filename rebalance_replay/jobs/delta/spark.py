@@ -218,6 +218,11 @@ class DeltaSparkStore(DeltaStore):
         if problems:
             raise SchemaEvolutionError(breaking_change_message(table, self.path(table), problems))
 
+    def prepare(self, table: TableDef) -> None:
+        super().prepare(table)
+        if self.exists(table):
+            self._evolve(table)
+
     def _log_dir(self, table: TableDef) -> str:
         return f"{self.path(table)}/_delta_log"
 
