@@ -295,7 +295,7 @@ def test_retry_with_same_transaction_is_a_noop(spark: Any, store: DeltaStore) ->
     # another app, or the next batch, commits
     assert store.append(tiny_rows(spark, [3], D2), TINY, app_id="other", txn_version=7) is True
     assert store.append(tiny_rows(spark, [4], D2), TINY, app_id="job", txn_version=8) is True
-    assert store.version(TINY) == 2
+    assert store.version(TINY) == first(store) + 2
     assert store.transaction_version(TINY, "job") == 8
     assert store.transaction_version(TINY, "other") == 7
     assert store.transaction_version(TINY, "never") is None
@@ -327,7 +327,7 @@ def test_overwrite_one_partition_leaves_the_others(spark: Any, store: DeltaStore
 def test_overwrite_whole_table(spark: Any, store: DeltaStore) -> None:
     store.append(tiny_rows(spark, [1], D1).unionByName(tiny_rows(spark, [2], D2)), TINY)
     assert store.overwrite(tiny_rows(spark, [5], D3), TINY, app_id="full", txn_version=1)
-    assert store.version(TINY) == 1
+    assert store.version(TINY) == first(store) + 1
     assert ids_of(store.read(TINY)) == [5]
     assert arrow_of(store, TINY).num_rows == 1
     assert store.transaction_version(TINY, "full") == 1
@@ -335,12 +335,16 @@ def test_overwrite_whole_table(spark: Any, store: DeltaStore) -> None:
 
 def test_overwrite_refuses_rows_outside_the_partitions(spark: Any, store: DeltaStore) -> None:
     store.append(tiny_rows(spark, [1], D1), TINY)
-    files = data_files_on_disk(store, TINY)
+    files, live = data_files_on_disk(store, TINY), live_paths(store, TINY)
     bad = tiny_rows(spark, [2], D1).unionByName(tiny_rows(spark, [3], D2))
     with pytest.raises(ValueError, match="not among the partitions being replaced"):
         store.overwrite(bad, TINY, partitions=[{"day": D1}])
     assert store.version(TINY) == first(store)
-    assert data_files_on_disk(store, TINY) == files
+    assert live_paths(store, TINY) == live and ids_of(store.read(TINY)) == [1]
+    if store.engine == "delta-rs":  # its stage is checked before anything moves into the table
+        assert data_files_on_disk(store, TINY) == files
+    # (delta-spark: Delta writes the files before its commit checks replaceWhere; the uncommitted
+    # files stay on disk, unreferenced, until `maintain`'s VACUUM removes them)
     assert_no_stage(store, TINY)
 
 
@@ -431,19 +435,21 @@ def test_empty_append_creates_the_table_and_records_the_transaction(spark: Any, 
     assert delta(store, TINY).metadata().partition_columns == ["day"]
     assert store.append(empty, TINY, app_id="ingest", txn_version=0) is False
     back = store.read(TINY)
-    assert back.count() == 0 and back.schema == TINY.spark_schema()
+    assert back.count() == 0 and same_types(back.schema, TINY.spark_schema())
     assert data_files_on_disk(store, TINY) == set()
     assert_no_stage(store, TINY)
-    # an empty append without a transaction is still one commit
+    # an empty append without a transaction: one commit on delta-rs; Delta itself commits nothing for
+    # an empty write with nothing to record (no transaction), so delta-spark's version stays
     assert store.append(empty, TINY) is True
-    assert store.version(TINY) == 1
+    assert store.version(TINY) == first(store) + (1 if store.engine == "delta-rs" else 0)
 
 
 def test_missing_table_reads_empty_with_schema(spark: Any, store: DeltaStore) -> None:
     df = store.read(REQUESTS)
     assert df.count() == 0
     assert df.schema == REQUESTS.spark_schema()
-    assert store.files_added_since(REQUESTS, None) == []
+    if store.engine == "delta-rs":  # its incremental source (delta-spark reads Delta's streaming source)
+        assert store.files_added_since(REQUESTS, None) == []  # type: ignore[attr-defined]
     assert store.transaction_version(REQUESTS, "x") is None
 
 
@@ -455,7 +461,7 @@ def test_unpartitioned_table(spark: Any, store: DeltaStore) -> None:
     assert arrow_of(store, FLAT).num_rows == 3
     assert store.overwrite(spark.createDataFrame([(4, "d")], FLAT.spark_schema()), FLAT)
     assert ids_of(store.read(FLAT)) == [4]
-    assert store.version(FLAT) == 2
+    assert store.version(FLAT) == first(store) + 2
 
 
 def test_not_null_violation_fails_and_leaves_nothing(spark: Any, store: DeltaStore) -> None:

@@ -329,6 +329,7 @@ class DeltaSparkStore(DeltaStore):
             self._evolve(table)
         else:
             self._create_if_absent(table)
+        before = self.version(table)
         writer = conformed.write.format("delta")
         if table.partition_by:
             writer = writer.partitionBy(*table.partition_by)
@@ -343,13 +344,29 @@ class DeltaSparkStore(DeltaStore):
             writer = writer.mode("overwrite").option("partitionOverwriteMode", "static")
             if specs is not None:
                 writer = writer.option("replaceWhere", _replace_where(table, specs))
-        writer.save(self.path(table))
-        return self._rows_written(conformed, table)
+        from pyspark.errors import AnalysisException
 
-    def _rows_written(self, conformed: DataFrame, table: TableDef) -> int:
+        # the session's timestamp type is Spark's INT96 by default: Delta's readers (delta-rs, the
+        # protocol) expect INT64 micros, as the delta-rs engine writes them
+        with session_conf(self.spark, {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}):
+            try:
+                writer.save(self.path(table))
+            except AnalysisException as e:
+                if "DELTA_REPLACE_WHERE_MISMATCH" not in str(e):
+                    raise
+                raise ValueError(
+                    f"overwrite of table {table.name!r}: the DataFrame has rows in a partition which is "
+                    f"not among the partitions being replaced {specs} (nothing committed)"
+                ) from None
+        return self._rows_written(conformed, table, before)
+
+    def _rows_written(self, conformed: DataFrame, table: TableDef, before: int | None) -> int:
         """The rows the write just committed: the commit's ``operationMetrics.numOutputRows`` (Delta
-        records it for every write), counted from ``conformed`` only if the metric is absent."""
+        records it for every write), counted from ``conformed`` only if the metric is absent; 0 when
+        Delta made no commit (an empty append: the table's version is still ``before``)."""
         row = self.spark.sql(f"DESCRIBE HISTORY {_sql_path(self.path(table))} LIMIT 1").first()
+        if row is not None and int(row["version"]) == before:
+            return 0
         metrics = (row["operationMetrics"] if row is not None else None) or {}
         value = metrics.get("numOutputRows")
         return int(value) if value is not None else int(conformed.count())
