@@ -156,6 +156,8 @@ def test_data_docs_render_offline(sample_wh: Path) -> None:
 def test_findings_are_rendered_when_the_audit_wrote_them(sample_wh: Path, tmp_path: Path) -> None:
     """A `findings` table (issue 10's columns) → markers with summary and fix, the evidence as file:line,
     the overview's findings table linking to the group page; "audit not run" is gone."""
+    from datetime import UTC, datetime
+
     import pyarrow as pa
     from deltalake import write_deltalake
 
@@ -199,9 +201,11 @@ def test_findings_are_rendered_when_the_audit_wrote_them(sample_wh: Path, tmp_pa
                 type=pa.list_(evidence),
             ),
             "fix": ["session.timeout.ms ≥ 60000"],
+            "log_date": [datetime.fromtimestamp(evicted["ended_ms"] / 1000, UTC).date()],
         }
     )
-    write_deltalake(str(wh / "findings"), rows)
+    # as the audit lays the table out (partitioned by log_date): the store refuses another layout
+    write_deltalake(str(wh / "findings"), rows, partition_by=["log_date"])
     assert main(["report", "--warehouse", str(wh)]) == 0
     index = (wh / "reports" / "index.html").read_text()
     assert "audit not run" not in index and "session-timeout-eviction" in index
