@@ -278,7 +278,17 @@ def _session(config: Config) -> Any:
             conf.setdefault(k, v)
     spark = get_spark(conf=conf)
     _STATE["spark"] = spark
+    _quiet_query_context_logs()
     return spark
+
+
+def _quiet_query_context_logs() -> None:
+    """PySpark 4 logs each analysis error of a query (a table that is not there, a bad column) with its
+    Java stack trace, as JSON to stderr, as it raises it; the CLI says every error in one line itself."""
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).disabled = True
 
 
 def _needs_delta_jars(config: Config) -> bool:
