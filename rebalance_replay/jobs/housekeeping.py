@@ -59,6 +59,8 @@ def register_tables(
     A name already registered at another location is replaced. Returns the names registered."""
     from pyspark.errors import AnalysisException
 
+    from rebalance_replay.jobs.delta.spark import sql_string
+
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {_quote(database)}")
     done = []
     for t in tables:
@@ -66,7 +68,7 @@ def register_tables(
             continue
         name = f"{database}.{t.name}"
         location = store.path(t)
-        location_sql = "'" + location.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        location_sql = sql_string(location)
         try:
             rows = spark.sql(f"DESCRIBE DETAIL {_quote(name)}").collect()
             registered = str(rows[0]["location"]) if rows else ""

@@ -27,6 +27,7 @@ from rebalance_replay.schemas.core import TableDef
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructField
 
 #: The Delta Lake release whose jars the delta-spark engine loads (its Maven artifact is built per Spark
 #: minor: ``io.delta:delta-spark_<spark major.minor>_2.13``; Delta 4.4.0 is the release for Spark 4.2).
@@ -61,8 +62,20 @@ def _sql_path(path: str) -> str:
     return "delta.`" + path.replace("`", "``") + "`"
 
 
-def _sql_string(text: str) -> str:
+def sql_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal (backslashes and quotes escaped)."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _column_sql(field: StructField) -> str:
+    """A column of ``CREATE TABLE``/``ADD COLUMNS``: name, type, NOT NULL when not nullable, comment."""
+    col = f"`{field.name}` {field.dataType.simpleString()}"
+    if not field.nullable:
+        col += " NOT NULL"
+    comment = field.metadata.get("comment")
+    if comment:
+        col += f" COMMENT {sql_string(comment)}"
+    return col
 
 
 def _sql_literal(ctype: str, value: str | None) -> str:
@@ -74,8 +87,7 @@ def _sql_literal(ctype: str, value: str | None) -> str:
         return str(int(value))
     if ctype == "boolean":
         return "TRUE" if value == "true" else "FALSE"
-    escaped = value.replace("\\", "\\\\").replace("'", "\\'")
-    return f"'{escaped}'"
+    return sql_string(value)
 
 
 def _replace_where(table: TableDef, specs: list[PartitionSpec]) -> str:
@@ -201,14 +213,7 @@ class DeltaSparkStore(DeltaStore):
         added = additive_fields(have, table)
         if added and not fields_problems({**have, **{f["name"]: f for f in added}}, parts, table):
             spark_fields = {f.name: f for f in table.spark_schema().fields}
-            cols = []
-            for f in added:
-                field = spark_fields[f["name"]]
-                col = f"`{field.name}` {field.dataType.simpleString()}"
-                comment = field.metadata.get("comment")
-                if comment:
-                    col += f" COMMENT {_sql_string(comment)}"
-                cols.append(col)
+            cols = [_column_sql(spark_fields[f["name"]]) for f in added]  # nullable, as added columns are
             with session_conf(self.spark, self._commit_conf()):
                 self.spark.sql(f"ALTER TABLE {_sql_path(self.path(table))} ADD COLUMNS ({', '.join(cols)})")
             have.update({f["name"]: f for f in added})
@@ -296,24 +301,16 @@ class DeltaSparkStore(DeltaStore):
         """Create the table with the TableDef's schema (NOT NULL, comments), partitioning, properties."""
         if self.exists(table):
             return
-        cols = []
-        for field in table.spark_schema().fields:
-            col = f"`{field.name}` {field.dataType.simpleString()}"
-            if not field.nullable:
-                col += " NOT NULL"
-            comment = field.metadata.get("comment")
-            if comment:
-                col += f" COMMENT {_sql_string(comment)}"
-            cols.append(col)
+        cols = [_column_sql(field) for field in table.spark_schema().fields]
         ddl = f"CREATE TABLE IF NOT EXISTS {_sql_path(self.path(table))} ({', '.join(cols)}) USING delta"
         if table.partition_by:
             ddl += " PARTITIONED BY (" + ", ".join(f"`{c}`" for c in table.partition_by) + ")"
         if table.doc:
-            ddl += f" COMMENT {_sql_string(table.doc)}"
+            ddl += f" COMMENT {sql_string(table.doc)}"
         if table.properties:
             ddl += (
                 " TBLPROPERTIES ("
-                + ", ".join(f"{_sql_string(k)} = {_sql_string(v)}" for k, v in table.properties.items())
+                + ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in table.properties.items())
                 + ")"
             )
         with session_conf(self.spark, self._commit_conf()):
