@@ -132,6 +132,7 @@ class _Client:
     rejoin_reason: str = ""
     epoch: int = 0  # bumps on crash/restart: stale scheduled actions are ignored
     reconnects: int = 0
+    restarts: int = 0
     double_joined: bool = False
     stale_member_id: str = ""  # the member id it had before a poll timeout
     stale_generation: int = -1
@@ -293,7 +294,13 @@ class Simulation:
         self._join(c)
 
     def _on_restart(self, c: _Client) -> None:
+        """A new process in the crashed one's place (same spec, client id and host): its connections have
+        new ephemeral ports, which is how a broker's log tells it from the process before."""
         c.epoch += 1
+        c.restarts += 1
+        broker, client, index = c.connection.split("-")
+        host = client.rsplit(":", 1)[0]
+        c.connection = f"{broker}-{host}:{50000 + c.index + 5000 * c.restarts}-{index}"
         self._on_start(c)
 
     def _on_crash(self, c: _Client) -> None:

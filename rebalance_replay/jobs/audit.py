@@ -35,7 +35,14 @@ from typing import TYPE_CHECKING, Any
 from rebalance_replay.jobs.bookkeeping import utc, write_json
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.errors import MissingTableError
-from rebalance_replay.schemas import FINDINGS, MEMBER_SESSIONS, REBALANCES, REQUESTS, TRANSITIONS
+from rebalance_replay.schemas import (
+    FINDINGS,
+    MEMBER_SESSIONS,
+    PREDICTIONS,
+    REBALANCES,
+    REQUESTS,
+    TRANSITIONS,
+)
 from rebalance_replay.schemas.core import Column, TableDef
 from rebalance_replay.transforms.audit import (
     RULES,
@@ -47,10 +54,12 @@ from rebalance_replay.transforms.audit import (
     selected_rules,
 )
 from rebalance_replay.transforms.audit.model import (
+    DISPUTE_COLUMNS,
     REBALANCE_COLUMNS,
     REQUEST_COLUMNS,
     SESSION_COLUMNS,
     TRANSITION_COLUMNS,
+    Dispute,
     Rebalance,
     Req,
     Session,
@@ -73,6 +82,7 @@ KEYS = {
     "rebalances": ("rebalance_seq", "started_ms", "ended_ms", "outcome", "trigger"),
     "member_sessions": ("member_id", "generation_id", "joined_ms", "ended_ms", "end_reason"),
     "transitions": ("seq", "time_ms", "to_state"),
+    "disputes": ("source_file", "line_no", "api"),
 }
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 #: what the per-group function returns: one row a finding or unsupported rule, its JSON in ``payload``
@@ -97,6 +107,7 @@ TABLE_COLUMNS = {
     "rebalances": REBALANCE_COLUMNS,
     "member_sessions": SESSION_COLUMNS,
     "transitions": TRANSITION_COLUMNS,
+    "disputes": DISPUTE_COLUMNS,  # predictions scored and not matched
 }
 #: :class:`Req` fields made from the nested ``requests`` columns (filled on few rows: they cross as one
 #: JSON string, ``nested``; Spark's Arrow writer pays for a nested column on every row, null or not)
@@ -191,6 +202,7 @@ def group_inputs(group_id: str, table: pa.Table, broker: BrokerBounds) -> GroupI
         sessions=[Session.from_row(r) for r in rows["member_sessions"]],
         transitions=[Transition.from_row(r) for r in rows["transitions"]],
         broker=broker,
+        disputes=[Dispute.from_row(r) for r in rows["disputes"]],
     )
 
 
@@ -490,6 +502,8 @@ def audit(
     ):
         if store.exists(table):
             frames[name] = store.read(table)
+    if store.exists(PREDICTIONS):
+        frames["disputes"] = store.read(PREDICTIONS).where(F.col("scored") & ~F.col("matched"))
     fps = group_fingerprints(frames)
     settings_fp = settings_fingerprint(settings, only, broker)
     state_file = _state_path(config.storage.warehouse)

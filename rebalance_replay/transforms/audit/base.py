@@ -151,6 +151,17 @@ def who(inputs: GroupInputs, member: str) -> str:
     return f"{name} ({info.hosts[0]})" if info.hosts else name
 
 
+def pod_of(inputs: GroupInputs, member: str) -> str:
+    """Where a member runs, as an operator names it: ``instance app-1`` (static), else ``host 10.0.4.7``,
+    else its client id (several members of one pod share it)."""
+    info = member_info(inputs, [member])
+    if info.instance_ids:
+        return f"instance {info.instance_ids[0]}"
+    if info.hosts:
+        return f"host {info.hosts[0]}"
+    return info.client_ids[0] if info.client_ids else member
+
+
 def _names(kind: str, names: Sequence[str], limit: int = 5) -> str:
     shown = ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
     return f"{kind}{'s' if len(names) > 1 else ''} {shown}"
@@ -190,8 +201,12 @@ def make_finding(
     rebalance_seqs: Iterable[int] = (),
     window: tuple[int, int] | None = None,
     confidence_note: str | None = None,
+    caused: bool = True,
 ) -> Finding:
-    """A finding of the rule whose settings ``st`` are (the registry knows which: ``rule_of``)."""
+    """A finding of the rule whose settings ``st`` are (the registry knows which: ``rule_of``).
+    ``rebalance_seqs``: the rebalances the finding is about; their cost counts as the finding's
+    (``rebalance_time_caused_ms``, ``member_seconds_without_assignment``) unless ``caused`` is False: the
+    finding suffered them without causing them (a commit refused because a rebalance was running)."""
     rule = rule_of(st)
     rows = sorted(set(evidence), key=lambda r: (r.arrival_ms, r.source_file, r.line_no))
     if window is None:
@@ -200,7 +215,7 @@ def make_finding(
         window = (rows[0].arrival_ms, rows[-1].arrival_ms)
     seqs = tuple(sorted(set(rebalance_seqs)))
     m = dict(metrics or {})
-    m.update(cost(inputs, seqs))
+    m.update(cost(inputs, seqs if caused else ()))
     m["evidence_rows"] = float(len(rows))
     m["evidence_omitted"] = float(max(0, len(rows) - cap))
     member_ids = tuple(sorted(set(members)))
@@ -255,14 +270,20 @@ def rebalance_window(rbs: Sequence[Rebalance]) -> tuple[int, int]:
 
 def heartbeat_gaps(inputs: GroupInputs) -> dict[str, list[tuple[int, Req, Req]]]:
     """Per member: (gap ms, previous heartbeat, heartbeat) between consecutive successful heartbeats of
-    one generation (a rebalance in between restarts the cadence)."""
+    one generation at one coordinator (a rebalance in between restarts the cadence; a gap across a
+    coordinator move is the time the client took to find the new coordinator, not its cadence)."""
     last: dict[str, Req] = {}
     out: dict[str, list[tuple[int, Req, Req]]] = {}
     for r in inputs.requests:
         if r.api_name != HEARTBEAT or not r.member_id:
             continue
         prev = last.get(r.member_id)
-        if prev is not None and prev.generation_id == r.generation_id and r.error_name in (None, "NONE"):
+        if (
+            prev is not None
+            and prev.generation_id == r.generation_id
+            and prev.broker_id == r.broker_id
+            and r.error_name in (None, "NONE")
+        ):
             out.setdefault(r.member_id, []).append((r.arrival_ms - prev.arrival_ms, prev, r))
         last[r.member_id] = r
     return out

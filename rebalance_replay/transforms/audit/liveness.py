@@ -84,8 +84,10 @@ def _expiries(
     contradict (:func:`_disputed_expiries` are left out: the broker answered the member as a member
     afterwards; ``disputed``: those, when the caller has them) with the member's last request before
     it and its kind:
-    ``dynamic``, ``static-stalled`` (the same member id speaks again: the process was alive),
-    ``static-restarted`` (the instance id rejoins with a new member id), ``static-gone``."""
+    ``dynamic``, ``static-stalled`` (the process was alive: the same member id speaks again, or the
+    instance rejoins from the very process — the same connection — that held the evicted member, as a Java
+    client does after a poll timeout: it forgets its member id but keeps its connection),
+    ``static-restarted`` (the instance id rejoins from a new process), ``static-gone``."""
     out = []
     left_out = [s for s, _ in (_disputed_expiries(inputs) if disputed is None else disputed)]
     for s in _expired_sessions(inputs):
@@ -95,9 +97,16 @@ def _expiries(
         kind = "dynamic"
         if s.group_instance_id:
             later = [r for r in inputs.requests if r.arrival_ms > s.ended_ms]
-            if any(r.member_id == s.member_id for r in later):
+            rejoin = next(
+                (r for r in later if r.api_name == JOIN_GROUP and r.group_instance_id == s.group_instance_id),
+                None,
+            )
+            before = [r for r in member_requests(inputs, s.member_id) if r.arrival_ms <= s.ended_ms]
+            if any(r.member_id == s.member_id for r in later) or (
+                rejoin is not None and before and rejoin.process == before[-1].process
+            ):
                 kind = "static-stalled"
-            elif any(r.api_name == JOIN_GROUP and r.group_instance_id == s.group_instance_id for r in later):
+            elif rejoin is not None:
                 kind = "static-restarted"
             else:
                 kind = "static-gone"
@@ -200,7 +209,7 @@ def max_poll_interval_exceeded(inputs: GroupInputs, st: R03Settings, cap: int) -
         nxt = [
             x
             for x in inputs.requests
-            if x.arrival_ms > r.arrival_ms and x.api_name == JOIN_GROUP and x.client_id == r.client_id
+            if x.arrival_ms > r.arrival_ms and x.api_name == JOIN_GROUP and x.process == r.process
         ]
         rows += nxt[:1]
     rtos = [
@@ -333,8 +342,8 @@ def static_member_poll_timeout(inputs: GroupInputs, st: R04Settings, cap: int) -
             "stalled heartbeat thread"
         ),
         summary_tail=(
-            "the same process spoke again afterwards (its old member id was refused), so it stalled "
-            "rather than restarted"
+            "the same process spoke again afterwards (with its old member id, or rejoining on the same "
+            "connection), so it stalled rather than restarted"
         ),
         fix=(
             "lower max.poll.records or raise max.poll.interval.ms and move slow work off the poll "
@@ -480,8 +489,7 @@ def double_join(inputs: GroupInputs, st: R15Settings, cap: int) -> list[Finding]
             if b.arrival_ms - a.arrival_ms > st.double_join_window_ms:
                 break
             if (
-                b.client_id == a.client_id
-                and b.connection == a.connection
+                b.process == a.process
                 and a.response_member_id != b.response_member_id
                 and a.response_member_id not in used
             ):

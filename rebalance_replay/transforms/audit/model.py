@@ -76,6 +76,8 @@ SESSION_COLUMNS = (
     "rebalance_timeout_ms",
 )
 TRANSITION_COLUMNS = ("seq", "time_ms", "from_state", "to_state", "generation_id", "member_id")
+#: ``predictions`` columns of a request whose predicted answer the broker contradicted
+DISPUTE_COLUMNS = ("source_file", "line_no", "api", "mismatch_kinds", "observed_error", "predicted_error")
 
 
 def _tuple(v: Any) -> tuple[Any, ...]:
@@ -117,6 +119,13 @@ class Req:
     def host(self) -> str | None:
         addr = self.client_address
         return addr.rsplit(":", 1)[0] if addr else None
+
+    @property
+    def process(self) -> str:
+        """The client process that sent the request, as the broker saw it: its end of the connection
+        (host and port; a process keeps its connection to the coordinator), else the connection id, else
+        the client id. Two pods with the default client id ``consumer-<group>-1`` are two processes."""
+        return self.client_address or self.connection or self.client_id or ""
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -239,6 +248,34 @@ class Transition:
 
 
 @dataclass(frozen=True)
+class Dispute:
+    """A request whose answer the replay predicted otherwise than the broker logged it (a ``predictions``
+    row scored and not matched): what the model derived around it — sessions, rebalances — is in doubt."""
+
+    source_file: str
+    line_no: int
+    api: str
+    mismatch_kinds: tuple[str, ...] = ()
+    observed_error: str | None = None
+    predicted_error: str | None = None
+
+    @staticmethod
+    def from_row(row: Mapping[str, Any]) -> Dispute:
+        kw: dict[str, Any] = {c: row.get(c) for c in DISPUTE_COLUMNS}
+        kw["mismatch_kinds"] = _tuple(kw["mismatch_kinds"])
+        return Dispute(**kw)
+
+    @property
+    def text(self) -> str:
+        """``JOIN_GROUP kafka-request.log:123 answered NONE, predicted UNKNOWN_MEMBER_ID`` (or the fields
+        that differ when the errors agree)."""
+        where = f"{self.source_file.rsplit('/', 1)[-1]}:{self.line_no}"
+        if self.observed_error != self.predicted_error:
+            return f"{self.api} {where} answered {self.observed_error}, predicted {self.predicted_error}"
+        return f"{self.api} {where}: {', '.join(self.mismatch_kinds) or 'answer'} differs"
+
+
+@dataclass(frozen=True)
 class BrokerBounds:
     """Broker settings the rules compare against (``broker.*`` of the run's configuration)."""
 
@@ -258,6 +295,7 @@ class GroupInputs:
     sessions: tuple[Session, ...] = ()
     transitions: tuple[Transition, ...] = ()
     broker: BrokerBounds = field(default_factory=BrokerBounds)
+    disputes: tuple[Dispute, ...] = ()
 
     @staticmethod
     def build(
@@ -268,6 +306,7 @@ class GroupInputs:
         sessions: Iterable[Session] = (),
         transitions: Iterable[Transition] = (),
         broker: BrokerBounds | None = None,
+        disputes: Iterable[Dispute] = (),
     ) -> GroupInputs:
         """Sorted deterministically, whatever order the rows came in."""
         return GroupInputs(
@@ -277,6 +316,7 @@ class GroupInputs:
             tuple(sorted(sessions, key=lambda s: (s.joined_ms, s.member_id, s.generation_id))),
             tuple(sorted(transitions, key=lambda t: (t.seq, t.time_ms))),
             broker or BrokerBounds(),
+            tuple(sorted(disputes, key=lambda d: (d.source_file, d.line_no, d.api))),
         )
 
     def rebalance(self, seq: int) -> Rebalance | None:

@@ -15,6 +15,7 @@ from rebalance_replay.transforms.audit.base import (
     kept_by_broker,
     make_finding,
     needs_version,
+    pod_of,
     quantile,
     rebalance_window,
     time_rebalancing_ms,
@@ -91,11 +92,18 @@ def rebalance_storm(inputs: GroupInputs, st: R01Settings, cap: int) -> list[Find
     hb27 = sum(1 for r in hbs if r.error_name == "REBALANCE_IN_PROGRESS")
     spent = time_rebalancing_ms(window)
     members = sorted({rb.trigger_member_id for rb in window if rb.trigger_member_id})
+    # the pod behind the storm: the instance or host whose members started most of its rebalances
+    pods = Counter(pod_of(inputs, rb.trigger_member_id) for rb in window if rb.trigger_member_id)
+    driver = ""
+    if pods:
+        pod, pod_n = sorted(pods.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        if 2 * pod_n > n:
+            driver = f"; driven by {pod} ({pod_n} of {n} rebalances started by its members)"
     summary = (
         f"{n} rebalances within {seconds(min(end - start, HOUR_MS))} (threshold "
         f"{st.max_rebalances_per_hour}/hour), "
         f"{seconds(spent)} spent rebalancing; dominant trigger {dominant} ({dom_n} of {n}, see "
-        f"{TRIGGER_RULE.get(dominant, 'the triggers')}); {hb27} of {len(hbs)} heartbeats answered "
+        f"{TRIGGER_RULE.get(dominant, 'the triggers')}){driver}; {hb27} of {len(hbs)} heartbeats answered "
         "REBALANCE_IN_PROGRESS"
     )
     return [
@@ -252,25 +260,30 @@ def rolling_deploy(inputs: GroupInputs, st: R13Settings, cap: int) -> list[Findi
         and not any(i for _, i, _ in r.leave_members)
         and not any("poll timeout" in (reason or "") for _, _, reason in r.leave_members)
     ]
+    # A pod is its process's end of the connection (host and port), never its client id: every
+    # single-consumer Java pod is ``consumer-<group>-1``. A process's first JoinGroup (no member id) makes
+    # it a new member. A leaving pod's successor is the first new process to join after the LeaveGroup,
+    # within the replace window (a deploy with surge pairs each leave with the next pod's start). Processes
+    # that all started and stopped together (a batch job, fifty consumers of one process) are no deploy:
+    # their first joins all come before the leaves.
     first_joins: dict[str, Req] = {}
     for r in inputs.requests:
-        if r.api_name == JOIN_GROUP and not r.member_id and not r.group_instance_id and r.client_id:
-            first_joins.setdefault(f"{r.client_id}|{r.connection}", r)
+        if r.api_name == JOIN_GROUP and not r.member_id and not r.group_instance_id:
+            first_joins.setdefault(r.process, r)
     empties = [t.time_ms for t in inputs.transitions if t.to_state == "Empty"]
-    leaving = {lv.client_id for lv in leaves}
     pairs: list[tuple[Req, Req]] = []
     taken: set[str] = set()
     for lv in leaves:
-        for key, j in sorted(first_joins.items(), key=lambda kv: kv[1].arrival_ms):
-            if key in taken or j.client_id in leaving:
+        for key, j in sorted(first_joins.items(), key=lambda kv: (kv[1].arrival_ms, kv[0])):
+            if key in taken or key == lv.process or j.arrival_ms < lv.arrival_ms:
                 continue
-            lo, hi = sorted((lv.arrival_ms, j.arrival_ms))
-            if any(lo <= e <= hi for e in empties):  # the group emptied: short-lived consumers (R14)
-                continue
-            if hi - lo <= st.replace_window_ms:
-                pairs.append((lv, j))
-                taken.add(key)
+            if j.arrival_ms - lv.arrival_ms > st.replace_window_ms:
                 break
+            if any(lv.arrival_ms <= e <= j.arrival_ms for e in empties):  # emptied: short-lived (R14)
+                break
+            pairs.append((lv, j))
+            taken.add(key)
+            break
     if len(pairs) < st.min_replacements:
         return []
     start = min(min(a.arrival_ms, b.arrival_ms) for a, b in pairs)
@@ -282,7 +295,7 @@ def rolling_deploy(inputs: GroupInputs, st: R13Settings, cap: int) -> list[Findi
             (
                 r.response_member_id
                 for r in inputs.requests
-                if r.client_id == j.client_id
+                if r.process == j.process
                 and r.api_name == JOIN_GROUP
                 and r.response_member_id
                 and r.arrival_ms >= j.arrival_ms
@@ -456,13 +469,19 @@ def sync_never_completes(inputs: GroupInputs, st: R19Settings, cap: int) -> list
         for rb in inputs.rebalances
         if set(members) & set(rb.evicted) or rb.trigger == "pending_sync_expiry"
     ]
+    leaders: list[str] = []  # a slow sync phase is its leader's: the SyncGroup carrying the assignment
     for rb in slow:
-        rows += [
+        syncs = [
             r
             for r in inputs.requests
             if r.api_name == "SYNC_GROUP"
             and (rb.join_completed_ms or 0) <= r.arrival_ms <= (rb.stable_ms or 0)
-        ][-1:]
+        ]
+        leader_sync = next((r for r in syncs if r.assignments), syncs[-1] if syncs else None)
+        if leader_sync is not None:
+            rows.append(leader_sync)
+            if leader_sync.assignments and leader_sync.member_id and leader_sync.member_id not in leaders:
+                leaders.append(leader_sync.member_id)
         seqs.append(rb.rebalance_seq)
     if not rows:
         rows = _joins_in(
@@ -478,10 +497,13 @@ def sync_never_completes(inputs: GroupInputs, st: R19Settings, cap: int) -> list
             f"({span(rtos)}) and {'was' if len(expired) == 1 else 'were'} removed, starting another rebalance"
         )
     if slow:
+        by = f"the leader {', '.join(sorted({who(inputs, m) for m in leaders}))}" if leaders else "the leader"
         parts.append(
-            f"{len(slow)} sync phase(s) took {span([rb.sync_phase_ms or 0 for rb in slow])} (slow leader "
-            "assignment)"
+            f"{len(slow)} of {len(inputs.rebalances)} sync phase(s) took "
+            f"{span([rb.sync_phase_ms or 0 for rb in slow])}: {by} sent its assignment that long after the "
+            "join phase, while every member waited (slow leader assignment)"
         )
+        members = sorted(set(members) | set(leaders))
     windows = [(s.joined_ms, s.ended_ms or s.joined_ms) for s in expired] + [
         (rb.join_completed_ms or rb.started_ms, rb.stable_ms or rb.ended_ms or rb.started_ms) for rb in slow
     ]

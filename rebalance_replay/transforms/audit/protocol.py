@@ -196,15 +196,19 @@ def _assignment_support(inputs: GroupInputs) -> str | None:
 
 
 def over_provisioned(inputs: GroupInputs, st: R17Settings, cap: int) -> list[Finding]:
-    hits: list[tuple[Req, list[str], int]] = []
+    # A member is idle for want of partitions only when the group has more members than the partitions
+    # it is ever given: a cooperative first round (partitions being moved are revoked before anyone gets
+    # them) leaves a member empty in a group that is not too big.
+    assigned: list[tuple[Req, list[str], int]] = []
     for r in _leader_syncs(inputs):
         decoded = [(m, try_decode_assignment(b)) for m, b in r.assignments]
         if any(a is None for _, a in decoded):
             continue
         empty = [m for m, a in decoded if a is not None and not any(ps for _, ps in a.partitions)]
         parts = sum(len(ps) for _, a in decoded if a is not None for _, ps in a.partitions)
-        if empty:
-            hits.append((r, empty, parts))
+        assigned.append((r, empty, parts))
+    most = max((parts for _, _, parts in assigned), default=0)
+    hits = [(r, empty, most) for r, empty, _ in assigned if empty and len(r.assignments) > most]
     if not hits:
         return []
     last, empty, parts = hits[-1]
@@ -286,12 +290,23 @@ def coordinator_moving(inputs: GroupInputs, st: R20Settings, cap: int) -> list[F
     end = max(r.arrival_ms for r in rows)
     seqs = [rb.rebalance_seq for rb in inputs.rebalances if start <= rb.started_ms <= end + 60_000]
     path = " → ".join([moves[0][0].broker_id] + [b.broker_id for _, b in moves]) if moves else ""
+    # A group's first requests on a fresh coordinator (its __consumer_offsets partition being created or
+    # loaded) are answered COORDINATOR_NOT_AVAILABLE until it is ready: a start, not an incident.
+    first_member = min(
+        (
+            r.arrival_ms
+            for r in inputs.requests
+            if r.api_name == JOIN_GROUP and r.error_name in (None, "NONE")
+        ),
+        default=None,
+    )
+    starting = not moves and first_member is not None and end < first_member
     return [
         make_finding(
             inputs,
             st,
             cap,
-            severity=st.severity,
+            severity="info" if starting else st.severity,
             confidence=1.0,
             members=[],
             evidence=rows,
@@ -300,6 +315,8 @@ def coordinator_moving(inputs: GroupInputs, st: R20Settings, cap: int) -> list[F
                 (
                     f"the group's coordinator moved {len(moves)} time(s) ({path})"
                     if moves
+                    else "the coordinator was not ready for the group's first members"
+                    if starting
                     else "the coordinator was unavailable"
                 )
                 + (
@@ -371,6 +388,7 @@ def commits_racing(inputs: GroupInputs, st: R21Settings, cap: int) -> list[Findi
             ),
             metrics={"failed_commits": float(n)},
             rebalance_seqs=seqs,
+            caused=False,  # the commits raced these rebalances; they did not start them
         )
     ]
 

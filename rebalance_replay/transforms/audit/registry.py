@@ -164,6 +164,33 @@ def evaluate(inputs: GroupInputs, settings: AuditSettings, only: Iterable[str] |
         if reason is not None:
             unsupported.append((rule.rule_id, reason))
             continue
-        findings.extend(rule.check(inputs, settings.rule(rule.rule_id), settings.evidence_cap))
+        found = rule.check(inputs, settings.rule(rule.rule_id), settings.evidence_cap)
+        findings.extend(weigh_disputes(inputs, f) for f in found)
     findings.sort(key=lambda f: (f.rule_id, f.window_start_ms, f.window_end_ms, f.member_ids))
     return GroupAudit(tuple(findings), tuple(unsupported))
+
+
+#: The share of a finding's confidence lost when every one of its evidence requests was mispredicted
+#: (half of that when half were).
+DISPUTED_CONFIDENCE_DROP = 0.5
+
+
+def weigh_disputes(inputs: GroupInputs, finding: Finding) -> Finding:
+    """The broker's answers win: a finding citing requests whose answers the replay predicted otherwise
+    than the broker logged them rests on a view of the group the broker disputes. Its confidence drops
+    with the share of such evidence and its summary names the disputed answers."""
+    if not inputs.disputes or not finding.evidence:
+        return finding
+    index = {(d.source_file, d.line_no): d for d in inputs.disputes}
+    hit = [index[k] for e in finding.evidence if (k := (e.source_file, e.line_no)) in index]
+    if not hit:
+        return finding
+    confidence = round(
+        finding.confidence * (1 - DISPUTED_CONFIDENCE_DROP * len(hit) / len(finding.evidence)), 2
+    )
+    named = ", ".join(d.text for d in hit[:3]) + (f" and {len(hit) - 3} more" if len(hit) > 3 else "")
+    summary = (
+        f"{finding.summary}; disputed (confidence {confidence:.2f}): the broker answered {len(hit)} of its "
+        f"{len(finding.evidence)} evidence request(s) otherwise than the replay predicted ({named})"
+    )
+    return dataclasses.replace(finding, confidence=confidence, summary=summary)

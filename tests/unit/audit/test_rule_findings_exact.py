@@ -131,8 +131,9 @@ WANTS = [
         0.8,
         1,
         f"static member {R04}-1 was evicted 1 time after 30 s without a heartbeat (session.timeout.ms 30 s); "
-        "the same process spoke again afterwards (its old member id was refused), so it stalled rather "
-        "than restarted (confidence 0.80: a static member sends no LeaveGroup: the log cannot tell a "
+        "the same process spoke again afterwards (with its old member id, or rejoining on the same "
+        "connection), so it stalled rather than restarted (confidence 0.80: a static member sends no "
+        "LeaveGroup: the log cannot tell a "
         "stalled poll loop from a stalled heartbeat thread)",
         "lower max.poll.records or raise max.poll.interval.ms and move slow work off the poll thread; "
         "static members are detected only after session.timeout.ms (30000), so a stalled poll loop keeps "
@@ -507,11 +508,21 @@ def test_storm_counts_come_from_the_log() -> None:
     triggers = Counter(rb.trigger for rb in rbs)
     top, top_n = triggers.most_common(1)[0]
     assert top == "leader_rejoin"  # the leader's 8 rejoins outnumber the 7 later joins
+    # the pod behind it: the leader's host started its first rebalance and the 8 rejoins
+    hosts = Counter(
+        next(r.host for r in gi.requests if rb.trigger_member_id in (r.member_id, r.response_member_id))
+        for rb in rbs
+        if rb.trigger_member_id
+    )
+    (pod, pod_n), *_ = hosts.most_common()
+    assert (pod, pod_n) == ("10.1.0.10", 9)
     assert (f.severity, f.confidence, f.occurrences) == ("warning", 1.0, n)
     assert like(
         f"{n} rebalances within {ANY} s (threshold 10/hour), {ANY} s spent rebalancing; dominant trigger "
-        f"leader_rejoin ({top_n} of {n}, see R16/R22); {len(busy)} of {len(heartbeats)} heartbeats answered "
-        "REBALANCE_IN_PROGRESS" + WHO[("R01", g)],
+        f"leader_rejoin ({top_n} of {n}, see R16/R22); driven by host {pod} ({pod_n} of {n} rebalances "
+        f"started by its members); {len(busy)} of {len(heartbeats)} heartbeats answered "
+        # the hosts the sentence does not name yet: all but the driver's
+        "REBALANCE_IN_PROGRESS; hosts 10.1.0.11, 10.1.0.12, 10.1.0.13, 10.1.0.14, 10.1.0.15 and 2 more",
         f.summary,
     ), f.summary
     assert f.fix == (
