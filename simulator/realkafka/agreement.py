@@ -35,6 +35,13 @@ def read_table(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def ground_truth(rec: Path) -> dict[str, Any]:
+    """The recording's ``ground_truth.json``: per scenario its group, processes, actions and the events
+    the clients reported (member ids, assignments)."""
+    truth: dict[str, Any] = json.loads((rec / "ground_truth.json").read_text())
+    return truth
+
+
 def recordings(corpus: Path) -> list[Path]:
     """Every ``<release>/<profile>`` folder holding a manifest, in a stable order."""
     return sorted(p.parent for p in corpus.glob("*/*/manifest.json"))
@@ -70,6 +77,8 @@ class RecordingResult:
     quarantine: list[dict[str, Any]]
     cells: list[Cell]
     summaries: dict[str, dict[str, Any]]
+    #: the audit's findings on the track-mode replay (the product's default), each row of ``findings``
+    findings: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _main(argv: list[str]) -> int:
@@ -106,7 +115,7 @@ def evaluate(
     if request_log_only:
         rec = request_logs_only(rec, work / "input")
     manifest = json.loads((rec / "manifest.json").read_text())
-    truth = json.loads((rec / "ground_truth.json").read_text())
+    truth = ground_truth(rec)
     base = work / "ingested"
     if _main(["ingest", "--input", str(rec), "--warehouse", str(base), *extra]) != 0:
         raise RuntimeError(f"ingest failed on {rec}")
@@ -124,12 +133,19 @@ def evaluate(
     per_group = Counter(r["group_id"] for r in requests if r.get("group_id"))
     cells: list[Cell] = []
     summaries: dict[str, dict[str, Any]] = {}
+    findings: list[dict[str, Any]] = []
     for mode in modes:
         wh = work / mode
         shutil.copytree(base, wh)
         if _main(["replay", "--warehouse", str(wh), "--set", f"replay.mode={mode}", *extra]) != 0:
             raise RuntimeError(f"replay ({mode}) failed on {rec}")
         summaries[mode] = json.loads((wh / "summary.json").read_text())
+        if mode == "track":
+            # the findings only: the findings contract's Great Expectations run is tested elsewhere
+            audit = ["audit", "--warehouse", str(wh), "--set", "report.great_expectations=false", *extra]
+            if _main(audit) != 0:
+                raise RuntimeError(f"audit failed on {rec}")
+            findings = read_table(wh / "findings")
         by_group: dict[str, Cell] = {}
         for p in read_table(wh / "predictions"):
             g = p["group_id"]
@@ -179,7 +195,7 @@ def evaluate(
                 }
             )
         cells.extend(sorted(by_group.values(), key=lambda c: c.scenario))
-    return RecordingResult(rec, manifest, ingest, quarantine, cells, summaries)
+    return RecordingResult(rec, manifest, ingest, quarantine, cells, summaries, findings)
 
 
 def table(results: Sequence[RecordingResult]) -> str:
@@ -279,7 +295,28 @@ def markdown(results: Sequence[RecordingResult], request_log_only: bool) -> str:
         "FindCoordinator included.",
         "",
     ]
-    return "\n".join(head) + "\n" + table(results) + "\n"
+    page = "\n".join(head) + "\n" + table(results) + "\n"
+    if any(r.findings for r in results):
+        from simulator.realkafka.audit_truth import rule_table, verdicts
+
+        found, problems = verdicts(results)
+        page += (
+            "\n## The audit on real clients\n\n"
+            "Each rule's incident made by real clients (`Scenario.rules` in "
+            "`simulator/realkafka/scenarios.py`: found = a finding in the scenario's group naming a "
+            "member of each process it is about, inside the scenario's run), the rules no real client "
+            "here can trigger, and the controls (ordinary "
+            "behaviour: no warning or critical finding allowed). Checked by "
+            "`tests/realkafka/test_corpus.py::test_the_audit_holds_on_real_clients`.\n\n"
+            + rule_table(results, found)
+            + "\n\n"
+            + (
+                "\n".join(f"- problem: {p}" for p in problems)
+                or "No problem: every expected rule found, no false alarm."
+            )
+            + "\n"
+        )
+    return page
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -292,6 +329,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path)
     ap.add_argument("--request-log-only", action="store_true", help="leave the brokers' server.log out")
     ap.add_argument("--markdown", type=Path, help="write the table as a page (docs/real-kafka.md)")
+    ap.add_argument(
+        "--rules",
+        action="store_true",
+        help="also audit each recording and print the rule × client table (simulator.realkafka.audit_truth)",
+    )
     args = ap.parse_args(argv)
     extra = [x for kv in args.set for x in ("--set", kv)]
     work = args.work or Path(tempfile.mkdtemp(prefix="realkafka-agreement-"))
@@ -309,6 +351,12 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"quarantined: {res.path.name}: {q.get('source_file')}:{q.get('line_no')}: {q.get('reason')}"
             )
+    if args.rules:
+        from simulator.realkafka.audit_truth import rule_table, verdicts
+
+        vs, problems = verdicts(results)
+        print(rule_table(results, vs))
+        print("\n".join(problems) or "audit: every expected rule found, no false alarm")
     if args.markdown:
         args.markdown.write_text(markdown(results, args.request_log_only))
     if args.json:

@@ -110,18 +110,20 @@ class ClientProcess:
         commit: str = "auto",
         processing_ms: int = 0,
         poll_ms: int = 100,
+        assign_delay_ms: int = 0,
     ) -> None:
-        self.send(
-            {
-                "op": "start",
-                "config": dict(config),
-                "topics": list(topics),
-                "consumers": consumers,
-                "commit": commit,
-                "processing_ms": processing_ms,
-                "poll_ms": poll_ms,
-            }
-        )
+        op: dict[str, Any] = {
+            "op": "start",
+            "config": dict(config),
+            "topics": list(topics),
+            "consumers": consumers,
+            "commit": commit,
+            "processing_ms": processing_ms,
+            "poll_ms": poll_ms,
+        }
+        if assign_delay_ms:
+            op["assign_delay_ms"] = assign_delay_ms  # the Java client's SlowRangeAssignor
+        self.send(op)
 
     def wait_for(self, event: str, count: int = 1, timeout_s: float = 60.0) -> bool:
         """Until ``count`` events named ``event`` have come (False when the time ran out)."""

@@ -53,9 +53,9 @@ class Worker:
         return sorted(f"{p.topic}-{p.partition}" for p in parts)
 
     def _member(self) -> dict[str, Any]:
+        """The member id the coordinator gave this consumer (as the Java client's events carry it)."""
         try:
-            md = self.consumer.consumer_group_metadata()
-            return {"member_id": md.member_id if hasattr(md, "member_id") else None}
+            return {"member_id": self.consumer.memberid() or None}
         except Exception:
             return {}
 
@@ -63,13 +63,13 @@ class Worker:
         c = self.consumer
 
         def on_assign(_c: Any, parts: list[Any]) -> None:
-            emit(self.index, "assigned", partitions=self._names(parts))
+            emit(self.index, "assigned", partitions=self._names(parts), **self._member())
 
         def on_revoke(_c: Any, parts: list[Any]) -> None:
-            emit(self.index, "revoked", partitions=self._names(parts))
+            emit(self.index, "revoked", partitions=self._names(parts), **self._member())
 
         def on_lost(_c: Any, parts: list[Any]) -> None:
-            emit(self.index, "lost", partitions=self._names(parts))
+            emit(self.index, "lost", partitions=self._names(parts), **self._member())
 
         c.subscribe(self.topics, on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
         emit(self.index, "ready", topics=self.topics)

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
+import signal
 import threading
 import time
 import traceback
@@ -116,6 +118,13 @@ class Scenario:
     releases: frozenset[str] | None = None  # None: every release
     partitions: int = 3
     expect: dict[str, Any] = field(default_factory=dict)
+    #: The audit rules the scenario must raise, each with the processes whose members the finding must
+    #: name (empty: a finding about the group). Any other finding must be info.
+    rules: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Rules whose findings are true of the scenario without being its point (they may be raised).
+    also: frozenset[str] = frozenset()
+    #: Ordinary behaviour: no warning or critical finding at all.
+    control: bool = False
 
     @property
     def about(self) -> str:
@@ -170,13 +179,24 @@ class Run:
         commit: str = "auto",
         processing_ms: int = 0,
         version: str | None = None,
+        assign_delay_ms: int = 0,
         **config: Any,
     ) -> ClientProcess:
-        """Start a Java consumer process (``consumers`` consumers in it) and record it."""
+        """Start a Java consumer process (``consumers`` consumers in it) and record it;
+        ``assign_delay_ms``: its assignor (``SLOW_RANGE``) waits this long when the process leads."""
         client = JavaClient(f"{self.group}.{name}", self.rec.rel, self.rec.client_logs, version=version)
         cfg = self.config(**config)
-        client.start(cfg, [self.topic], consumers=consumers, commit=commit, processing_ms=processing_ms)
+        client.start(
+            cfg,
+            [self.topic],
+            consumers=consumers,
+            commit=commit,
+            processing_ms=processing_ms,
+            assign_delay_ms=assign_delay_ms,
+        )
         self._started(name, client, cfg, consumers, commit, processing_ms)
+        if assign_delay_ms:
+            self.client_info[list(self.clients)[-1]]["assign_delay_ms"] = assign_delay_ms
         return client
 
     def rdkafka(
@@ -227,6 +247,16 @@ class Run:
         self.act("close", process=key)
         client.close()
         self.act("closed", process=key)
+
+    def freeze(self, client: ClientProcess, seconds: float) -> None:
+        """The whole process stopped (SIGSTOP) for ``seconds``, then resumed (SIGCONT): a long GC pause or a
+        frozen VM; no thread of the client runs meanwhile, the heartbeat thread included."""
+        key = self._key(client)
+        os.kill(client.pid, signal.SIGSTOP)
+        self.act("SIGSTOP", process=key, seconds=seconds)
+        time.sleep(seconds)
+        os.kill(client.pid, signal.SIGCONT)
+        self.act("SIGCONT", process=key)
 
     def stall(self, client: ClientProcess, ms: int, consumer: int | None = None) -> None:
         op: dict[str, Any] = {"op": "stall", "ms": ms}

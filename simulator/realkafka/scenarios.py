@@ -9,6 +9,8 @@ whole library records in minutes; client ids are the clients' defaults.
 
 from __future__ import annotations
 
+from typing import Any
+
 from simulator.realkafka.recording import Profile, Run, Scenario
 
 #: Broker settings per cluster profile. Not Kafka's defaults where a scenario needs to see the setting
@@ -43,6 +45,16 @@ PROFILES: dict[str, Profile] = {
             "offsets.topic.num.partitions": "3",
         },
         "three brokers, __consumer_offsets replicated 3 times: the coordinator can move",
+    ),
+    "audit": Profile(
+        "audit",
+        1,
+        {
+            "group.initial.rebalance.delay.ms": "1000",
+            "group.min.session.timeout.ms": "4000",
+            "group.max.session.timeout.ms": "120000",
+        },
+        "one broker (the single profile's settings): the audit rules' incidents made by real clients",
     ),
     "held": Profile(
         "held",
@@ -437,32 +449,225 @@ def held_join(r: Run) -> None:
         r.close(p)
 
 
+#: range and cooperative-sticky assignments after a pause (java/ScenarioClient)
+SLOW_RANGE = "ScenarioClient$SlowRangeAssignor"
+SLOW_COOPERATIVE = "ScenarioClient$SlowCooperativeAssignor"
+
+
+def crash_loop(r: Run) -> None:
+    """A pod in a crash loop: p1 starts, gets its partitions and is killed (kill -9, no LeaveGroup), six
+    times over, beside a healthy p0. Each start and each session expiry is a rebalance: a storm driven by
+    one pod, and repeated evictions."""
+    p0 = r.java("p0")
+    r.assigned(p0)
+    for _ in range(6):
+        p1 = r.java("p1")
+        r.assigned(p1)
+        r.sleep(1)
+        r.kill(p1)
+        r.sleep(8)  # session 6 s: the eviction's rebalance before the next start
+    r.close(p0)
+
+
+def static_poll_timeout(r: Run) -> None:
+    """A static member's poll loop stalls past max.poll.interval.ms (6 s): a static member sends no
+    LeaveGroup, so the group notices only when its session (6 s) expires; the process then polls again
+    and rejoins with its instance id."""
+    p0 = r.java("p0", group_instance_id="stalled-0", max_poll_interval_ms=6000)
+    p1 = r.java("p1", group_instance_id="stalled-1", max_poll_interval_ms=6000)
+    r.assigned(p0)
+    r.assigned(p1)
+    r.sleep(3)
+    r.stall(p1, 16000)
+    r.sleep(24)
+    r.close(p1)
+    r.close(p0)
+
+
+def slow_heartbeat(r: Run) -> None:
+    """heartbeat.interval.ms 3 s against session.timeout.ms 6 s: two late heartbeats evict a member (the
+    client's rule of thumb is a third of the session timeout)."""
+    p0 = r.java("p0", heartbeat_interval_ms=3000)
+    p1 = r.java("p1", heartbeat_interval_ms=3000)
+    r.assigned(p0)
+    r.assigned(p1)
+    r.sleep(25)
+    r.close(p1)
+    r.close(p0)
+
+
+def static_frozen(r: Run) -> None:
+    """A static member with session.timeout.ms 60 s whose process is frozen (SIGSTOP) for 35 s, as a long
+    GC pause or a paused VM does: the group waits without a rebalance while its partitions stand idle."""
+    cfg: dict[str, Any] = {
+        "session_timeout_ms": 60000,
+        "heartbeat_interval_ms": 3000,
+        "max_poll_interval_ms": 120000,
+    }
+    p0 = r.java("p0", group_instance_id="frozen-0", **cfg)
+    p1 = r.java("p1", group_instance_id="frozen-1", **cfg)
+    r.assigned(p0)
+    r.assigned(p1)
+    r.sleep(4)
+    r.freeze(p1, 35)
+    r.sleep(5)
+    r.close(p1)
+    r.close(p0)
+
+
+def short_lived(r: Run) -> None:
+    """A consumer run as a short job, four times: each run finds the group Empty, waits the initial
+    rebalance delay, reads, and leaves."""
+    for _ in range(4):
+        p = r.java("job")
+        r.assigned(p)
+        r.sleep(1)
+        r.close(p)
+        r.sleep(1)
+
+
+def _slow_leader_group(r: Run, session_timeout_ms: int, cooperative: bool) -> None:
+    r.produce_while_running(100)
+    timeouts: dict[str, Any] = {
+        "session_timeout_ms": session_timeout_ms,
+        "heartbeat_interval_ms": session_timeout_ms // 10,
+    }
+    java, rd_strategy = (SLOW_COOPERATIVE, "cooperative-sticky") if cooperative else (SLOW_RANGE, "range")
+    leader = r.java("leader", partition_assignment_strategy=java, assign_delay_ms=12000, **timeouts)
+    r.assigned(leader, timeout_s=60)
+    rd = [
+        r.rdkafka(
+            f"rd{i}", partition_assignment_strategy=rd_strategy, auto_commit_interval_ms=1000, **timeouts
+        )
+        for i in range(2)
+    ]
+    for p in rd:
+        r.assigned(p, timeout_s=60)
+    r.sleep(20)  # cooperative: the second round (another 12 s) gives the newcomers their partitions
+    rd.append(
+        r.rdkafka("rd2", partition_assignment_strategy=rd_strategy, auto_commit_interval_ms=1000, **timeouts)
+    )
+    r.assigned(rd[2], timeout_s=60)  # rd0 and rd1 commit while the leader assigns
+    r.sleep(15)
+    r.close(rd[2])
+    r.sleep(16)
+    r.close(rd[1])
+    r.close(rd[0])
+    r.close(leader)
+
+
+def slow_assignor(r: Run) -> None:
+    """The group's leader (Java, a cooperative-sticky assignor that takes 12 s; session.timeout.ms 30 s)
+    and two librdkafka members committing every second while records flow: every sync phase lasts 12 s,
+    and the commits the members (keeping their partitions: cooperative) send meanwhile are refused
+    (REBALANCE_IN_PROGRESS)."""
+    _slow_leader_group(r, 30000, cooperative=True)
+
+
+def assignor_past_session(r: Run) -> None:
+    """The same slow leader (range: eager) with session.timeout.ms 6 s: the Java client's heartbeat
+    thread waits for the coordinator lock the assigning poll thread holds, so the leader goes silent for
+    12 s and is evicted before it sends its assignment, rebalance after rebalance."""
+    _slow_leader_group(r, 6000, cooperative=False)
+
+
+def frozen_consumer(r: Run) -> None:
+    """A Java consumer committing after every batch (commit sync, 200 ms of processing) is frozen
+    (SIGSTOP) for 10 s, twice, against a session of 6 s: it is evicted, and when it runs again its poll
+    thread commits before its heartbeat thread learns so: the commit carries the generation it lost
+    (UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION), the work behind it may be processed twice."""
+    r.produce_while_running(100)
+    p0 = r.java("p0", commit="sync", processing_ms=200)
+    p1 = r.java("p1", commit="sync", processing_ms=200)
+    r.assigned(p0)
+    r.assigned(p1)
+    for _ in range(2):
+        r.sleep(4)
+        r.freeze(p1, 10)
+        r.sleep(8)
+    r.close(p1)
+    r.close(p0)
+
+
+def rdkafka_crash(r: Run) -> None:
+    """Two librdkafka consumers; one is killed (kill -9): its session expires."""
+    p0 = r.rdkafka("p0")
+    p1 = r.rdkafka("p1")
+    r.assigned(p0)
+    r.assigned(p1)
+    r.sleep(4)
+    r.kill(p1)
+    r.sleep(12)
+    r.close(p0)
+
+
+def static_rolling_deploy(r: Run) -> None:
+    """A rolling deploy done right: three static members (group.instance.id per pod, session.timeout.ms
+    30 s), each pod stopped and started again within its session: no rebalance, no finding."""
+    cfg: dict[str, Any] = {"session_timeout_ms": 30000, "heartbeat_interval_ms": 3000}
+    pods = [r.java(f"pod{i}", group_instance_id=f"pod-{i}", **cfg) for i in range(3)]
+    for p in pods:
+        r.assigned(p)
+    r.sleep(3)
+    for i in range(3):
+        r.close(pods[i])
+        pods[i] = r.java(f"pod{i}", group_instance_id=f"pod-{i}", **cfg)
+        r.assigned(pods[i])
+        r.sleep(3)
+    for p in pods:
+        r.close(p)
+
+
 SCENARIOS: list[Scenario] = [
-    Scenario("birth", birth),
-    Scenario("scale-up", scale_up),
-    Scenario("scale-down", scale_down),
-    Scenario("crash", crash),
-    Scenario("poll-timeout", poll_timeout),
-    Scenario("static-restart-inside", static_restart_inside),
-    Scenario("static-restart-beyond", static_restart_beyond),
-    Scenario("static-duplicate", static_duplicate),
-    Scenario("rolling-restart", rolling_restart),
-    Scenario("eager-range", eager_range),
-    Scenario("cooperative", cooperative, releases=frozenset({"3.7", "4.4"})),
-    Scenario("mixed-assignors", mixed_assignors, releases=frozenset({"3.7", "4.4"})),
-    Scenario("partitions-added", partitions_added, partitions=2),
-    Scenario("commit-race", commit_race, partitions=6),
-    Scenario("invalid-session-timeout", invalid_session_timeout),
-    Scenario("burst", burst, partitions=12),
-    Scenario("older-client", older_client),
-    Scenario("rdkafka-basic", rdkafka_basic),
+    Scenario("birth", birth, control=True),
+    Scenario("scale-up", scale_up, control=True),
+    Scenario("scale-down", scale_down, control=True),
+    Scenario("crash", crash, rules={"R02": ("p1",)}),
+    Scenario("poll-timeout", poll_timeout, rules={"R03": ("p1",)}),
+    Scenario("static-restart-inside", static_restart_inside, control=True),
+    Scenario("static-restart-beyond", static_restart_beyond, rules={"R11": ("p1",)}),
+    Scenario("static-duplicate", static_duplicate, rules={"R10": ()}),
+    Scenario("rolling-restart", rolling_restart, rules={"R13": ("pod0", "pod1", "pod2")}),
+    Scenario("eager-range", eager_range, control=True),
+    Scenario("cooperative", cooperative, releases=frozenset({"3.7", "4.4"}), control=True),
+    Scenario("mixed-assignors", mixed_assignors, releases=frozenset({"3.7", "4.4"}), rules={"R08": ("b",)}),
+    Scenario("partitions-added", partitions_added, partitions=2, rules={"R16": ()}),
+    Scenario("commit-race", commit_race, partitions=6, control=True),
+    Scenario("invalid-session-timeout", invalid_session_timeout, rules={"R07": ()}),
+    Scenario("burst", burst, partitions=12, rules={"R17": ("fifty",)}),
+    Scenario("older-client", older_client, rules={"R02": ("p1",)}),
+    # recorded before rdclient reported member ids: the group only (rdkafka-crash names the member)
+    Scenario("rdkafka-basic", rdkafka_basic, rules={"R02": ()}),
     Scenario("rdkafka-cooperative", rdkafka_cooperative),
-    Scenario("mixed-clients", mixed_clients),
-    Scenario("kip848", kip848, releases=frozenset({"4.4"})),
-    Scenario("max-size", max_size, profile="maxsize", partitions=6),
-    Scenario("coordinator-moves", coordinator_moves, profile="three"),
-    Scenario("coordinator-shutdown", coordinator_shutdown, profile="three"),
-    Scenario("held-join", held_join, profile="held"),
+    Scenario("mixed-clients", mixed_clients, control=True),
+    Scenario("kip848", kip848, releases=frozenset({"4.4"}), rules={"R23": ()}),
+    Scenario("max-size", max_size, profile="maxsize", partitions=6, rules={"R18": ()}),
+    Scenario("coordinator-moves", coordinator_moves, profile="three", rules={"R20": ()}),
+    Scenario("coordinator-shutdown", coordinator_shutdown, profile="three", rules={"R20": ()}),
+    Scenario("held-join", held_join, profile="held", rules={"R05": ("p0",), "R17": ()}),
+    Scenario("crash-loop", crash_loop, profile="audit", rules={"R01": ("p1",), "R02": ("p1",)}),
+    Scenario("static-poll-timeout", static_poll_timeout, profile="audit", rules={"R04": ("p1",)}),
+    Scenario("slow-heartbeat", slow_heartbeat, profile="audit", rules={"R06": ("p0", "p1")}),
+    Scenario("static-frozen", static_frozen, profile="audit", rules={"R12": ("p1",)}),
+    Scenario("short-lived", short_lived, profile="audit", rules={"R14": ()}),
+    Scenario(
+        "slow-assignor",
+        slow_assignor,
+        profile="audit",
+        partitions=6,
+        rules={"R19": ("leader",)},
+    ),
+    Scenario(
+        "assignor-past-session",
+        assignor_past_session,
+        profile="audit",
+        partitions=6,
+        rules={"R02": ("leader",)},
+        also=frozenset({"R01", "R14"}),
+    ),
+    Scenario("frozen-consumer", frozen_consumer, profile="audit", rules={"R21": ("p1",), "R02": ("p1",)}),
+    Scenario("rdkafka-crash", rdkafka_crash, profile="audit", rules={"R02": ("p1",)}),
+    Scenario("static-rolling-deploy", static_rolling_deploy, profile="audit", control=True),
 ]
 
 

@@ -8,7 +8,9 @@ import json
 
 import pytest
 
+from rebalance_replay.transforms.audit.registry import rule_ids
 from simulator.realkafka.agreement import CORPUS, MODES, RecordingResult, recordings
+from simulator.realkafka.audit_truth import NOT_TRIGGERABLE, verdicts
 from simulator.realkafka.scenarios import SCENARIOS
 from tests.realkafka.checks import agreement_problems, ingest_problems, scored_everywhere
 
@@ -43,3 +45,14 @@ def test_every_line_is_ingested(corpus_results: list[RecordingResult]) -> None:
 def test_replay_agrees_with_the_real_brokers(corpus_results: list[RecordingResult], mode: str) -> None:
     assert agreement_problems(corpus_results, mode) == []
     assert scored_everywhere(corpus_results) == []
+
+
+def test_the_audit_holds_on_real_clients(corpus_results: list[RecordingResult]) -> None:
+    """Every rule a real client can trigger is found in its scenario (its group, a member of each process
+    it is about, inside the scenario's run) on every release whose log can show it; the controls
+    (ordinary behaviour: a group's start, scale-out and -in, clean closes, static restarts and deploys,
+    eager and cooperative rebalances) and the harness's warm-up group raise no warning or critical
+    finding, and no scenario raises one it was not written for."""
+    found, problems = verdicts(corpus_results)
+    assert problems == []
+    assert {v.rule for v in found if v.outcome == "found"} == set(rule_ids()) - set(NOT_TRIGGERABLE)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from simulator.realkafka.agreement import MODES, evaluate
+from simulator.realkafka.audit_truth import verdicts
 from simulator.realkafka.jars import RELEASES, HarnessUnavailable, fetch
 from simulator.realkafka.record import record
 from tests.realkafka.checks import agreement_problems, ingest_problems, scored_everywhere
@@ -21,7 +22,8 @@ pytestmark = [pytest.mark.realkafka, pytest.mark.spark, pytest.mark.slow]
 
 #: What CI records afresh per release (the whole library is ``make real-kafka-corpus``): birth with the
 #: initial delay, a crash, a static restart, a rolling restart of default client ids, librdkafka,
-#: group.max.size and the coordinator moving.
+#: group.max.size, the coordinator moving, and a static member's poll timeout (its rejoin on the same
+#: connection); the audit must find each scenario's rules and nothing on the controls.
 LIVE = {
     "birth",
     "crash",
@@ -30,6 +32,7 @@ LIVE = {
     "rdkafka-basic",
     "max-size",
     "coordinator-moves",
+    "static-poll-timeout",
 }
 
 
@@ -50,3 +53,4 @@ def test_fresh_recording_through_the_product(release: str, tmp_path: Path, spark
     for mode in MODES:
         assert agreement_problems(results, mode) == []
     assert scored_everywhere(results) == []
+    assert verdicts(results)[1] == []

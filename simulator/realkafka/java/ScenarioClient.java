@@ -7,6 +7,9 @@
 // Input (one op a line; the harness writes them at the scenario's times):
 //   {"op":"start","config":{...consumer configs...},"topics":["t"],"consumers":1,
 //    "processing_ms":0,"commit":"auto|sync|async|none","poll_ms":100}
+//   "assign_delay_ms":N in a start op: with partition.assignment.strategy=ScenarioClient$SlowRangeAssignor
+//   (range) or ScenarioClient$SlowCooperativeAssignor (cooperative-sticky), the group's leader waits N ms
+//   before assigning (a slow assignor)
 //   {"op":"processing","ms":N}   sleep N ms after every poll (slow processing)
 //   {"op":"stall","ms":N}        one pause of N ms between two polls (no poll at all meanwhile)
 //   {"op":"commit"}              one synchronous commit of the positions now
@@ -36,6 +39,37 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 public final class ScenarioClient {
     private static final Object OUT = new Object();
+
+    /** The range assignment, computed after a pause: a leader whose assignor is slow (an assignor that
+     *  asks an outside system, or a large group's sticky computation). Runs in the leader's poll. */
+    public static final class SlowRangeAssignor extends org.apache.kafka.clients.consumer.RangeAssignor {
+        static volatile long delayMs;
+
+        @Override
+        public GroupAssignment assign(org.apache.kafka.common.Cluster metadata, GroupSubscription subscription) {
+            pause(delayMs);
+            return super.assign(metadata, subscription);
+        }
+    }
+
+    /** The cooperative-sticky assignment after the same pause (members keep their partitions meanwhile). */
+    public static final class SlowCooperativeAssignor
+            extends org.apache.kafka.clients.consumer.CooperativeStickyAssignor {
+        @Override
+        public GroupAssignment assign(org.apache.kafka.common.Cluster metadata, GroupSubscription subscription) {
+            pause(SlowRangeAssignor.delayMs);
+            return super.assign(metadata, subscription);
+        }
+    }
+
+    static void pause(long ms) {
+        emit(-1, "assigning", kv("delay_ms", ms));
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
 
     static void emit(int consumer, String event, Map<String, Object> extra) {
         StringBuilder b = new StringBuilder();
@@ -216,6 +250,7 @@ public final class ScenarioClient {
                     String commit = (String) op.getOrDefault("commit", "auto");
                     long pollMs = ((Number) op.getOrDefault("poll_ms", 100L)).longValue();
                     long processing = ((Number) op.getOrDefault("processing_ms", 0L)).longValue();
+                    SlowRangeAssignor.delayMs = ((Number) op.getOrDefault("assign_delay_ms", 0L)).longValue();
                     // built first, started together: a burst of joins is as close in time as threads allow
                     List<Worker> batch = new ArrayList<>();
                     for (int i = 0; i < n; i++) {
