@@ -16,6 +16,7 @@ Exit codes: 0 the pipeline ran (even with mismatches), 1 a runtime error, 2 bad 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -383,6 +384,7 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
         output = open_store(spark, summary_dir, store.engine)
         output.run_id = store.run_id
         args.forensics_name = name  # `run --from/--to`: its report renders this forensics run
+        _STATE["summary_dir"] = summary_dir
         _say(f"replay: forensics run {name!r} → {summary_dir} (the scheduled tables are not touched)")
     result = replay(
         spark,
@@ -460,15 +462,45 @@ def cmd_audit(args: argparse.Namespace, config: Config) -> int:
     return code
 
 
+def _known_groups(warehouse: Path, groups: tuple[str, ...]) -> None:
+    """Refuse, before Spark starts, ``--group`` names the warehouse's ``requests`` never saw (read with
+    delta-rs from a local warehouse; elsewhere the report says so after reading)."""
+    table = warehouse / "requests"
+    if not groups or not (table / "_delta_log").is_dir():
+        return
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable
+
+    column = DeltaTable(str(table)).to_pyarrow_dataset().to_table(columns=["group_id"]).column("group_id")
+    seen = set(pc.unique(column).to_pylist())
+    unknown = sorted(set(groups) - seen)
+    if unknown:
+        near = sorted(g for g in seen if g and any(u.lower() in g.lower() for u in unknown))[:5]
+        hint = f" (did you mean {', '.join(near)}?)" if near else f" ({len(seen)} group(s) in the log)"
+        raise UsageError(f"--group {', '.join(unknown)}: no such group in {table}{hint}")
+
+
 def cmd_report(args: argparse.Namespace, config: Config) -> int:
     from rebalance_replay.jobs.report import report
+    from rebalance_replay.transforms.report.naming import forensics_name
 
     name = getattr(args, "forensics_name", None)
     root = Path(config.storage.warehouse)
     source = root if name is None else root / "forensics" / name
     if name is not None and not source.is_dir():
         raise UsageError(f"no forensics run {name!r} in {root} (see {root / 'forensics'})")
-    out = getattr(args, "out", None) or str(source / "reports")
+    # checked before Spark starts: a reversed window, a group the log does not have
+    window = _window(args) if args.command == "report" else (None, None)
+    groups = tuple(getattr(args, "groups", None) or ())
+    if args.command == "report":
+        _known_groups(source, groups)
+    # a report scoped to a window or groups of the scheduled tables is forensics: its pages and summary go
+    # beside the forensics runs, never over the scheduled run's reports and summary.json
+    scoped = name is None and (window != (None, None) or bool(groups))
+    target = root / "forensics" / forensics_name(window, groups) if scoped else source
+    if target != root:
+        _STATE["summary_dir"] = str(target)
+    out = getattr(args, "out", None) or str(target / "reports")
     spark = _session(config)
     from rebalance_replay.jobs.delta import open_store
 
@@ -481,13 +513,14 @@ def cmd_report(args: argparse.Namespace, config: Config) -> int:
         store,
         config,
         out_dir=out,
-        groups=tuple(getattr(args, "groups", None) or ()),
-        window=_window(args) if args.command == "report" else (None, None),
+        groups=groups,
+        window=window,
         summary_dir=str(source),
         warehouse=config.storage.warehouse,
         log=_say,
     )
-    write_summary(str(source), {"report": result.as_dict()})
+    target.mkdir(parents=True, exist_ok=True)
+    write_summary(str(target), {"report": result.as_dict()})
     print(f"report: {result.pages} page(s), {result.groups} group(s) → {result.index}")
     return 0
 
@@ -604,7 +637,9 @@ def _after(command: str, config: Config) -> None:
 
         from rebalance_replay.jobs.housekeeping import table_versions
 
-        path = Path(config.storage.warehouse) / "summary.json"
+        # a forensics command keeps its record beside its own output: the scheduled summary is not touched
+        where = str(_STATE.get("summary_dir") or config.storage.warehouse)
+        path = Path(where) / "summary.json"
         runs = []
         if path.exists():
             try:
@@ -620,13 +655,32 @@ def _after(command: str, config: Config) -> None:
                 "versions": table_versions(store),
             }
         )
-        write_summary(config.storage.warehouse, {"run_id": _STATE["run_id"], "runs": runs[-200:]})
+        write_summary(where, {"run_id": _STATE["run_id"], "runs": runs[-200:]})
     if config.storage.database:
         from rebalance_replay.jobs.housekeeping import register_tables
 
         names = register_tables(_STATE["spark"], store, config.storage.database)
         if names and command in WRITING:
             _say(f"catalog: {len(names)} table(s) by name in {config.storage.database} ({names[0]}, …)")
+
+
+def next_step(args: argparse.Namespace, config: Config) -> str | None:
+    """What a user types after a command that ran well: the pipeline's next stage, or where to look."""
+    wh = f"--warehouse {config.storage.warehouse}"
+    name = getattr(args, "forensics_name", None)
+    summary = Path(str(_STATE.get("summary_dir") or config.storage.warehouse)) / "summary.json"
+    index = None
+    if summary.exists():
+        with contextlib.suppress(json.JSONDecodeError):
+            index = (json.loads(summary.read_text()).get("report") or {}).get("index")
+    if args.command == "replay" and name:
+        return f"{PROG} report {wh} --name {name}"
+    follows = {"ingest": "replay", "replay": "validate", "validate": "audit", "audit": "report"}
+    if args.command in follows:
+        return f"{PROG} {follows[args.command]} {wh}"
+    if args.command in ("report", "run") and index:
+        return f"open {index} in a browser (it works offline)"
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -653,6 +707,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             open_warehouse(config.storage.warehouse, config.output.redact, _say)
             status = COMMANDS[args.command](args, config)
             _after(args.command, config)
+            step = next_step(args, config) if status == 0 else None
+            if step:
+                _say(f"next: {step}")
             return status
     except UserError as e:  # usage, config, input, warehouse, storage, Java: the message says it all
         if debug and e.exit_code != EXIT_USAGE:  # nothing ran on bad usage/config/input: no trace

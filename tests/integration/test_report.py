@@ -100,6 +100,43 @@ def test_report_of_one_group_and_window(sample_wh: Path, tmp_path: Path) -> None
     assert "orders-processor" in page.read_text() and "window" in (out / "index.html").read_text()
 
 
+def test_a_scoped_report_is_forensics_and_bad_scopes_are_refused_before_spark(
+    sample_wh: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``report --group/--from/--to`` on the scheduled tables writes its pages and summary beside the
+    forensics runs and leaves the scheduled run's summary.json and reports alone; a group the log never
+    saw and a reversed window are one-line usage errors before Spark starts (exit 2)."""
+    import rebalance_replay.jobs.cli as cli
+
+    summary = (sample_wh / "summary.json").read_text()
+    scheduled = sorted(p.name for p in (sample_wh / "reports").glob("*.html"))
+    args = ["report", "--warehouse", str(sample_wh), "--group", "orders-processor"]
+    capsys.readouterr()
+    assert main([*args, "--from", "2024-05-01T10:02Z", "--to", "2024-05-01T10:05Z"]) == 0
+    run = sample_wh / "forensics" / "20240501T100200Z-20240501T100500Z_orders-processor"
+    # the command ends with what to do next: open the page it wrote
+    assert f"next: open {(run / 'reports' / 'index.html').resolve()}" in capsys.readouterr().err
+    assert len(list((run / "reports").glob("group-*.html"))) == 1
+    assert json.loads((run / "summary.json").read_text())["report"]["groups"] == 1
+    assert (sample_wh / "summary.json").read_text() == summary
+    assert sorted(p.name for p in (sample_wh / "reports").glob("*.html")) == scheduled
+    assert main(["validate", "--warehouse", str(sample_wh)]) == 0
+    assert f"next: rebalance-replay audit --warehouse {sample_wh}" in capsys.readouterr().err
+
+    def no_spark(config: object) -> None:
+        raise AssertionError("Spark started before the arguments were checked")
+
+    monkeypatch.setattr(cli, "_session", no_spark)
+    capsys.readouterr()
+    assert main(["report", "--warehouse", str(sample_wh), "--group", "orders-procesor"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--group orders-procesor: no such group" in err, err
+    assert "did you mean" not in err or "orders-processor" in err
+    reversed_window = ["--from", "2024-05-01T10:05Z", "--to", "2024-05-01T10:02Z"]
+    assert main(["report", "--warehouse", str(sample_wh), *reversed_window]) == 2
+    assert "--from must be before --to" in capsys.readouterr().err
+
+
 @pytest.mark.browser
 @pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 def test_report_pages_render_offline(sample_wh: Path) -> None:
