@@ -9,8 +9,10 @@ whole library records in minutes; client ids are the clients' defaults.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from simulator.realkafka.clients import ClientProcess
 from simulator.realkafka.recording import Profile, Run, Scenario
 
 #: Broker settings per cluster profile. Not Kafka's defaults where a scenario needs to see the setting
@@ -71,6 +73,16 @@ COOPERATIVE = "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
 RANGE = "org.apache.kafka.clients.consumer.RangeAssignor"
 
 
+def _pair(r: Run, start: Callable[..., ClientProcess], **config: Any) -> tuple[ClientProcess, ClientProcess]:
+    """Processes p0 and p1 started by ``start`` (``r.java`` or ``r.rdkafka``) with ``config``, both
+    assigned: the two-member group most scenarios begin with."""
+    p0 = start("p0", **config)
+    p1 = start("p1", **config)
+    r.assigned(p0)
+    r.assigned(p1)
+    return p0, p1
+
+
 def birth(r: Run) -> None:
     """Three processes start within a few hundred ms: the group forms in one join phase, held open by
     the initial rebalance delay."""
@@ -112,10 +124,7 @@ def scale_down(r: Run) -> None:
 
 def crash(r: Run) -> None:
     """A member's process is killed (no LeaveGroup): the coordinator expires its session."""
-    p0 = r.java("p0")
-    p1 = r.java("p1")
-    r.assigned(p0)
-    r.assigned(p1)
+    p0, p1 = _pair(r, r.java)
     r.sleep(4)
     r.kill(p1)
     r.sleep(14)  # session 6 s, then the rebalance
@@ -125,10 +134,7 @@ def crash(r: Run) -> None:
 def poll_timeout(r: Run) -> None:
     """Processing slower than max.poll.interval.ms: the client's heartbeat thread leaves the group,
     the next poll joins again."""
-    p0 = r.java("p0", max_poll_interval_ms=6000)
-    p1 = r.java("p1", max_poll_interval_ms=6000)
-    r.assigned(p0)
-    r.assigned(p1)
+    p0, p1 = _pair(r, r.java, max_poll_interval_ms=6000)
     r.sleep(3)
     r.stall(p1, 10000)
     r.sleep(16)
@@ -246,10 +252,7 @@ def mixed_assignors(r: Run) -> None:
 
 def partitions_added(r: Run) -> None:
     """The topic gains partitions: the leader's metadata refresh sees them and the group rebalances."""
-    p0 = r.java("p0", metadata_max_age_ms=2000)
-    p1 = r.java("p1", metadata_max_age_ms=2000)
-    r.assigned(p0)
-    r.assigned(p1)
+    p0, p1 = _pair(r, r.java, metadata_max_age_ms=2000)
     r.sleep(3)
     r.rec.admin.add_partitions(r.topic, 6)
     r.act("add partitions", topic=r.topic, total=6)
@@ -262,10 +265,7 @@ def commit_race(r: Run) -> None:
     """Members committing after every poll while records flow; a new member joins and another leaves:
     commits race the rebalance (REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION answers)."""
     r.produce_while_running(200)
-    p0 = r.java("p0", commit="sync", processing_ms=150, partition_assignment_strategy=RANGE)
-    p1 = r.java("p1", commit="sync", processing_ms=150, partition_assignment_strategy=RANGE)
-    r.assigned(p0)
-    r.assigned(p1)
+    p0, p1 = _pair(r, r.java, commit="sync", processing_ms=150, partition_assignment_strategy=RANGE)
     r.sleep(3)
     p2 = r.java("p2", commit="sync", processing_ms=150, partition_assignment_strategy=RANGE)
     r.assigned(p2)
@@ -386,10 +386,7 @@ def max_size(r: Run) -> None:
 def coordinator_moves(r: Run) -> None:
     """The broker coordinating the group is killed (SIGKILL): clients find the new coordinator, the group
     is loaded there and rebalances; the broker comes back."""
-    p0 = r.java("p0")
-    p1 = r.java("p1")
-    r.assigned(p0)
-    r.assigned(p1)
+    p0, p1 = _pair(r, r.java)
     r.sleep(4)
     node = r.rec.admin.coordinator(r.group)
     r.act("coordinator", broker=node)
@@ -407,10 +404,7 @@ def coordinator_moves(r: Run) -> None:
 
 def coordinator_shutdown(r: Run) -> None:
     """The coordinator broker is stopped cleanly (SIGTERM: controlled shutdown moves leadership)."""
-    p0 = r.java("p0")
-    p1 = r.java("p1")
-    r.assigned(p0)
-    r.assigned(p1)
+    p0, p1 = _pair(r, r.java)
     r.sleep(4)
     node = r.rec.admin.coordinator(r.group)
     r.act("coordinator", broker=node)
@@ -487,10 +481,7 @@ def static_poll_timeout(r: Run) -> None:
 def slow_heartbeat(r: Run) -> None:
     """heartbeat.interval.ms 3 s against session.timeout.ms 6 s: two late heartbeats evict a member (the
     client's rule of thumb is a third of the session timeout)."""
-    p0 = r.java("p0", heartbeat_interval_ms=3000)
-    p1 = r.java("p1", heartbeat_interval_ms=3000)
-    r.assigned(p0)
-    r.assigned(p1)
+    p0, p1 = _pair(r, r.java, heartbeat_interval_ms=3000)
     r.sleep(25)
     r.close(p1)
     r.close(p0)
@@ -577,10 +568,7 @@ def frozen_consumer(r: Run) -> None:
     thread commits before its heartbeat thread learns so: the commit carries the generation it lost
     (UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION), the work behind it may be processed twice."""
     r.produce_while_running(100)
-    p0 = r.java("p0", commit="sync", processing_ms=200)
-    p1 = r.java("p1", commit="sync", processing_ms=200)
-    r.assigned(p0)
-    r.assigned(p1)
+    p0, p1 = _pair(r, r.java, commit="sync", processing_ms=200)
     for _ in range(2):
         r.sleep(4)
         r.freeze(p1, 10)
@@ -591,10 +579,7 @@ def frozen_consumer(r: Run) -> None:
 
 def rdkafka_crash(r: Run) -> None:
     """Two librdkafka consumers; one is killed (kill -9): its session expires."""
-    p0 = r.rdkafka("p0")
-    p1 = r.rdkafka("p1")
-    r.assigned(p0)
-    r.assigned(p1)
+    p0, p1 = _pair(r, r.rdkafka)
     r.sleep(4)
     r.kill(p1)
     r.sleep(12)
