@@ -68,3 +68,19 @@ def test_overview_links_each_evidence_row_to_its_place_on_the_group_page() -> No
     html = overview_html(ov)
     assert '<a href="g.html#finding-00000000000000cc">g</a>' in html
     assert '<a href="g.html#ev-00000000000000cc-1"><code>b1/log:9 HEARTBEAT</code></a>' in html
+
+
+def test_findings_show_their_confidence_and_what_the_rule_means() -> None:
+    """Each finding row has a confidence column, and its rule cell says on hover what the rule means and
+    when it can be wrong (the rule's section of docs/audit-rules.md, ``audit.about.ABOUT``)."""
+    from html import escape
+
+    from rebalance_replay.transforms.audit.about import ABOUT
+    from rebalance_replay.transforms.report.html import findings_table
+
+    f = {**_finding("k1", "new", "warning", T0), "rule_id": "R13", "rule": "x", "confidence": 0.9}
+    html = findings_table([f, {**f, "confidence": None, "rule_id": "R99"}], link=False)
+    assert "<th>confidence</th>" in html and "<td>0.90</td>" in html and "<td>–</td>" in html
+    assert f'title="{escape(ABOUT["R13"].meaning)}' in html
+    assert escape(ABOUT["R13"].false_positives) in html
+    assert "R99 x</td>" in html  # a rule without a description: its id and name only

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from rebalance_replay.transforms.audit.about import ABOUT
 from rebalance_replay.transforms.audit.config import (
     AuditSettings,
     RuleSettings,
@@ -134,8 +135,47 @@ def catalogue_markdown() -> str:
     for rule_id in rule_ids():
         rule = RULES[rule_id]
         keys = ", ".join(f"`{f.name}`" for f in dataclasses.fields(rule.settings))
-        out.append(f"| {rule_id} | `{rule.name}` | {rule.family} | {rule.settings().severity} | {keys} |")
+        link = f"[{rule_id}](#{rule_id.lower()}-{rule.name})"
+        out.append(f"| {link} | `{rule.name}` | {rule.family} | {rule.settings().severity} | {keys} |")
+    for rule_id in rule_ids():
+        out += ["", *rule_section(RULES[rule_id])]
     return "\n".join(out) + "\n"
+
+
+def rule_section(rule: Rule[Any]) -> list[str]:
+    """A rule's section of ``docs/audit-rules.md``: the registry's facts (family, severity, every
+    threshold with its default and meaning) and the hand-written :data:`about.ABOUT` text."""
+    from rebalance_replay.transforms.declare import META
+
+    defaults = rule.settings()
+    out = [
+        f"## {rule.rule_id} {rule.name}",
+        "",
+        f"Family {rule.family}; default severity {defaults.severity}; settings `audit.{rule.rule_id}.*`:",
+        "",
+    ]
+    for f in dataclasses.fields(rule.settings):
+        if f.name in ("enabled", "severity"):
+            continue
+        out.append(f"- `{f.name}` = {getattr(defaults, f.name)}: {f.metadata[META].doc}")
+    if out[-1] == "":
+        out.append("- no threshold beyond `enabled` and `severity`")
+    about = ABOUT.get(rule.rule_id)
+    if about is None:
+        return [*out, "", "(Not described yet.)"]
+    return [
+        *out,
+        "",
+        f"**What it means.** {about.meaning}",
+        "",
+        f"**Evidence.** {about.evidence}",
+        "",
+        f"**The fix.** {about.fix}",
+        "",
+        f"**When it can be wrong.** {about.false_positives}",
+        "",
+        f"**Read.** {about.read}",
+    ]
 
 
 @dataclass(frozen=True)

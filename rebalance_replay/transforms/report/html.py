@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from rebalance_replay.transforms.audit.about import ABOUT
 from rebalance_replay.transforms.report.model import GroupPage, Overview
 from rebalance_replay.transforms.report.timeline import figure
 
@@ -139,6 +140,22 @@ def _evidence(f: Mapping[str, Any], *, link: bool) -> str:
     return "<br>".join(out)
 
 
+def _rule(f: Mapping[str, Any]) -> str:
+    """The rule's id and name; hovering shows what it means and when it can be wrong (the text of its
+    section in docs/audit-rules.md)."""
+    text = f"{_e(f.get('rule_id'))} {_e(f.get('rule'))}"
+    about = ABOUT.get(str(f.get("rule_id")))
+    if about is None:
+        return text
+    tip = f"{about.meaning} When it can be wrong: {about.false_positives}"
+    return f'<abbr class="rule" title="{escape(tip)}">{text}</abbr>'
+
+
+def _confidence(value: Any) -> str:
+    """``0.90``; ``–`` when unknown."""
+    return "–" if value is None else f"{float(value):.2f}"
+
+
 def findings_table(findings: Sequence[Mapping[str, Any]], *, link: bool) -> str:
     """The findings, new first (their order); on the overview the group opens the finding's row on the
     group's page, on the group's page each row is its anchor (``finding-<finding_key>``)."""
@@ -154,7 +171,8 @@ def findings_table(findings: Sequence[Mapping[str, Any]], *, link: bool) -> str:
             [
                 _e(f.get("status") or "ongoing"),
                 _sev(f.get("severity")),
-                f"{_e(f.get('rule_id'))} {_e(f.get('rule'))}",
+                _rule(f),
+                _confidence(f.get("confidence")),
                 group,
                 _e(f.get("summary")),
                 _e(f.get("fix")),
@@ -168,6 +186,7 @@ def findings_table(findings: Sequence[Mapping[str, Any]], *, link: bool) -> str:
             "status",
             "severity",
             "rule",
+            "confidence",
             "group",
             "summary",
             "fix",

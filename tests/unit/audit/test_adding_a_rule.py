@@ -114,7 +114,11 @@ def test_the_generated_files(r24: str) -> None:
     assert "    min_leaves: 1\n" in yaml_text
     docs = config_markdown()
     assert "Audit: rules R01…R24" in docs and f"| `audit.{r24}.min_leaves` | integer ≥ 0 | `1` |" in docs
-    assert f"| {r24} | `members-who-left` | test_adding_a_rule | warning |" in catalogue_markdown()
+    catalogue = catalogue_markdown()
+    link = f"[{r24}](#{r24.lower()}-members-who-left)"
+    assert f"| {link} | `members-who-left` | test_adding_a_rule | warning |" in catalogue
+    # its section: the registry's part, and a place for the hand-written one (about.ABOUT)
+    assert f"## {r24} members-who-left" in catalogue and "(Not described yet.)" in catalogue
     assert "R23" not in tables_markdown()  # the findings table's doc names no last rule: nothing to edit
 
 

@@ -299,3 +299,19 @@ def test_r21_tallies_each_error_and_warns_from_five_failed_commits(failed: int, 
             "behind them may be processed twice",
         )
     ]
+
+
+def test_every_rule_is_described_for_the_person_reading_its_finding() -> None:
+    """docs/audit-rules.md has a section per rule: its thresholds from the registry and the hand-written
+    meaning, evidence, fix, false-positive modes and reading (``about.ABOUT``), linked from the table."""
+    from rebalance_replay.transforms.audit.about import ABOUT
+    from rebalance_replay.transforms.audit.registry import catalogue_markdown
+
+    assert set(ABOUT) == set(rule_ids())
+    doc = catalogue_markdown()
+    for rule_id in rule_ids():
+        name = RULES[rule_id].name
+        assert f"[{rule_id}](#{rule_id.lower()}-{name})" in doc
+        assert f"## {rule_id} {name}" in doc
+    assert "- `max_rebalances_per_hour` = 10: more rebalances started within any 60-minute window" in doc
+    assert doc.count("**When it can be wrong.**") == len(rule_ids())
