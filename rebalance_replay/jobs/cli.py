@@ -67,6 +67,11 @@ def _common(p: argparse.ArgumentParser, *, needs_input: bool) -> None:
         help="register every table in the Spark catalog under this database (default: storage.database)",
     )
     p.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Spark's warnings too (a local session shows its errors only)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -277,7 +282,7 @@ def _session(config: Config) -> Any:
 
         for k, v in catalog_conf(config.storage.warehouse).items():
             conf.setdefault(k, v)
-    spark = get_spark(conf=conf)
+    spark = get_spark(conf=conf, log_level="WARN" if _STATE.get("verbose") else None)
     _STATE["spark"] = spark
     _quiet_query_context_logs()
     return spark
@@ -698,6 +703,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         _STATE.clear()
         _STATE["run_id"] = new_run_id(args.command)
+        _STATE["verbose"] = getattr(args, "verbose", False)
         from rebalance_replay.jobs.locking import warehouse_lock
         from rebalance_replay.jobs.warehouse import open_warehouse
 

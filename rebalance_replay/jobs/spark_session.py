@@ -16,6 +16,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rebalance_replay.jobs.errors import JAVA_MISSING_MESSAGE, JavaMissingError
@@ -37,6 +38,9 @@ __all__ = [
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
+#: log4j2 configuration of a locally built session's JVM: errors only, no start-up notices
+LOG4J2_CONFIG = Path(__file__).resolve().parent.parent / "conf" / "log4j2.properties"
+
 #: Settings of a locally built session (``spark.master``, the warehouse dir and the Python executables
 #: are added by :func:`get_spark`). Any of them can be overridden through ``get_spark(conf=...)``.
 DEFAULT_CONF: Mapping[str, str] = {
@@ -46,12 +50,11 @@ DEFAULT_CONF: Mapping[str, str] = {
     "spark.sql.shuffle.partitions": "8",
     # time: UTC everywhere, on the SQL side and in the JVM
     "spark.sql.session.timeZone": "UTC",
-    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC -Dlog4j2.configurationFile={LOG4J2_CONFIG}",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     # Arrow for toPandas/createDataFrame/pandas UDFs
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    # quiet: WARN logs from the start, no UI, no progress bars
-    "spark.log.level": "WARN",
+    # quiet: errors only from the start (LOG4J2_CONFIG), no UI, no progress bars
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     # Delta wants INT64 microsecond timestamps, not INT96
@@ -62,7 +65,8 @@ DEFAULT_CONF: Mapping[str, str] = {
     "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
 }
 
-DEFAULT_LOG_LEVEL = "WARN"
+#: Spark's log level once a local session runs (``spark.log.level`` or the CLI's ``--verbose``: WARN)
+DEFAULT_LOG_LEVEL = "ERROR"
 
 
 def _java_binary_name() -> str:
@@ -139,7 +143,9 @@ def _temp_warehouse() -> str:
     return d
 
 
-def get_spark(app_name: str = "rebalance-replay", *, conf: Mapping[str, str] | None = None) -> SparkSession:
+def get_spark(
+    app_name: str = "rebalance-replay", *, conf: Mapping[str, str] | None = None, log_level: str | None = None
+) -> SparkSession:
     """Return the running SparkSession unchanged, or build a local one.
 
     If a session already exists (spark-submit after it created one, Databricks, a test fixture) it is
@@ -183,7 +189,7 @@ def get_spark(app_name: str = "rebalance-replay", *, conf: Mapping[str, str] | N
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(settings.get("spark.log.level", DEFAULT_LOG_LEVEL))
+    spark.sparkContext.setLogLevel(log_level or settings.get("spark.log.level", DEFAULT_LOG_LEVEL))
     # transformWithState in batch needs the StateStoreCoordinator, registered on first use of streams.
     _ = spark.streams.active
     return spark
