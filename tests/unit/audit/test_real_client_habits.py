@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 
 from rebalance_replay.transforms.audit import AuditSettings, GroupInputs, evaluate
-from rebalance_replay.transforms.audit.model import Dispute, Finding, Req, Session, Transition
+from rebalance_replay.transforms.audit.model import Dispute, Finding, Rebalance, Req, Session, Transition
 from rebalance_replay.transforms.audit.registry import weigh_disputes
 
 CLIENT = "consumer-orders-1"  # every single-consumer Java pod
@@ -228,3 +228,24 @@ def test_a_process_is_its_end_of_the_connection() -> None:
     bare = Req("f", 1, "broker-1", "HEARTBEAT", 4, 1, 2, client_id="c", connection="a-b-1")
     assert bare.process == "a-b-1"
     assert Req("f", 1, "broker-1", "HEARTBEAT", 4, 1, 2, client_id="c").process == "c"
+
+
+def test_r19_names_the_leader_whose_assignment_came_late() -> None:
+    """A leader whose assignor takes 12 s every rebalance (tests/data/real-kafka/*/audit, slow-assignor):
+    R19 names it — the member whose SyncGroup carried the assignments — and says how long every member
+    waited; a quick sync phase is not counted."""
+    rbs = [
+        Rebalance(1, 1, 1000, "stable", "new_member", 2, 2000, 14_000, 14_000, 13_000, 1000, 12_000),
+        Rebalance(2, 2, 20_000, "stable", "member_left", 3, 21_000, 21_500, 21_500, 1500, 1000, 500),
+    ]
+    follower = _req("SYNC_GROUP", 2001, 40001, "m1", generation_id=2, error_name="NONE")
+    leader = _leader_sync(13_990, {"m0": [0, 1], "m1": [2]})
+    inputs = GroupInputs.build("g", requests=[follower, leader], rebalances=rbs)
+    (f,) = _rules(inputs, "R19")
+    assert f.member_ids == ("m0",)
+    assert f.summary == (
+        "1 of 2 sync phase(s) took 12 s: the leader consumer-orders-1 (10.0.0.1) sent its assignment that "
+        "long after the join phase, while every member waited (slow leader assignment) (confidence 0.80: "
+        "a slow sync phase may be the leader's network, not its assignor)"
+    )
+    assert [(e.api, e.line_no) for e in f.evidence] == [("SYNC_GROUP", 13_990)]
