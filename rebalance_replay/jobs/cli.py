@@ -631,6 +631,12 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Config], int]] = {
 WRITING = ("ingest", "replay", "validate", "audit", "report", "run", "maintain")
 
 
+def _summary_dir(config: Config) -> str:
+    """Where this command's summary.json is: a forensics command's own folder (set by the command), so
+    the scheduled run's summary is not touched; else the warehouse."""
+    return str(_STATE.get("summary_dir") or config.storage.warehouse)
+
+
 def _after(command: str, config: Config) -> None:
     """Record the run (its id, command, the table versions it left) in summary.json and register the
     tables by name when ``storage.database`` is set."""
@@ -642,8 +648,7 @@ def _after(command: str, config: Config) -> None:
 
         from rebalance_replay.jobs.housekeeping import table_versions
 
-        # a forensics command keeps its record beside its own output: the scheduled summary is not touched
-        where = str(_STATE.get("summary_dir") or config.storage.warehouse)
+        where = _summary_dir(config)
         path = Path(where) / "summary.json"
         runs = []
         if path.exists():
@@ -673,7 +678,7 @@ def next_step(args: argparse.Namespace, config: Config) -> str | None:
     """What a user types after a command that ran well: the pipeline's next stage, or where to look."""
     wh = f"--warehouse {config.storage.warehouse}"
     name = getattr(args, "forensics_name", None)
-    summary = Path(str(_STATE.get("summary_dir") or config.storage.warehouse)) / "summary.json"
+    summary = Path(_summary_dir(config)) / "summary.json"
     index = None
     if summary.exists():
         with contextlib.suppress(json.JSONDecodeError):

@@ -101,9 +101,8 @@ def _expiries(
                 (r for r in later if r.api_name == JOIN_GROUP and r.group_instance_id == s.group_instance_id),
                 None,
             )
-            before = [r for r in member_requests(inputs, s.member_id) if r.arrival_ms <= s.ended_ms]
             if any(r.member_id == s.member_id for r in later) or (
-                rejoin is not None and before and rejoin.process == before[-1].process
+                rejoin is not None and rejoin.process == _process_before(inputs, s.member_id, s.ended_ms)
             ):
                 kind = "static-stalled"
             elif rejoin is not None:
@@ -112,6 +111,12 @@ def _expiries(
                 kind = "static-gone"
         out.append((s, last, kind))
     return out
+
+
+def _process_before(inputs: GroupInputs, member: str, t: int) -> str | None:
+    """The process that sent ``member``'s last request at or before ``t`` (None: no request)."""
+    before = [r for r in member_requests(inputs, member) if r.arrival_ms <= t]
+    return before[-1].process if before else None
 
 
 def _after(inputs: GroupInputs, member: str, t: int, limit: int = 3) -> list[Req]:

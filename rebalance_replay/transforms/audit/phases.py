@@ -93,12 +93,13 @@ def rebalance_storm(inputs: GroupInputs, st: R01Settings, cap: int) -> list[Find
     spent = time_rebalancing_ms(window)
     members = sorted({rb.trigger_member_id for rb in window if rb.trigger_member_id})
     # the pod behind the storm: the instance or host whose members started most of its rebalances
-    pods = Counter(pod_of(inputs, rb.trigger_member_id) for rb in window if rb.trigger_member_id)
+    pod = {m: pod_of(inputs, m) for m in members}  # once per member: pod_of reads the group's requests
+    pods = Counter(pod[rb.trigger_member_id] for rb in window if rb.trigger_member_id)
     driver = ""
     if pods:
-        pod, pod_n = sorted(pods.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-        if 2 * pod_n > n:
-            driver = f"; driven by {pod} ({pod_n} of {n} rebalances started by its members)"
+        top, top_n = sorted(pods.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        if 2 * top_n > n:
+            driver = f"; driven by {top} ({top_n} of {n} rebalances started by its members)"
     summary = (
         f"{n} rebalances within {seconds(min(end - start, HOUR_MS))} (threshold "
         f"{st.max_rebalances_per_hour}/hour), "
@@ -273,8 +274,9 @@ def rolling_deploy(inputs: GroupInputs, st: R13Settings, cap: int) -> list[Findi
     empties = [t.time_ms for t in inputs.transitions if t.to_state == "Empty"]
     pairs: list[tuple[Req, Req]] = []
     taken: set[str] = set()
+    candidates = sorted(first_joins.items(), key=lambda kv: (kv[1].arrival_ms, kv[0]))
     for lv in leaves:
-        for key, j in sorted(first_joins.items(), key=lambda kv: (kv[1].arrival_ms, kv[0])):
+        for key, j in candidates:
             if key in taken or key == lv.process or j.arrival_ms < lv.arrival_ms:
                 continue
             if j.arrival_ms - lv.arrival_ms > st.replace_window_ms:

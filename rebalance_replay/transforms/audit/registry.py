@@ -154,12 +154,12 @@ def rule_section(rule: Rule[Any]) -> list[str]:
         f"Family {rule.family}; default severity {defaults.severity}; settings `audit.{rule.rule_id}.*`:",
         "",
     ]
-    for f in dataclasses.fields(rule.settings):
-        if f.name in ("enabled", "severity"):
-            continue
-        out.append(f"- `{f.name}` = {getattr(defaults, f.name)}: {f.metadata[META].doc}")
-    if out[-1] == "":
-        out.append("- no threshold beyond `enabled` and `severity`")
+    thresholds = [
+        f"- `{f.name}` = {getattr(defaults, f.name)}: {f.metadata[META].doc}"
+        for f in dataclasses.fields(rule.settings)
+        if f.name not in ("enabled", "severity")
+    ]
+    out += thresholds or ["- no threshold beyond `enabled` and `severity`"]
     about = ABOUT.get(rule.rule_id)
     if about is None:
         return [*out, "", "(Not described yet.)"]
