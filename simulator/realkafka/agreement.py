@@ -42,6 +42,11 @@ def ground_truth(rec: Path) -> dict[str, Any]:
     return truth
 
 
+def scenario_clients(scenario: dict[str, Any]) -> str:
+    """``java 3.7.2 + librdkafka 2.16.1``: the clients of a ground-truth scenario's processes."""
+    return " + ".join(sorted({f"{p['kind']} {p['client_version']}" for p in scenario.get("processes", [])}))
+
+
 def recordings(corpus: Path) -> list[Path]:
     """Every ``<release>/<profile>`` folder holding a manifest, in a stable order."""
     return sorted(p.parent for p in corpus.glob("*/*/manifest.json"))
@@ -79,6 +84,8 @@ class RecordingResult:
     summaries: dict[str, dict[str, Any]]
     #: the audit's findings on the track-mode replay (the product's default), each row of ``findings``
     findings: list[dict[str, Any]] = field(default_factory=list)
+    #: the recording's ground truth (:func:`ground_truth`)
+    truth: dict[str, Any] = field(default_factory=dict)
 
 
 def _main(argv: list[str]) -> int:
@@ -128,8 +135,7 @@ def evaluate(
     scenario_of: dict[str, str] = {manifest.get("warmup_group", "__warmup"): "(warm-up)"}
     for sc in truth["scenarios"]:
         scenario_of[sc["group"]] = sc["scenario"]
-        kinds = sorted({f"{p['kind']} {p['client_version']}" for p in sc["processes"]})
-        clients_of[sc["group"]] = " + ".join(kinds)
+        clients_of[sc["group"]] = scenario_clients(sc)
     per_group = Counter(r["group_id"] for r in requests if r.get("group_id"))
     cells: list[Cell] = []
     summaries: dict[str, dict[str, Any]] = {}
@@ -195,7 +201,7 @@ def evaluate(
                 }
             )
         cells.extend(sorted(by_group.values(), key=lambda c: c.scenario))
-    return RecordingResult(rec, manifest, ingest, quarantine, cells, summaries, findings)
+    return RecordingResult(rec, manifest, ingest, quarantine, cells, summaries, findings, truth)
 
 
 def table(results: Sequence[RecordingResult]) -> str:
@@ -297,9 +303,8 @@ def markdown(results: Sequence[RecordingResult], request_log_only: bool) -> str:
     ]
     page = "\n".join(head) + "\n" + table(results) + "\n"
     if any(r.findings for r in results):
-        from simulator.realkafka.audit_truth import rule_table, verdicts
+        from simulator.realkafka.audit_truth import audit_text
 
-        found, problems = verdicts(results)
         page += (
             "\n## The audit on real clients\n\n"
             "Each rule's incident made by real clients (`Scenario.rules` in "
@@ -308,12 +313,7 @@ def markdown(results: Sequence[RecordingResult], request_log_only: bool) -> str:
             "here can trigger, and the controls (ordinary "
             "behaviour: no warning or critical finding allowed). Checked by "
             "`tests/realkafka/test_corpus.py::test_the_audit_holds_on_real_clients`.\n\n"
-            + rule_table(results, found)
-            + "\n\n"
-            + (
-                "\n".join(f"- problem: {p}" for p in problems)
-                or "No problem: every expected rule found, no false alarm."
-            )
+            + audit_text(results)
             + "\n"
         )
     return page
@@ -352,11 +352,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"quarantined: {res.path.name}: {q.get('source_file')}:{q.get('line_no')}: {q.get('reason')}"
             )
     if args.rules:
-        from simulator.realkafka.audit_truth import rule_table, verdicts
+        from simulator.realkafka.audit_truth import audit_text
 
-        vs, problems = verdicts(results)
-        print(rule_table(results, vs))
-        print("\n".join(problems) or "audit: every expected rule found, no false alarm")
+        print(audit_text(results))
     if args.markdown:
         args.markdown.write_text(markdown(results, args.request_log_only))
     if args.json:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rebalance_replay.transforms.audit.registry import rule_ids
-from simulator.realkafka.agreement import RecordingResult, ground_truth
+from simulator.realkafka.agreement import RecordingResult, scenario_clients
 from simulator.realkafka.scenarios import SCENARIOS
 
 #: Rules no real client of the harness can make happen, and why.
@@ -106,11 +106,6 @@ def _names_one_of(named: set[str], ids: set[str]) -> bool:
     return any(m.startswith(p) for m in named for p in prefixes)
 
 
-def clients(truth: dict[str, Any]) -> str:
-    """``java 3.7.2 + librdkafka 2.16.1``: the clients of a scenario's processes."""
-    return " + ".join(sorted({f"{p['kind']} {p['client_version']}" for p in truth.get("processes", [])}))
-
-
 def _span(truth: dict[str, Any]) -> tuple[int, int]:
     times = [a["t"] for a in truth.get("actions", [])]
     return (min(times), max(times)) if times else (0, 1 << 62)
@@ -141,7 +136,7 @@ def verdicts(results: Sequence[RecordingResult]) -> tuple[list[Verdict], list[st
     problems: list[str] = []
     for res in results:
         line = res.manifest["release"]
-        truth_of = {sc["group"]: sc for sc in ground_truth(res.path)["scenarios"]}
+        truth_of = {sc["group"]: sc for sc in res.truth["scenarios"]}
         warm_up = res.manifest.get("warmup_group", "__warmup")
         by_group: dict[str, list[dict[str, Any]]] = {}
         for f in res.findings:
@@ -168,7 +163,7 @@ def verdicts(results: Sequence[RecordingResult]) -> tuple[list[Verdict], list[st
                     outcome = "missed"
                     detail = "; ".join(r for r in reasons if r) or "no finding"
                     problems.append(f"{where}: {rule} {outcome}: {detail}")
-                out.append(Verdict(line, scenario.name, clients(truth), rule, outcome, detail))
+                out.append(Verdict(line, scenario.name, scenario_clients(truth), rule, outcome, detail))
             for f in found:
                 expected = f["rule_id"] in scenario.rules or f["rule_id"] in scenario.also
                 if f["severity"] in ALARMS and (scenario.control or not expected):
@@ -208,13 +203,11 @@ def rule_table(results: Sequence[RecordingResult], vs: Sequence[Verdict]) -> str
         seen: set[str] = set()
         for line in releases:
             res_l = [r for r in results if r.manifest["release"] == line]
-            truth = next(
-                (t for r in res_l for t in ground_truth(r.path)["scenarios"] if t["scenario"] == s.name), None
-            )
+            truth = next((t for r in res_l for t in r.truth["scenarios"] if t["scenario"] == s.name), None)
             if truth is None:
                 marks.append("—")
                 continue
-            seen.add(clients(truth))
+            seen.add(scenario_clients(truth))
             alarms = [
                 f
                 for r in res_l
@@ -226,3 +219,14 @@ def rule_table(results: Sequence[RecordingResult], vs: Sequence[Verdict]) -> str
             marks.append(f"{len(alarms)} warning/critical")
         out.append(f"| {s.name} | {' / '.join(sorted(seen))} | " + " | ".join(marks) + " |")
     return "\n".join(out)
+
+
+def audit_text(results: Sequence[RecordingResult]) -> str:
+    """The rule table and the problems (or that there are none): what ``agreement --rules`` prints and
+    ``docs/real-kafka.md`` shows."""
+    found, problems = verdicts(results)
+    verdict = (
+        "\n".join(f"- problem: {p}" for p in problems)
+        or "No problem: every expected rule found, no false alarm."
+    )
+    return rule_table(results, found) + "\n\n" + verdict
