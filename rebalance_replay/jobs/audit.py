@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
     from rebalance_replay.jobs.delta import DeltaStore
+    from rebalance_replay.jobs.forensics import Forensics
 
 Log = Callable[[str], object]
 
@@ -471,8 +472,12 @@ def audit(
     rules: Sequence[str] | None = None,
     log: Log = print,
     now_ms: int | None = None,
+    within: Forensics | None = None,
 ) -> AuditResult:
     """Evaluate the rules on every group with new rows and update ``findings`` (see module docstring).
+    ``within``: audit a forensics run (its tables in ``store``, its requests the scheduled ones in its
+    window and groups; its ``_audit`` state and Great Expectations results in its own folder; no
+    notification).
 
     Raises:
         MissingTableError: no ``requests`` table (run ingest first).
@@ -480,7 +485,9 @@ def audit(
     from pyspark.sql import functions as F
 
     started = time.monotonic()
-    if not store.exists(REQUESTS):
+    source = store if within is None else within.source
+    root = config.storage.warehouse if within is None else within.folder
+    if not source.exists(REQUESTS):
         raise MissingTableError(
             f"audit: no requests table in {config.storage.warehouse}; run `rebalance-replay ingest` first"
         )
@@ -492,9 +499,9 @@ def audit(
     from rebalance_replay.jobs.broker_facts import broker_facts
 
     # the settings the replay ran with: what the log tells about the brokers, the configuration otherwise
-    broker = broker_bounds(broker_facts(spark, store, config).config)
+    broker = broker_bounds(broker_facts(spark, source, config).config)
     chosen = [r.rule_id for r in selected_rules(settings, only)]
-    frames: dict[str, DataFrame] = {"requests": store.read(REQUESTS)}
+    frames: dict[str, DataFrame] = {"requests": store.read(REQUESTS) if within is None else within.requests()}
     for name, table in (
         ("rebalances", REBALANCES),
         ("member_sessions", MEMBER_SESSIONS),
@@ -506,12 +513,12 @@ def audit(
         frames["disputes"] = store.read(PREDICTIONS).where(F.col("scored") & ~F.col("matched"))
     fps = group_fingerprints(frames)
     settings_fp = settings_fingerprint(settings, only, broker)
-    state_file = _state_path(config.storage.warehouse)
+    state_file = _state_path(root)
     state: dict[str, Any] = json.loads(state_file.read_text()) if state_file.exists() else {}
     previous_coverage = {
         g: int(v["covered_ms"]) for g, v in state.get("groups", {}).items() if v.get("covered_ms") is not None
     }
-    horizon_ms, horizon_closed = replay_horizon(config.storage.warehouse)
+    horizon_ms, horizon_closed = replay_horizon(root)
     same_settings = state.get("settings") == settings_fp and store.exists(FINDINGS)
     old = state.get("groups", {}) if same_settings else {}
     changed = sorted(g for g, fp in fps.items() if old.get(g, {}).get("fp") != fp)
@@ -594,7 +601,7 @@ def audit(
         from rebalance_replay.jobs.expectations import FINDINGS_SUITE, findings_contract_frame, run_gx
 
         result.gx = run_gx(
-            config.storage.warehouse,
+            root,
             {FINDINGS_SUITE: findings_contract_frame(store.read(FINDINGS))},
             min_agreement=config.validation.min_agreement,
             log=log,

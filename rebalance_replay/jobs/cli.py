@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "scheduled tables"
                     ),
                 )
-        if name in ("replay", "report"):
+        if name in ("replay", "run", "report"):
             p.add_argument(
                 "--group",
                 "-g",
@@ -138,15 +138,16 @@ def build_parser() -> argparse.ArgumentParser:
                 default=[],
                 dest="groups",
                 metavar="GROUP",
-                help="only this group (repeatable); with replay, a forensics run",
+                help="only this group (repeatable); with replay or run, a forensics run",
             )
+        if name in ("replay", "run", "report", "validate", "audit"):
             p.add_argument(
                 "--name",
                 dest="forensics_name",
                 default=None,
                 metavar="NAME",
-                help="forensics run name (replay: default derived from the window and groups; report: "
-                "render WAREHOUSE/forensics/NAME instead of the scheduled tables)",
+                help="forensics run name (replay, run: default derived from the window and groups; report, "
+                "validate, audit: work on WAREHOUSE/forensics/NAME instead of the scheduled tables)",
             )
         if name in ("replay", "report"):
             p.add_argument(
@@ -377,12 +378,14 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
             "--as-of replays the requests as they were into a forensics run: give --from/--to and/or "
             "--group with it"
         )
+    _known_groups(Path(config.storage.warehouse), groups)
     spark = _session(config)
     store = _store(spark, config, as_of=as_of)
     output = None
     summary_dir = config.storage.warehouse
     if forensics:
         from rebalance_replay.jobs.delta import open_store
+        from rebalance_replay.jobs.forensics import Forensics
 
         name = name or forensics_name(window, groups)
         summary_dir = str(Path(config.storage.warehouse) / "forensics" / name)
@@ -390,6 +393,8 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
         output.run_id = store.run_id
         args.forensics_name = name  # `run --from/--to`: its report renders this forensics run
         _STATE["summary_dir"] = summary_dir
+        # validate and audit (of `run`, or of this replay: see _replay_command) work on this run
+        _STATE["forensics"] = Forensics(name, summary_dir, output, store, window, groups)
         _say(f"replay: forensics run {name!r} → {summary_dir} (the scheduled tables are not touched)")
     result = replay(
         spark,
@@ -405,9 +410,7 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
     )
     extra: dict[str, Any] = {}
     if forensics:
-        extra = {
-            "forensics": {"name": name, "from_ms": window[0], "to_ms": window[1], "groups": list(groups)}
-        }
+        extra = {"forensics": _STATE["forensics"].describe()}
     write_summary(summary_dir, {**result.as_summary(), **extra})
     counts = ", ".join(
         f"{result.counts.get(k, 0)} {k}"
@@ -440,12 +443,51 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def _replay_command(args: argparse.Namespace, config: Config) -> int:
+    """``replay``: a forensics replay (``--from/--to/--group``) goes on to validate, audit and report
+    its window, so the run is complete in one command (``run`` does those stages itself)."""
+    status = cmd_replay(args, config)
+    if _STATE.get("forensics") is not None:
+        for stage in ("validate", "audit", "report"):
+            status = max(status, COMMANDS[stage](args, config))
+    return status
+
+
+def _forensics_run(args: argparse.Namespace, config: Config) -> Any:
+    """The forensics run this validate/audit works on: the one this command replayed (``run``/``replay``
+    with a window or groups), or the one ``--name`` names (window and groups as it was replayed with);
+    None for the scheduled tables. A missing run is a usage error, before Spark starts."""
+    from rebalance_replay.jobs.forensics import Forensics, recorded_scope
+
+    if _STATE.get("forensics") is not None or args.command not in ("validate", "audit"):
+        return _STATE.get("forensics")
+    name = getattr(args, "forensics_name", None)
+    if name is None:
+        return None
+    root = Path(config.storage.warehouse)
+    folder = root / "forensics" / name
+    scope = recorded_scope(folder)
+    if scope is None:
+        raise UsageError(f"no forensics run {name!r} in {root} (see {root / 'forensics'})")
+    from rebalance_replay.jobs.delta import open_store
+
+    spark = _session(config)
+    source = _store(spark, config)
+    output = open_store(spark, str(folder), source.engine)
+    output.run_id = source.run_id
+    _STATE["summary_dir"] = str(folder)
+    _STATE["forensics"] = Forensics(name, str(folder), output, source, *scope)
+    return _STATE["forensics"]
+
+
 def cmd_validate(args: argparse.Namespace, config: Config) -> int:
     from rebalance_replay.jobs.validate import validate
 
+    within = _forensics_run(args, config)
     spark = _session(config)
-    result = validate(spark, _store(spark, config), config, log=_say)
-    write_summary(config.storage.warehouse, result.as_summary())
+    store = _store(spark, config) if within is None else within.store
+    result = validate(spark, store, config, log=_say, within=within)
+    write_summary(_summary_dir(config), result.as_summary())
     print(result.format_text())
     return 0
 
@@ -454,12 +496,15 @@ def cmd_audit(args: argparse.Namespace, config: Config) -> int:
     from rebalance_replay.jobs.audit import audit
     from rebalance_replay.jobs.schedule import after_audit, json_mode, print_json_lines
 
+    within = _forensics_run(args, config)
     spark = _session(config)
-    result = audit(spark, _store(spark, config), config, rules=getattr(args, "rules", None), log=_say)
+    store = _store(spark, config) if within is None else within.store
+    result = audit(spark, store, config, rules=getattr(args, "rules", None), log=_say, within=within)
     summary = result.as_summary()
-    code, extra = after_audit(args, config, result, say=_say)  # the tables are written: notify, exit code
+    # the tables are written: notify (never for a forensics run: it looks back), the exit code
+    code, extra = after_audit(args, config, result, say=_say, notify=within is None)
     summary["audit"].update(extra)
-    write_summary(config.storage.warehouse, summary)
+    write_summary(_summary_dir(config), summary)
     print(result.format_text(), file=sys.stderr if json_mode(args) else sys.stdout)
     if json_mode(args) and args.command == "audit":
         print_json_lines(result)
@@ -577,9 +622,9 @@ def cmd_run(args: argparse.Namespace, config: Config) -> int:
 
     with quiet_stdout(args):  # --format json: stdout is the findings'
         status = cmd_ingest(args, config)
-        for stage in ("replay", "validate", "audit", "report"):
-            status = max(status, COMMANDS[stage](args, config))
-        path = Path(config.storage.warehouse) / "summary.json"
+        for stage in (cmd_replay, cmd_validate, cmd_audit, cmd_report):
+            status = max(status, stage(args, config))
+        path = Path(_summary_dir(config)) / "summary.json"  # a forensics run's own, with --from/--to/--group
         summary = json.loads(path.read_text()) if path.exists() else {}
         print(headline(summary))
         print(f"summary: {path}")
@@ -617,7 +662,7 @@ def headline(summary: dict[str, Any]) -> str:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Config], int]] = {
     "ingest": cmd_ingest,
-    "replay": cmd_replay,
+    "replay": _replay_command,
     "validate": cmd_validate,
     "audit": cmd_audit,
     "report": cmd_report,
@@ -683,13 +728,12 @@ def next_step(args: argparse.Namespace, config: Config) -> str | None:
     if summary.exists():
         with contextlib.suppress(json.JSONDecodeError):
             index = (json.loads(summary.read_text()).get("report") or {}).get("index")
-    if args.command == "replay" and name:
-        return f"{PROG} report {wh} --name {name}"
+    forensics = f" --name {name}" if name else ""
+    if args.command in ("report", "run") or (args.command == "replay" and name):
+        return f"open {index} in a browser (it works offline)" if index else None
     follows = {"ingest": "replay", "replay": "validate", "validate": "audit", "audit": "report"}
     if args.command in follows:
-        return f"{PROG} {follows[args.command]} {wh}"
-    if args.command in ("report", "run") and index:
-        return f"open {index} in a browser (it works offline)"
+        return f"{PROG} {follows[args.command]} {wh}{forensics}"
     return None
 
 

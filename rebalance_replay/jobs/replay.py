@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from rebalance_replay.jobs.bookkeeping import crash_point
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.errors import MissingTableError
+from rebalance_replay.jobs.forensics import in_scope
 from rebalance_replay.jobs.replay_fast import _replay_fast
 from rebalance_replay.jobs.replay_feed import _classic_rows
 from rebalance_replay.jobs.replay_run import ReplayDirs, ReplayManifest, ReplayResult, _config_fingerprint
@@ -143,13 +144,7 @@ def replay(
     if incremental:
         result = _replay_incremental(spark, store, config, settings, dirs, manifest, say, final=final)
     else:
-        all_rows = _classic_rows(store.read(REQUESTS))
-        if window[0] is not None:
-            all_rows = all_rows.filter(F.col("arrival_ms") >= F.lit(window[0]))
-        if window[1] is not None:
-            all_rows = all_rows.filter(F.col("arrival_ms") < F.lit(window[1]))
-        if groups:
-            all_rows = all_rows.filter(F.col("group_id").isin(list(groups)))
+        all_rows = in_scope(_classic_rows(store.read(REQUESTS)), window, tuple(groups))
         # one pass for everything the run needs to know: groups, rows, newest completion
         per_group = (
             all_rows.groupBy("group_id")

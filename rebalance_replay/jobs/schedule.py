@@ -105,14 +105,22 @@ def print_json_lines(result: AuditResult) -> None:
 
 
 def after_audit(
-    args: argparse.Namespace, config: Config, result: AuditResult, *, say: Callable[[str], None]
+    args: argparse.Namespace,
+    config: Config,
+    result: AuditResult,
+    *,
+    say: Callable[[str], None],
+    notify: bool = True,
 ) -> tuple[int, dict[str, Any]]:
-    """Notify, then the exit code by the contract above; also the summary keys to add (``notify``)."""
-    from rebalance_replay.jobs.notify import failure_line, notify
+    """Notify (unless ``notify`` is false), then the exit code by the contract above; also the summary
+    keys to add (``notify``)."""
+    from rebalance_replay.jobs.notify import failure_line
+    from rebalance_replay.jobs.notify import notify as send
 
     code = 0
     extra: dict[str, Any] = {}
-    sent = notify(result.new_findings, config.audit.notify, warehouse=config.storage.warehouse)
+    findings = result.new_findings if notify else []
+    sent = send(findings, config.audit.notify, warehouse=config.storage.warehouse)
     if sent.deliveries:
         extra["notify"] = sent.as_dict()
         line = failure_line(sent)

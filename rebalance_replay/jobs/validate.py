@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
     from rebalance_replay.jobs.config import Config
     from rebalance_replay.jobs.delta import DeltaStore
+    from rebalance_replay.jobs.forensics import Forensics
 
 __all__ = [
     "FINDINGS_SUITE",
@@ -197,8 +198,17 @@ def _read_optional(store: DeltaStore, table: TableDef) -> DataFrame | None:
     return store.read(table) if store.exists(table) else None
 
 
-def validate(spark: SparkSession, store: DeltaStore, config: Config, *, log: Log = print) -> ValidationResult:
+def validate(
+    spark: SparkSession,
+    store: DeltaStore,
+    config: Config,
+    *,
+    log: Log = print,
+    within: Forensics | None = None,
+) -> ValidationResult:
     """Read the warehouse's tables through ``store`` and validate them (see the module docstring).
+    ``within``: validate a forensics run (its tables in ``store``, its requests the scheduled ones in its
+    window and groups, its Great Expectations results in its own folder).
 
     Raises:
         MissingTableError: there is no ``predictions`` table (run replay first).
@@ -211,12 +221,14 @@ def validate(spark: SparkSession, store: DeltaStore, config: Config, *, log: Log
         )
     return validate_frames(
         predictions,
-        requests=_read_optional(store, REQUESTS),
+        requests=_read_optional(store, REQUESTS) if within is None else within.requests(),
         rebalances=_read_optional(store, REBALANCES),
         transitions=_read_optional(store, TRANSITIONS),
         findings=_read_optional(store, FINDINGS),
         min_agreement=config.validation.min_agreement,
-        gx_root=config.storage.warehouse if config.report.great_expectations else None,
+        gx_root=(config.storage.warehouse if within is None else within.folder)
+        if config.report.great_expectations
+        else None,
         log=log,
     )
 

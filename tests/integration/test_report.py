@@ -58,8 +58,18 @@ def test_run_ends_with_the_report(sample_wh: Path) -> None:
     assert "audit not run" not in index.read_text()
 
 
+def _files(wh: Path) -> dict[str, bytes]:
+    """Every file of the warehouse outside its forensics runs (and the lock a command takes)."""
+    return {
+        str(p.relative_to(wh)): p.read_bytes()
+        for p in wh.rglob("*")
+        if p.is_file() and p.relative_to(wh).parts[0] != "forensics" and not p.name.startswith(".lock")
+    }
+
+
 def test_forensics_run_leaves_the_scheduled_tables_untouched(sample_wh: Path) -> None:
     before = _state(sample_wh)
+    files = _files(sample_wh)
     manifest = (sample_wh / "_replay" / "manifest.json").read_text()
     args = [
         "replay",
@@ -81,12 +91,24 @@ def test_forensics_run_leaves_the_scheduled_tables_untouched(sample_wh: Path) ->
     assert all(1_714_557_600_000 <= p["arrival_ms"] < 1_714_557_780_000 for p in preds)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["predictions"] == len(preds) and summary["forensics"]["name"] == name
+    # the forensics replay went on to validate, audit and report its window, in its own folder
+    assert summary["agreement"] is not None and "audit" in summary and "findings" in summary
+    assert (run / "findings" / "_delta_log").is_dir() and (run / "_audit" / "state.json").exists()
+    index = Path(summary["report"]["index"])
+    assert index.parent == (run / "reports").resolve() and "audit not run" not in index.read_text()
     ledger = read_table(sample_wh / "forensics" / "ledger" / "predictions")
     assert ledger and {p["group_id"] for p in ledger} == {"payments-ledger"}
-    # the report renders the forensics run, into the run's own folder
-    assert main(["report", "--warehouse", str(sample_wh), "--name", "ledger"]) == 0
+    ledger_summary = json.loads((sample_wh / "forensics" / "ledger" / "summary.json").read_text())
+    assert ledger_summary["forensics"]["groups"] == ["payments-ledger"] and "audit" in ledger_summary
+    # validate, audit and report work on a forensics run by its name, in the run's own folder
+    for command in ("validate", "audit", "report"):
+        assert main([command, "--warehouse", str(sample_wh), "--name", "ledger"]) == 0
     assert len(list((sample_wh / "forensics" / "ledger" / "reports").glob("group-*.html"))) == 1
+    findings = read_table(sample_wh / "forensics" / "ledger" / "findings")
+    assert {f["group_id"] for f in findings} <= {"payments-ledger"}
     assert _state(sample_wh) == before
+    assert _files(sample_wh) == files  # summary.json, _audit, gx, reports: not one byte changed
+    assert main(["audit", "--warehouse", str(sample_wh), "--name", "no-such-run"]) == 2
     # a name that is not one path segment, and --name without a window, are usage errors
     assert main([*args[:3], "--group", "x", "--name", "../x"]) == 2
     assert main(["replay", "--warehouse", str(sample_wh), "--name", "x"]) == 2
