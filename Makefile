@@ -50,8 +50,8 @@ cluster-demo: check-java install
 # (both always run; it fails if either did).
 test: check-java install
 	@status=0; \
-	$(BIN)/python -m pytest -m "not realkafka and not browser and not deltaspark" || status=$$?; \
-	$(BIN)/python -m pytest -p no:xdist -m "browser and not realkafka" || status=$$?; \
+	$(BIN)/python -m pytest -m "not realkafka and not browser and not deltaspark" --durations=15 || status=$$?; \
+	$(BIN)/python -m pytest -p no:xdist -m "browser and not realkafka" --durations=5 || status=$$?; \
 	exit $$status
 
 # The delta-spark engine (Delta's jars from Maven Central, cached in .cache/ivy): the two engines compared
