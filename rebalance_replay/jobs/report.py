@@ -3,10 +3,12 @@
 Spark does the heavy part: it filters the tables to the asked groups and window, counts routine
 heartbeats per member and bin (exact ticks for small groups, density for big ones) and the agreement per
 group and API; only the rows a page draws one by one (JoinGroup/SyncGroup, LeaveGroup, non-routine
-heartbeats, mismatches) and the small tables come to the driver. The page model and HTML are pure
-(``rebalance_replay/transforms/report``). Output: ``<out>/index.html``, one ``group-….html`` per group and
-``<out>/assets/plotly.min.js`` (plotly.js from the ``plotly`` package, written once, referenced
-relatively: the folder opens offline).
+heartbeats, mismatches) and the small tables come to the driver, with, per member id, the client ends of
+the connections it spoke from (``requests``: the page's lanes are processes, not member ids). A report
+scoped to a window or groups counts its numbers from its own rows, not ``summary.json``. The page model
+and HTML are pure (``rebalance_replay/transforms/report``). Output: ``<out>/index.html``, one
+``group-….html`` per group and ``<out>/assets/plotly.min.js`` (plotly.js from the ``plotly`` package,
+written once, referenced relatively: the folder opens offline).
 """
 
 from __future__ import annotations
@@ -22,17 +24,28 @@ from typing import TYPE_CHECKING, Any
 
 from rebalance_replay.jobs.bookkeeping import write_json
 from rebalance_replay.jobs.config import Config
-from rebalance_replay.schemas import MEMBER_SESSIONS, PREDICTIONS, REBALANCES, TRANSITIONS
+from rebalance_replay.schemas import MEMBER_SESSIONS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
 from rebalance_replay.schemas.core import TableDef
-from rebalance_replay.transforms.report.html import PLOTLY_ASSET, group_html, overview_html
+from rebalance_replay.transforms.report.html import (
+    PLOTLY_ASSET,
+    RULES_PAGE,
+    group_html,
+    overview_html,
+    rules_html,
+)
 from rebalance_replay.transforms.report.model import (
     HeartbeatBin,
+    MemberConnection,
+    Window,
     api_agreement,
     build_group_page,
     build_overview,
+    group_timeline,
     heartbeat_bin_ms,
+    scoped_summary,
 )
 from rebalance_replay.transforms.report.naming import page_file
+from rebalance_replay.transforms.report.units import fmt_time
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -134,6 +147,70 @@ def _by_group(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def _requests_store(spark: SparkSession, store: DeltaStore, warehouse: str | None) -> DeltaStore:
+    """Where the requests are: ``store``'s own table, else (a forensics run's tables) the warehouse's."""
+    if store.exists(REQUESTS) or not warehouse:
+        return store
+    from rebalance_replay.jobs.delta import open_store
+
+    return open_store(spark, warehouse, store.engine)
+
+
+@dataclass
+class RequestFacts:
+    """From ``requests``: per group, the connections its member ids spoke from (their whole life, so a
+    page tells a restarted pod from a second one), and how many requests arrived in the window."""
+
+    connections: dict[str, list[MemberConnection]]
+    in_window: int
+
+
+def request_facts(requests: DataFrame, groups: Sequence[str], window: Window) -> RequestFacts:
+    """One pass over ``requests`` (of ``groups``): per group, member id, client address and client id,
+    the first and last arrival and the count inside ``window``."""
+    from pyspark.sql import functions as F
+
+    if groups:
+        requests = requests.filter(F.col("group_id").isin(list(groups)))
+    lo, hi = window
+    inside = F.lit(True)
+    if lo is not None:
+        inside = inside & (F.col("arrival_ms") >= F.lit(lo))
+    if hi is not None:
+        inside = inside & (F.col("arrival_ms") < F.lit(hi))
+    # a first JoinGroup has no member id yet: it speaks as the one its response gives
+    member = F.coalesce(F.when(F.col("member_id") != "", F.col("member_id")), F.col("response_member_id"))
+    rows = _rows(
+        requests.groupBy("group_id", member.alias("member"), "client_address", "client_id").agg(
+            F.min("arrival_ms").alias("first_ms"),
+            F.max("arrival_ms").alias("last_ms"),
+            F.sum(inside.cast("long")).alias("inside"),
+        )
+    )
+    connections: dict[str, list[MemberConnection]] = defaultdict(list)
+    for r in rows:
+        if r["member"] and r["group_id"] is not None:
+            connections[str(r["group_id"])].append(
+                MemberConnection(
+                    str(r["member"]),
+                    r["client_address"],
+                    r["client_id"],
+                    int(r["first_ms"]),
+                    int(r["last_ms"]),
+                )
+            )
+    return RequestFacts(dict(connections), sum(int(r["inside"] or 0) for r in rows))
+
+
+def scope_text(groups: Sequence[str], window: Window) -> str | None:
+    """``groups a, b, window 2024-… → end`` for a scoped report; None for the whole warehouse."""
+    lo, hi = window
+    parts = [f"groups {', '.join(groups)}"] if groups else []
+    if window != (None, None):
+        parts.append(f"window {fmt_time(lo) if lo else 'start'} → {fmt_time(hi) if hi else 'end'}")
+    return ", ".join(parts) or None
+
+
 def report(
     spark: SparkSession,
     store: DeltaStore,
@@ -141,12 +218,13 @@ def report(
     *,
     out_dir: str,
     groups: Sequence[str] = (),
-    window: tuple[int | None, int | None] = (None, None),
+    window: Window = (None, None),
     summary_dir: str | None = None,
     warehouse: str | None = None,
     log: Callable[[str], None] = print,
 ) -> ReportResult:
-    """Write the report of ``store``'s tables (restricted to ``groups`` and ``window`` when given)."""
+    """Write the report of ``store``'s tables (restricted to ``groups`` and ``window`` when given: then
+    the pages' axes are the window's and the overview's numbers are counted in it)."""
     from pyspark.sql import functions as F
 
     started = time.monotonic()
@@ -227,6 +305,7 @@ def report(
         findings = _by_group(all_findings)
 
     group_ids = sorted(set(events) | set(bins) | set(trans) | set(rebs) | set(sess) | set(agreement))
+    facts = request_facts(_requests_store(spark, store, warehouse).read(REQUESTS), groups, window)
     src = Path(summary_dir or store.warehouse)
     summary: dict[str, Any] = {}
     if (src / "summary.json").exists():
@@ -237,21 +316,13 @@ def report(
     if as_of is not None:
         title += " · " + as_of
         log(f"report: {as_of}")
-    if groups or window != (None, None):
-        from rebalance_replay.transforms.report.html import fmt_time
-
-        title += " · " + ", ".join(
-            x
-            for x in (
-                f"groups {', '.join(groups)}" if groups else "",
-                f"window {fmt_time(lo) if lo else 'start'} → {fmt_time(hi) if hi else 'end'}"
-                if window != (None, None)
-                else "",
-            )
-            if x
-        )
+    scoped = scope_text(groups, window)
+    if scoped is not None:
+        title += " · " + scoped
     write_plotly_asset(out)
+    (out / RULES_PAGE).write_text(rules_html(), encoding="utf-8")  # what each finding's rule means
     overview_groups = []
+    timeline = []
     for g in group_ids:
         page = build_group_page(
             g,
@@ -263,6 +334,8 @@ def report(
             sessions=sess.get(g, []),
             findings=None if findings is None else findings.get(g, []),
             agreement=api_agreement(agreement.get(g, [])),
+            connections=facts.connections.get(g, []),
+            window=window,
         )
         if page.density is not None:
             log(
@@ -272,19 +345,36 @@ def report(
         name = page_file(g)
         (out / name).write_text(group_html(page, title=title), encoding="utf-8")
         overview_groups.append({"group_id": g, "page": name, **page.stats})
+        timeline.append(group_timeline(page, name))
     docs = summary.get("data_docs") if src == Path(warehouse or store.warehouse) else None
     docs_href = os.path.relpath(docs, out) if docs and os.path.exists(docs) else None
+    numbers, label = summary, None
+    if scoped is not None:  # summary.json counts the whole warehouse
+        numbers = scoped_summary(facts.in_window, agreement_rows, sum(len(r) for r in rebs.values()))
+        label = "in window" if window != (None, None) else "in these groups"
     ov = build_overview(
-        summary,
+        numbers,
         overview_groups,
         all_findings,
         agreement=api_agreement(agreement_rows),
         data_docs=docs_href,
         title=title,
+        scope=label,
+        timeline=timeline,
     )
     index = out / "index.html"
     index.write_text(overview_html(ov), encoding="utf-8")
-    write_json(out / "report.json", {"groups": overview_groups, "title": title}, indent=1)
+    write_json(
+        out / "report.json",
+        {
+            "groups": overview_groups,
+            "title": title,
+            "numbers": dict(ov.numbers),
+            "start_ms": ov.start_ms,
+            "end_ms": ov.end_ms,
+        },
+        indent=1,
+    )
     return ReportResult(
         str(index.resolve()),
         len(group_ids) + 1,

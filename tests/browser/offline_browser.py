@@ -65,9 +65,10 @@ class BrowserCrashed(AssertionError):
 
 
 @contextmanager
-def offline_browser() -> Iterator[Any]:
-    """A fresh Chromium (new user-data-dir) whose contexts abort every non-file:// request. A crashed
-    renderer or browser fails the test as :class:`BrowserCrashed`, naming the page."""
+def offline_browser(width: int = 1400, height: int = 900) -> Iterator[Any]:
+    """A fresh Chromium (new user-data-dir) whose contexts abort every non-file:// request, its pages
+    ``width`` × ``height`` CSS px. A crashed renderer or browser fails the test as :class:`BrowserCrashed`,
+    naming the page."""
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 
@@ -81,7 +82,7 @@ def offline_browser() -> Iterator[Any]:
                 args=CHROMIUM_ARGS,
                 headless=True,
                 offline=True,
-                viewport={"width": 1400, "height": 900},
+                viewport={"width": width, "height": height},
             )
             context.on(
                 "page", lambda page: page.on("crash", lambda p: crashes.append(f"renderer of {p.url}"))

@@ -1,7 +1,13 @@
 """Report pages in a real headless Chromium with the network off (no Spark): a 1,000-member group over a
 day renders, with one lane per member and one band per rebalance, no console error and no request
-leaving file://. Screenshots go to tests/artifacts/ (ignored by git). How fast it renders is measured by
-``benchmarks/bench_report_render.py`` (against a 10-member page, side by side), not asserted here."""
+leaving file://. How fast it renders is measured by ``benchmarks/bench_report_render.py`` (against a
+10-member page, side by side), not asserted here.
+
+Pages a person can read (issue 28): at 1280 and 1920 px wide the overview, a group with long member ids,
+absolute evidence paths and many findings, a rebalance storm (≈150 rebalances in 20 minutes) and the
+1,000-member day never scroll sideways and never show two band labels on top of each other (also zoomed
+in and out); a member id copies on click; a lane's name shows its ids; a group's row on the overview opens
+its page. Screenshots go to tests/artifacts/ (ignored by git), named by page and width."""
 
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from rebalance_replay.transforms.report.html import group_html
 from rebalance_replay.transforms.report.model import HeartbeatBin, build_group_page, heartbeat_bin_ms
 from rebalance_replay.transforms.report.timeline import lane_ticks
 from tests.browser.offline_browser import PageLoad, offline_browser, open_offline, skip_reason
+from tests.browser.pages import write_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")]
 
@@ -26,6 +33,30 @@ DAY = 86_400_000
 LANES_JS = "document.querySelectorAll('#timeline .yaxislayer-above g.ytick').length"
 HEAT_ROWS_JS = "document.getElementById('timeline').data.find(t => t.type === 'heatmap').z.length"
 BANDS_JS = "document.querySelectorAll('#timeline .layer-below .shapelayer path').length"
+WIDTHS = (1280, 1920)
+#: the visible band labels and how many pairs of them overlap (bounding rects, half a pixel of slack)
+LABELS_JS = """() => {
+  const boxes = [...document.querySelectorAll('#timeline .annotation')]
+    .filter(a => getComputedStyle(a).display !== 'none' && getComputedStyle(a).visibility !== 'hidden')
+    .map(a => a.getBoundingClientRect()).filter(r => r.width > 0 && r.height > 0);
+  let overlaps = 0;
+  for (let i = 0; i < boxes.length; i++)
+    for (let j = i + 1; j < boxes.length; j++) {
+      const a = boxes[i], b = boxes[j];
+      const across = a.left < b.right - 0.5 && b.left < a.right - 0.5;
+      if (across && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5) overlaps++;
+    }
+  return [boxes.length, overlaps];
+}"""
+SIDEWAYS_JS = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+#: a point of lane ``lane``: in the lane names left of the plot, or (``x``: 0…1) across the plot
+LANE_POINT_JS = """([lane, x]) => {
+  const el = document.getElementById('timeline');
+  el.scrollIntoView();
+  const fl = el._fullLayout, box = el.getBoundingClientRect();
+  const px = x === null ? fl.xaxis._offset / 2 : fl.xaxis._offset + fl.xaxis._length * x;
+  return [box.left + px, box.top + fl.yaxis._offset + fl.yaxis.l2p(lane)];
+}"""
 
 
 def big_group(members: int = 1000, rebalances: int = 24) -> Any:
@@ -133,8 +164,8 @@ def test_big_group_renders_offline(tmp_path: Path) -> None:
     assert big_group().density is not None  # 28.8 M heartbeats are drawn as density
     path = write_group_page(tmp_path / "report", 1000)
     load = PageLoad()
-    with offline_browser() as ctx:
-        page = open_offline(ctx, path, load, wait_for="#timeline[data-rendered]")
+    with offline_browser(width=WIDTHS[0]) as ctx:
+        page = open_offline(ctx, path, load, wait_for="#timeline[data-labels]")
         # from navigation start to the plot drawn, as the browser measured it (reported, not asserted)
         in_page = int(page.evaluate("document.getElementById('timeline').dataset.rendered")) / 1000
         # 1,001 lanes (the group + 1,000 members): every 11th labelled, every member a heatmap row
@@ -142,7 +173,108 @@ def test_big_group_renders_offline(tmp_path: Path) -> None:
         assert page.evaluate(LANES_JS) == len(lane_ticks(1001)) == 91
         assert page.evaluate(HEAT_ROWS_JS) == 1000
         assert page.evaluate(BANDS_JS) == 24
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / "big-group.png"))
+        for width in WIDTHS:  # the page is 12,000 px of lanes and 1,000 sessions: the top as seen
+            assert fits(page, "group-1000-members", width, full_page=False) > 0
     print(f"1,000-member day rendered in {in_page:.2f}s ({path.stat().st_size / 1e6:.1f} MB page)")
+    assert load.blocked == [] and load.console_errors == [] and load.page_errors == []
+
+
+def relabelled(page: Any, action: Any) -> None:
+    """Run ``action`` (a resize, a zoom) and wait until the page has placed its band labels again."""
+    page.evaluate("document.getElementById('timeline').removeAttribute('data-labels')")
+    action()
+    page.wait_for_selector("#timeline[data-labels]", state="attached", timeout=30_000)
+
+
+def fits(page: Any, name: str, width: int, *, full_page: bool = True) -> int:
+    """At ``width`` px: no sideways scroll, no two visible band labels overlapping; a screenshot. The
+    number of visible labels."""
+    if page.viewport_size["width"] != width:
+        relabelled(page, lambda: page.set_viewport_size({"width": width, "height": 900}))
+    assert page.evaluate(SIDEWAYS_JS) <= 0, f"{name} scrolls sideways at {width} px"
+    shown, overlaps = page.evaluate(LABELS_JS)
+    assert overlaps == 0, f"{name} at {width} px: {overlaps} pairs of band labels overlap"
+    assert int(page.get_attribute("#timeline", "data-labels") or -1) == shown
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}-{width}.png"), full_page=full_page)
+    return int(shown)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return write_report(tmp_path_factory.mktemp("report"))
+
+
+def test_a_group_page_reads_at_1280_and_1920(report: dict[str, Path]) -> None:
+    """Long member ids shown short (the whole id in the title, copied on click), absolute evidence paths as
+    folder/name:line, 30 findings: no sideways scroll at either width; a lane's name shows its ids."""
+    load = PageLoad()
+    with offline_browser(width=WIDTHS[0]) as ctx:
+        page = open_offline(ctx, report["normal"], load, wait_for="#timeline[data-labels]")
+        for width in WIDTHS:
+            assert fits(page, "group-long-ids", width) == 6  # every label fits: six rebalances an hour
+        mid = page.locator("#sessions + table .mid").first
+        full = mid.get_attribute("data-copy") or ""
+        assert len(full) > 60 and mid.get_attribute("title") == full
+        assert mid.inner_text() == f"{full[:17]}…{full[-8:]}"
+        assert page.locator("table.findings .more").first.inner_text() == "+8 more"  # 12 members, 4 shown
+        code = page.locator("table.findings code").first
+        assert code.inner_text().startswith("broker-1/kafka-request.log.2024-06-03-08.gz:")
+        assert (code.get_attribute("title") or "").startswith("/var/lib/kafka/request-logs/")
+        mid.click()
+        page.wait_for_selector("#sessions + table .mid.copied", timeout=5_000)
+        ctx.grant_permissions(["clipboard-read", "clipboard-write"])
+        assert page.evaluate("navigator.clipboard.readText()") == full
+        page.mouse.move(*page.evaluate(LANE_POINT_JS, [1, None]))
+        tip = page.locator("#rr-tip")
+        assert tip.is_visible() and full in tip.inner_text()  # the first lane's title: its member id
+    assert load.blocked == [] and load.console_errors == [] and load.page_errors == []
+
+
+def test_a_rebalance_storm_never_overlaps_its_labels(report: dict[str, Path]) -> None:
+    """150 rebalances in 20 minutes: only the labels that fit are shown, at either width and zoomed in or
+    out; every band keeps its hover."""
+    load = PageLoad()
+    with offline_browser(width=WIDTHS[0]) as ctx:
+        page = open_offline(ctx, report["storm"], load, wait_for="#timeline[data-labels]")
+        assert page.evaluate(BANDS_JS) == 150
+        shown = [fits(page, "group-storm", width) for width in WIDTHS]
+        assert 0 < shown[0] <= shown[1] < 150
+        el = "document.getElementById('timeline')"
+        x0, x1 = page.evaluate(f"{el}._fullLayout.xaxis.range.map(x => {el}._fullLayout.xaxis.d2l(x))")
+        mid = (x0 + x1) / 2
+        relabelled(
+            page, lambda: page.evaluate(f"Plotly.relayout({el}, {{'xaxis.range': [{mid}, {mid + 120_000}]}})")
+        )
+        zoomed = fits(page, "group-storm-zoomed", WIDTHS[1], full_page=False)
+        assert zoomed >= 8  # two minutes: 15 rebalances, most labelled
+        relabelled(
+            page,
+            lambda: page.evaluate(
+                f"Plotly.relayout({el}, {{'xaxis.range': [{x0 - 3_600_000}, {x1 + 3_600_000}]}})"
+            ),
+        )
+        assert 0 < fits(page, "group-storm-zoomed-out", WIDTHS[1], full_page=False) < shown[1]
+        hovers = page.evaluate(f"{el}.data.find(t => t.name === 'rebalance').text.length")
+        assert hovers == 150
+    assert load.blocked == [] and load.console_errors == [] and load.page_errors == []
+
+
+def test_the_overview_timeline_opens_a_groups_page(report: dict[str, Path]) -> None:
+    """One row per group (most time rebalancing first), no sideways scroll; a click on a group's name or
+    on its row opens its page."""
+    load = PageLoad()
+    with offline_browser(width=WIDTHS[0]) as ctx:
+        page = open_offline(ctx, report["overview"], load, wait_for="#timeline[data-labels]")
+        assert page.evaluate(LANES_JS) == 8  # storm, normal, six quiet groups
+        for width in WIDTHS:
+            fits(page, "overview", width)
+        page.mouse.move(*page.evaluate(LANE_POINT_JS, [1, None]))
+        assert page.locator("#rr-tip").inner_text().startswith("payments-ledger-settlement-eu\n6 rebalances")
+        page.mouse.click(*page.evaluate(LANE_POINT_JS, [1, None]))
+        page.wait_for_url("**/group-normal.html", timeout=10_000)
+        page.go_back()
+        page.wait_for_selector("#timeline[data-labels]", state="attached", timeout=30_000)
+        page.mouse.click(*page.evaluate(LANE_POINT_JS, [2, 0.5]))  # a quiet group's empty row
+        page.wait_for_url("**/group-quiet-0.html", timeout=10_000)
     assert load.blocked == [] and load.console_errors == [] and load.page_errors == []

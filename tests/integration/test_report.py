@@ -3,8 +3,10 @@
 * a forensics replay (``--from/--to``, ``--group``) writes ``WAREHOUSE/forensics/NAME`` with its own
   summary and leaves every scheduled table exactly as it was (rows and Delta versions);
 * ``report`` renders the scheduled tables and a forensics run; the pages, and GX's Data Docs, open in
-  headless Chromium with the network off: no request leaves file://, one lane per member and one band
-  per rebalance, no console error, validation tables with rows. Screenshots: tests/artifacts/.
+  headless Chromium with the network off: no request leaves file://, one lane per process (not per
+  member id) and one band per rebalance, no console error, validation tables with rows. Screenshots:
+  tests/artifacts/;
+* ``report --group --from --to`` counts its numbers in the window and starts its pages' axes there.
 """
 
 from __future__ import annotations
@@ -159,6 +161,41 @@ def test_a_scoped_report_is_forensics_and_bad_scopes_are_refused_before_spark(
     assert "--from must be before --to" in capsys.readouterr().err
 
 
+def test_a_scoped_report_counts_its_numbers_in_the_window_and_starts_its_axis_there(
+    sample_wh: Path, tmp_path: Path
+) -> None:
+    """Issue 28: ``report --group --from --to`` on the scheduled tables: the overview's numbers are the
+    rows inside the window (not summary.json's, of the whole warehouse), labelled as the window's, and the
+    group page's axis starts at the window's start although sessions began before it."""
+    group, lo, hi = "orders-processor", 1_714_557_720_000, 1_714_557_900_000  # 10:02 → 10:05
+    out = tmp_path / "r"
+    window = ["--from", "2024-05-01T10:02Z", "--to", "2024-05-01T10:05Z"]
+    assert main(["report", "--warehouse", str(sample_wh), "--group", group, *window, "--out", str(out)]) == 0
+    meta = json.loads((out / "report.json").read_text())
+
+    def rows(table: str) -> list[dict[str, Any]]:
+        return [r for r in read_table(sample_wh / table) if r["group_id"] == group]
+
+    requests = [r for r in rows("requests") if lo <= r["arrival_ms"] < hi]
+    preds = [p for p in rows("predictions") if lo <= p["arrival_ms"] < hi]
+    rebalances = [r for r in rows("rebalances") if r["started_ms"] < hi and (r["ended_ms"] or hi) >= lo]
+    matched, scored = sum(p["matched"] for p in preds), sum(p["scored"] for p in preds)
+    assert meta["numbers"] == {
+        "requests in window": str(len(requests)),
+        "predictions in window": str(len(preds)),
+        "matched in window": str(matched),
+        "rebalances in window": str(len(rebalances)),
+        "agreement in window": f"{matched / scored:.2%}",
+    }
+    assert 0 < len(requests) < json.loads((sample_wh / "summary.json").read_text())["requests"]
+    assert "requests in window" in (out / "index.html").read_text()
+    began_before = [s for s in rows("member_sessions") if s["joined_ms"] < lo <= (s["ended_ms"] or hi)]
+    assert began_before  # drawn from the window's start
+    (page,) = meta["groups"]
+    assert page["start_ms"] == meta["start_ms"] == lo < page["end_ms"] <= hi
+    assert page["rebalances"] == len(rebalances)
+
+
 @pytest.mark.browser
 @pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 def test_report_pages_render_offline(sample_wh: Path) -> None:
@@ -175,8 +212,10 @@ def test_report_pages_render_offline(sample_wh: Path) -> None:
         for name, g in meta.items():
             page = open_offline(ctx, reports / name, load, wait_for="#timeline[data-rendered]")
             members = {s["member_id"] for s in sessions if s["group_id"] == g["group_id"]}
+            # a lane per process: payments-ledger's static ledger-0 came back under a new member id
+            assert g["members"] == len(members) >= g["processes"], name
             bands = [r for r in rebalances if r["group_id"] == g["group_id"]]
-            assert page.evaluate(LANES_JS) == len(members) + 1, name  # + the group's own lane
+            assert page.evaluate(LANES_JS) == g["processes"] + 1, name  # + the group's own lane
             assert page.evaluate(BANDS_JS) == len(bands) > 0, name
             page.screenshot(path=str(ARTIFACTS / f"report-{g['group_id']}.png"), full_page=True)
         index = open_offline(ctx, reports / "index.html", load)

@@ -10,10 +10,13 @@ from rebalance_replay.transforms.report.model import (
     MAX_TICKS,
     TRIGGER_COLOURS,
     HeartbeatBin,
+    MemberConnection,
     api_agreement,
     build_group_page,
     build_overview,
+    group_timeline,
     heartbeat_bin_ms,
+    scoped_summary,
 )
 from rebalance_replay.transforms.report.naming import forensics_name, page_file, valid_name
 from rebalance_replay.transforms.report.timeline import figure
@@ -160,13 +163,20 @@ def sample_page(
     )
 
 
-def test_lanes_one_per_member_in_order_of_first_appearance_with_client_and_host() -> None:
+def test_lanes_one_per_process_in_order_of_first_appearance_with_client_and_host() -> None:
     page = sample_page()
-    assert [lane.member_id for lane in page.lanes] == ["a-1", "b-2"]
+    assert [lane.member_ids for lane in page.lanes] == [("a-1",), ("b-2",)]
     assert [lane.index for lane in page.lanes] == [1, 2]  # lane 0 is the group
-    b = page.lanes[1]
+    a, b = page.lanes
     assert (b.group_instance_id, b.client_id, b.host) == ("inst-b", "b", "10.0.0.2")
-    assert b.label == "inst-b · b-2 (b@10.0.0.2)"
+    assert (a.label, b.label) == ("a@10.0.0.1", "inst-b")  # static: its instance id
+    assert b.title.split("<br>") == [
+        "host 10.0.0.2",
+        "client id b",
+        "instance id inst-b",
+        "member id b-2 joined 2024-05-01 10:00:00.020Z",
+    ]
+    assert (page.stats["members"], page.stats["processes"]) == (2, 2)
 
 
 def test_long_member_ids_are_shortened_in_the_label_only() -> None:
@@ -390,3 +400,252 @@ def test_leave_group_without_member_id_goes_to_the_members_whose_session_it_ende
     page = build_group_page("g", predictions=[unknown], heartbeat_bins=[], bin_ms=1, transitions=[],
                             rebalances=[], sessions=sessions, findings=None)  # fmt: skip
     assert [(m.kind, m.lane) for m in page.markers] == [("leave", 0)]  # on the group lane
+
+
+# --- lanes are processes (issue 28) ----------------------------------------------------------------
+
+
+def pod(
+    member: str,
+    port: int,
+    joined: int,
+    last: int,
+    *,
+    host: str = "10.0.0.5",
+    client: str = "consumer-g-1",
+    reason: str = "session_expiry",
+    instance: str | None = None,
+) -> tuple[dict[str, Any], list[HeartbeatBin], MemberConnection]:
+    """A member that joined at ``joined`` from ``host:port`` and heartbeat every 3 s until ``last``; the
+    coordinator ends its session 45 s later (a crash: after the restarted pod's new member joined).
+    member_sessions has the host alone (as the replay writes it); ``requests`` the host and port."""
+    row = session(member, 1, joined, last + 45_000, reason, client_id=client, client_address=host)
+    row.update(last_heartbeat_ms=last, group_instance_id=instance)
+    beats = [HeartbeatBin(member, t, 1) for t in range(joined + 3000, last + 1, 3000)]
+    return row, beats, MemberConnection(member, f"{host}:{port}", client, joined, last)
+
+
+def pods_page(*pods: tuple[dict[str, Any], list[HeartbeatBin], MemberConnection], **kw: Any) -> Any:
+    return build_group_page(
+        "g",
+        predictions=[],
+        heartbeat_bins=[b for _, beats, _ in pods for b in beats],
+        bin_ms=1,
+        transitions=[],
+        rebalances=[],
+        sessions=[row for row, _, _ in pods],
+        findings=None,
+        connections=[c for _, _, c in pods],
+        **kw,
+    )
+
+
+def test_a_crash_looping_pod_is_one_lane_with_every_member_id() -> None:
+    """Restarted 4 times: same host, a new port each time, the default client id; each old member is
+    expired by the coordinator only after the new one joined, but sent nothing after it crashed."""
+    restarts = [
+        pod(f"consumer-g-1-{i}", 40_000 + i, T0 + i * 20_000, T0 + i * 20_000 + 9000) for i in range(5)
+    ]
+    page = pods_page(*restarts)
+    (lane,) = page.lanes
+    assert lane.member_ids == tuple(f"consumer-g-1-{i}" for i in range(5))
+    assert lane.label == "consumer-g-1@10.0.0.5 ×5 member ids"
+    assert (
+        lane.title.count("member id consumer-g-1-") == 5 and "joined 2024-05-01 10:01:20.000Z" in lane.title
+    )
+    assert (page.stats["members"], page.stats["processes"]) == (5, 1)
+    assert {m.lane for m in page.markers if m.kind == "eviction"} == {1} and set(page.ticks) == {1}
+
+
+def test_concurrent_members_with_one_client_id_on_one_host_are_two_lanes() -> None:
+    """Real-broker recordings: every client on 127.0.0.1 (a port each), every Java pod ``consumer-g-1``."""
+    a = pod("m-a", 50_001, T0, T0 + 60_000, host="127.0.0.1")
+    b = pod("m-b", 50_002, T0 + 5000, T0 + 60_000, host="127.0.0.1")
+    c = pod("m-c", 50_003, T0 + 61_000, T0 + 90_000, host="127.0.0.1")  # after both: one of them restarted
+    page = pods_page(a, b, c)
+    assert [lane.member_ids for lane in page.lanes] == [("m-a", "m-c"), ("m-b",)]
+    # the labels tell the two apart by the port of their connection
+    assert [lane.label for lane in page.lanes] == [
+        "consumer-g-1@127.0.0.1:50001 ×2 member ids",
+        "consumer-g-1@127.0.0.1:50002",
+    ]
+    assert (page.stats["members"], page.stats["processes"]) == (3, 2)
+
+
+def test_host_and_port_from_the_sessions_alone_also_tell_processes_apart() -> None:
+    """Without the requests' connections, a session's client_address that names a port is used."""
+    rows = []
+    for member, port, joined, last in (("m-a", 1, T0, T0 + 60_000), ("m-b", 2, T0 + 5000, T0 + 60_000)):
+        row, _, _ = pod(member, port, joined, last, host="127.0.0.1")
+        rows.append({**row, "client_address": f"127.0.0.1:{port}"})
+    page = build_group_page("g", predictions=[], heartbeat_bins=[], bin_ms=1, transitions=[], rebalances=[],
+                            sessions=rows, findings=None)  # fmt: skip
+    assert [lane.member_ids for lane in page.lanes] == [("m-a",), ("m-b",)]
+    assert [lane.host for lane in page.lanes] == ["127.0.0.1", "127.0.0.1"]
+
+
+def test_a_static_member_with_new_member_ids_is_one_lane() -> None:
+    first = pod("s-1", 40_001, T0, T0 + 9000, instance="app-0", client="c")
+    second = pod("s-2", 40_002, T0 + 20_000, T0 + 29_000, instance="app-0", client="c", host="10.0.0.6")
+    other = pod("s-3", 40_003, T0 + 1000, T0 + 29_000, instance="app-1", client="c")
+    leave = pred("LEAVE_GROUP", None, T0 + 29_500, group_instance_id="app-0")  # v3+: by instance id
+    page = build_group_page(
+        "g",
+        predictions=[leave],
+        heartbeat_bins=[],
+        bin_ms=1,
+        transitions=[],
+        rebalances=[],
+        sessions=[first[0], second[0], other[0]],
+        findings=None,
+        connections=[first[2], second[2], other[2]],
+    )
+    assert [(lane.label, lane.member_ids) for lane in page.lanes] == [
+        ("app-0 ×2 member ids", ("s-1", "s-2")),
+        ("app-1", ("s-3",)),
+    ]
+    assert [(m.kind, m.lane) for m in page.markers if m.kind == "leave"] == [("leave", 1)]
+
+
+def test_a_member_id_rejoining_from_the_same_host_and_port_stays_in_its_lane() -> None:
+    """A member removed after a poll timeout comes back under its id (a session of its own), then under a
+    new one, on the same connection: its lane, not that of another pod of the host with the same client
+    id that stopped later."""
+    x = pod("m-x", 50_001, T0, T0 + 10_000, host="127.0.0.1", reason="rebalance_timeout_eviction")
+    again = pod("m-x", 50_001, T0 + 30_000, T0 + 40_000, host="127.0.0.1", reason="left")
+    z = pod("m-z", 50_002, T0 + 1000, T0 + 45_000, host="127.0.0.1")
+    y = pod("m-y", 50_001, T0 + 50_000, T0 + 60_000, host="127.0.0.1")
+    page = pods_page(x, again, z, y)
+    assert [lane.member_ids for lane in page.lanes] == [("m-x", "m-y"), ("m-z",)]
+    assert (page.stats["members"], page.stats["processes"]) == (3, 2)
+    assert sorted(m.lane for m in page.markers if m.kind == "eviction") == [1, 1, 2]
+
+
+def test_members_only_in_predictions_get_a_lane_each() -> None:
+    preds = [pred("SYNC_GROUP", "p-1", T0), pred("SYNC_GROUP", "p-2", T0 + 1000)]
+    page = build_group_page("g", predictions=preds, heartbeat_bins=[], bin_ms=1, transitions=[],
+                            rebalances=[], sessions=[], findings=None)  # fmt: skip
+    assert [(lane.member_ids, lane.label) for lane in page.lanes] == [(("p-1",), "p-1"), (("p-2",), "p-2")]
+    assert [s.lane for s in page.spans] == [1, 2]
+
+
+# --- window scoping, hover durations, overview timeline ---------------------------------------------
+
+
+def base_predictions() -> list[dict[str, Any]]:
+    return [
+        pred("JOIN_GROUP", "", T0 + 10, observed_member_id="a-1", observed_completion_ms=T0 + 3010),
+        pred("HEARTBEAT", "b-2", T0 + 9000, observed_error="REBALANCE_IN_PROGRESS"),
+        pred("JOIN_GROUP", "b-2", T0 + 14_000, observed_completion_ms=T0 + 19_000),  # parked past the end
+        pred("LEAVE_GROUP", None, T0 + 20_000, group_instance_id="inst-b"),
+    ]
+
+
+def sample_page_in(window: tuple[int | None, int | None]) -> Any:
+    """The sample's rows the Spark side keeps for ``window`` (a row overlapping it stays), as one page."""
+    lo, hi = window
+    base = sample_page()
+
+    def inside(start: int, end: int | None) -> bool:
+        return (hi is None or start < hi) and (lo is None or end is None or end >= lo)
+
+    return build_group_page(
+        "g",
+        predictions=[p for p in base_predictions() if inside(p["arrival_ms"], p["arrival_ms"])],
+        heartbeat_bins=[HeartbeatBin("a-1", T0 + 6000, 1)] if inside(T0 + 6000, T0 + 6000) else [],
+        bin_ms=1,
+        transitions=[],
+        rebalances=[r for r in base.rebalances if inside(r["started_ms"], r["ended_ms"])],
+        sessions=[x for x in base.sessions if inside(x["joined_ms"], x["ended_ms"])],
+        findings=None,
+        window=window,
+    )
+
+
+def test_a_window_clips_the_axis_and_what_began_before_it() -> None:
+    """``report --from --to``: the sessions and the rebalance that began before the window start the axis
+    at the window's start, the rebalance's band too; what lies outside is not drawn; the time rebalancing
+    counts inside the window."""
+    lo, hi = T0 + 2000, T0 + 15_000
+    page = sample_page_in((lo, hi))
+    assert (page.start_ms, page.end_ms) == (lo, hi)
+    assert [(b.start_ms, b.end_ms, b.open) for b in page.bands] == [
+        (lo, T0 + 3030, False),
+        (T0 + 8000, hi, True),
+    ]
+    assert page.stats["rebalance_ms"] == (T0 + 3030 - lo) + (hi - (T0 + 8000))
+    assert all(lo <= m.time_ms <= hi for m in page.markers)
+    assert ("eviction", T0 + 8000) in [(m.kind, m.time_ms) for m in page.markers]
+    assert (page.stats["start_ms"], page.stats["end_ms"]) == (lo, hi)
+    whole = sample_page()
+    assert (whole.start_ms, whole.end_ms) == (T0 + 10, T0 + 20_000)
+
+
+def test_spans_parked_past_the_window_end_at_its_edge() -> None:
+    page = sample_page_in((T0 + 5000, T0 + 15_000))
+    assert [(s.lane, s.start_ms, s.end_ms) for s in page.spans] == [(2, T0 + 14_000, T0 + 15_000)]
+
+
+def test_band_hover_durations_in_human_units() -> None:
+    page = sample_page()
+    assert "total 3.0 s" in page.bands[0].hover and "total –" in page.bands[1].hover
+
+
+def test_overview_timeline_per_group_in_rebalancing_order_with_open_findings() -> None:
+    f = {
+        "finding_key": "00000000000000aa",
+        "status": "new",
+        "rule_id": "R02",
+        "rule": "session-timeout-eviction",
+        "severity": "critical",
+        "summary": "a-1 evicted",
+        "fix": "fix",
+        "group_id": "g",
+        "member_ids": ["a-1"],
+        "window_start_ms": T0 + 8000,
+    }
+    page = sample_page(findings=[f, {**f, "finding_key": "00000000000000bb", "status": "resolved"}])
+    row = group_timeline(page, "group-g.html")
+    assert row == {
+        "group_id": "g",
+        "page": "group-g.html",
+        "rebalances": [
+            {"seq": 1, "start_ms": T0 + 10, "end_ms": T0 + 3030, "trigger": "group_created",
+             "generation_to": 1},
+            # still open: to the group's last time
+            {"seq": 2, "start_ms": T0 + 8000, "end_ms": T0 + 20_000, "trigger": "session_expiry",
+             "generation_to": None},
+        ],
+        "findings": [
+            {"time_ms": T0 + 8000, "severity": "critical", "rule_id": "R02", "summary": "a-1 evicted",
+             "anchor": "finding-00000000000000aa"},
+        ],
+    }  # fmt: skip
+    calm = {"group_id": "calm", "page": "c.html", "rebalances": [], "findings": []}
+    groups = [
+        {"group_id": "calm", "page": "c.html", "rebalance_ms": 0, "start_ms": T0 - 5, "end_ms": T0 + 100},
+        {"group_id": "g", "page": "group-g.html", **page.stats},
+    ]
+    ov = build_overview({}, groups, None, agreement=[], data_docs=None, title="t", timeline=[calm, row])
+    assert [t["group_id"] for t in ov.timeline] == ["g", "calm"]  # like by_rebalancing
+    assert (ov.start_ms, ov.end_ms) == (T0 - 5, T0 + 20_000)
+    empty = build_overview({}, [], None, agreement=[], data_docs=None, title="t")  # the defaults
+    assert (empty.timeline, empty.start_ms, empty.end_ms) == ([], None, None)
+
+
+def test_scoped_numbers_are_counted_from_the_scoped_rows_and_labelled() -> None:
+    rows = [
+        {"group_id": "g", "api": "HEARTBEAT", "n": 10, "scored": 8, "matched": 6},
+        {"group_id": "h", "api": "JOIN_GROUP", "n": 5, "scored": 2, "matched": 2},
+    ]
+    numbers = scoped_summary(40, rows, 3)
+    assert numbers == {"requests": 40, "predictions": 15, "matched": 8, "rebalances": 3, "agreement": 0.8}
+    ov = build_overview(numbers, [], None, agreement=[], data_docs=None, title="t", scope="in window")
+    assert ov.numbers == [
+        ("requests in window", "40"),
+        ("predictions in window", "15"),
+        ("matched in window", "8"),
+        ("rebalances in window", "3"),
+        ("agreement in window", "80.00%"),
+    ]
+    assert scoped_summary(0, [], 0)["agreement"] is None

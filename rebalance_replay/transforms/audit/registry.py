@@ -135,18 +135,34 @@ def catalogue_markdown() -> str:
     for rule_id in rule_ids():
         rule = RULES[rule_id]
         keys = ", ".join(f"`{f.name}`" for f in dataclasses.fields(rule.settings))
-        link = f"[{rule_id}](#{rule_id.lower()}-{rule.name})"
+        link = f"[{rule_id}](#{rule_anchor(rule_id)})"
         out.append(f"| {link} | `{rule.name}` | {rule.family} | {rule.settings().severity} | {keys} |")
     for rule_id in rule_ids():
         out += ["", *rule_section(RULES[rule_id])]
     return "\n".join(out) + "\n"
 
 
+def rule_anchor(rule_id: str) -> str:
+    """The id of a rule's section, in ``docs/audit-rules.md`` and in a report's ``rules.html``."""
+    rule = RULES.get(rule_id)
+    return rule_id.lower() if rule is None else f"{rule_id.lower()}-{rule.name}"
+
+
+def thresholds(rule: Rule[Any]) -> list[tuple[str, Any, str]]:
+    """A rule's thresholds (its settings beyond ``enabled`` and ``severity``): name, default, meaning."""
+    from rebalance_replay.transforms.declare import META
+
+    defaults = rule.settings()
+    return [
+        (f.name, getattr(defaults, f.name), f.metadata[META].doc)
+        for f in dataclasses.fields(rule.settings)
+        if f.name not in ("enabled", "severity")
+    ]
+
+
 def rule_section(rule: Rule[Any]) -> list[str]:
     """A rule's section of ``docs/audit-rules.md``: the registry's facts (family, severity, every
     threshold with its default and meaning) and the hand-written :data:`about.ABOUT` text."""
-    from rebalance_replay.transforms.declare import META
-
     defaults = rule.settings()
     out = [
         f"## {rule.rule_id} {rule.name}",
@@ -154,12 +170,9 @@ def rule_section(rule: Rule[Any]) -> list[str]:
         f"Family {rule.family}; default severity {defaults.severity}; settings `audit.{rule.rule_id}.*`:",
         "",
     ]
-    thresholds = [
-        f"- `{f.name}` = {getattr(defaults, f.name)}: {f.metadata[META].doc}"
-        for f in dataclasses.fields(rule.settings)
-        if f.name not in ("enabled", "severity")
+    out += [f"- `{name}` = {value}: {doc}" for name, value, doc in thresholds(rule)] or [
+        "- no threshold beyond `enabled` and `severity`"
     ]
-    out += thresholds or ["- no threshold beyond `enabled` and `severity`"]
     about = ABOUT.get(rule.rule_id)
     if about is None:
         return [*out, "", "(Not described yet.)"]

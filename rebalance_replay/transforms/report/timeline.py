@@ -5,13 +5,22 @@ x axis is time (epoch ms, shown as dates), the y axis the lanes (reversed, so la
 Rebalances are shapes *below* the traces (one per rebalance, coloured by trigger) with their generation
 label; heartbeats are ticks (or a density heatmap); JoinGroup/SyncGroup are line segments from arrival
 to completion; events are markers with hover text.
+
+Band labels are horizontal and start hidden: the page's script shows those that fit, left to right in up to
+``LABEL_ROWS`` rows, after every draw, zoom or resize (templates/timeline.js), so no two ever overlap; each
+band's hover says the same. A lane's name shows its title (every id of the process) on hover.
+
+:func:`overview_figure` is the overview's timeline: one row per group, its rebalances and open findings.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from html import escape
 from typing import Any
 
-from rebalance_replay.transforms.report.model import GroupPage, Marker
+from rebalance_replay.transforms.report.model import SEVERITY_RANK, TRIGGER_COLOURS, GroupPage, Marker
+from rebalance_replay.transforms.report.units import fmt_dur, fmt_time, plural
 
 MARKER_STYLE: dict[str, dict[str, Any]] = {
     "transition": {"symbol": "diamond", "color": "#444444", "size": 9, "name": "state transition"},
@@ -34,6 +43,19 @@ MAX_HOVER_SPANS = 3000
 #: Up to this many lanes each has its label; above, every k-th lane (the hover names every member).
 MAX_LABELLED_LANES = 100
 BIG_LANE_PX = 12
+#: Rows of band labels above the plot, and their pitch (px)
+LABEL_ROWS = 2
+LABEL_ROW_PX = 16
+LABEL_FONT_PX = 10
+#: room above the plot for the rows of band labels, below it for the time axis and the legend
+TOP_MARGIN = LABEL_ROWS * LABEL_ROW_PX + 24
+BOTTOM_MARGIN = 110
+
+
+def plotly_text(text: str) -> str:
+    """A hover text of the page model for plotly, which reads tags and entities in text: the data in it
+    escaped (shown as written), its line breaks (``<br>``) kept."""
+    return escape(text, quote=False).replace("&lt;br&gt;", "<br>")
 
 
 def lane_ticks(n_lanes: int) -> list[int]:
@@ -61,9 +83,9 @@ def _segments(spans: list[Any]) -> tuple[list[Any], list[Any], list[Any]]:
     texts: list[Any] = []
     for s in spans:
         hover = (
-            f"{SPAN_STYLE[s.api][1]} {s.where}<br>→ {s.error}"
+            f"{SPAN_STYLE[s.api][1]} {escape(str(s.where))}<br>→ {escape(str(s.error))}"
             + (f", generation {s.generation}" if s.generation is not None else "")
-            + f"<br>{(s.end_ms - s.start_ms) / 1000:.3f} s"
+            + f"<br>{fmt_dur(s.end_ms - s.start_ms)}"
             + ("<br><b>predicted ≠ observed</b>" if s.mismatch else "")
         )
         xs += [s.start_ms, s.end_ms, None]
@@ -171,7 +193,7 @@ def figure(page: GroupPage) -> dict[str, Any]:
                 "name": style["name"],
                 "x": [m.time_ms for m in ms],
                 "y": [m.lane for m in ms],
-                "text": [m.text for m in ms],
+                "text": [plotly_text(m.text) for m in ms],
                 "hovertemplate": "%{text}<extra></extra>",
                 "marker": {
                     "symbol": style["symbol"],
@@ -190,7 +212,7 @@ def figure(page: GroupPage) -> dict[str, Any]:
                 "name": "rebalance",
                 "x": [(b.start_ms + b.end_ms) // 2 for b in page.bands],
                 "y": [0 for _ in page.bands],
-                "text": [b.hover for b in page.bands],
+                "text": [plotly_text(b.hover) for b in page.bands],
                 "hovertemplate": "%{text}<extra></extra>",
                 "marker": {"size": 18, "opacity": 0},
                 "showlegend": False,
@@ -213,32 +235,25 @@ def figure(page: GroupPage) -> dict[str, Any]:
         for b in page.bands
     ]
     annotations = [
-        {
-            "x": b.start_ms,
-            "xref": "x",
-            "y": 1,
-            "yref": "paper",
-            "yanchor": "bottom",
-            "xanchor": "left",
-            "text": f"{b.label} · {b.trigger}",
-            "showarrow": False,
-            "textangle": -30,
-            "font": {"size": 10, "color": "#333"},
-        }
-        for b in page.bands
+        band_label(b.start_ms, escape(f"{b.label} · {b.trigger}"), plotly_text(b.hover)) for b in page.bands
     ]
     lane_px = BIG_LANE_PX if big else LANE_PX
-    height = max(480, 260 + n_lanes * lane_px)
+    height = TOP_MARGIN + BOTTOM_MARGIN + max(260, 40 + n_lanes * lane_px)
     span = max(page.end_ms - page.start_ms, 1)
     pad = max(span // 50, 500)
     layout = {
         "height": height,
-        "margin": {"l": left_margin, "r": 10, "t": 110, "b": 110},
+        "margin": {"l": left_margin, "r": 10, "t": TOP_MARGIN, "b": BOTTOM_MARGIN},
         "hovermode": "closest",
         "dragmode": "zoom",
         "showlegend": True,
         # below the time axis (its labels take ~45 px)
-        "legend": {"orientation": "h", "y": -50 / (height - 220), "yanchor": "top", "x": 0},
+        "legend": {
+            "orientation": "h",
+            "y": -50 / (height - TOP_MARGIN - BOTTOM_MARGIN),
+            "yanchor": "top",
+            "x": 0,
+        },
         "xaxis": {
             "type": "date",
             "range": [page.start_ms - pad, page.end_ms + pad],
@@ -249,7 +264,10 @@ def figure(page: GroupPage) -> dict[str, Any]:
         "yaxis": {
             "tickmode": "array",
             "tickvals": tickvals,
-            "ticktext": [labels[i] if i == 0 or not sparse else f"{i}: {labels[i]}" for i in tickvals],
+            # plotly reads tags and entities in text: a label is escaped, shown as written
+            "ticktext": [
+                escape(labels[i] if i == 0 or not sparse else f"{i}: {labels[i]}") for i in tickvals
+            ],
             "range": [n_lanes - 0.5, -0.5],
             # no automargin: it redraws every trace once the labels are measured (seconds on big pages)
             "automargin": False,
@@ -264,4 +282,215 @@ def figure(page: GroupPage) -> dict[str, Any]:
         "plot_bgcolor": "#ffffff",
         "paper_bgcolor": "#ffffff",
     }
-    return {"data": traces, "layout": layout}
+    titles = ["the group: state transitions, group-wide findings"] + [
+        lane_title(lane.title) for lane in page.lanes
+    ]
+    return {**_page_script(titles), "data": traces, "layout": layout}
+
+
+def band_label(x: int, text: str, hover: str) -> dict[str, Any]:
+    """A rebalance band's label: horizontal, above the plot at the band's start, hidden until the page's
+    script finds it room (``name`` "band"); hovering it shows the band's hover."""
+    return {
+        "name": "band",
+        "visible": False,
+        "x": x,
+        "xref": "x",
+        "y": 1,
+        "yref": "paper",
+        "yanchor": "bottom",
+        "xanchor": "left",
+        "text": text,
+        "hovertext": hover,
+        "showarrow": False,
+        "textangle": 0,
+        "borderpad": 0,
+        "borderwidth": 0,
+        "font": {"size": LABEL_FONT_PX, "color": "#333"},
+    }
+
+
+def lane_title(title: str) -> str:
+    """A lane's title as the page's tooltip shows it (plain text, one item a line)."""
+    return title.replace("<br>", "\n")
+
+
+def _page_script(titles: Sequence[str], links: Sequence[str] = ()) -> dict[str, Any]:
+    """What the page's script reads besides the figure: each lane's title (and link), the label rows."""
+    lanes: dict[str, Any] = {"titles": list(titles)}
+    if links:
+        lanes["links"] = list(links)
+    return {"lanes": lanes, "label_rows": LABEL_ROWS, "label_row_px": LABEL_ROW_PX}
+
+
+#: Finding markers on the overview, by severity (the pages' severity colours)
+SEVERITY_COLOURS = {"critical": "#b00020", "warning": "#b36b00", "info": "#555555"}
+OVERVIEW_ROW_PX = 30
+#: Group names longer than this are shortened in the middle on the overview's axis (whole in the hover)
+OVERVIEW_NAME_CHARS = 40
+
+
+def _shorten(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 9] + "…" + text[-8:]
+
+
+def overview_rows(ov: Any) -> list[Mapping[str, Any]]:
+    """The overview timeline's groups (``Overview.timeline``), in the order of ``by_rebalancing`` (the
+    group spending the most time rebalancing first), any other after them by id."""
+    rows = list(getattr(ov, "timeline", None) or [])
+    rank = {str(g["group_id"]): i for i, g in enumerate(getattr(ov, "by_rebalancing", None) or [])}
+    return sorted(rows, key=lambda g: (rank.get(str(g["group_id"]), len(rank)), str(g["group_id"])))
+
+
+def _overview_span(ov: Any, rows: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
+    times = [int(t) for g in rows for r in g.get("rebalances") or [] for t in (r["start_ms"], r["end_ms"])]
+    times += [int(f["time_ms"]) for g in rows for f in g.get("findings") or []]
+    lo = getattr(ov, "start_ms", None)
+    hi = getattr(ov, "end_ms", None)
+    lo = min(times) if lo is None and times else lo
+    hi = max(times) if hi is None and times else hi
+    if lo is None or hi is None:
+        return None
+    return int(lo), max(int(hi), int(lo))
+
+
+def overview_figure(ov: Any) -> dict[str, Any]:
+    """The overview's timeline of every group (``{}`` when there is none): one row per group, its rebalances
+    as bars coloured by trigger (a tick at each end, so a short one still shows), its open findings as
+    markers coloured by severity just above; hovers name the group, the rebalance, its trigger and
+    duration, the time. A click on a rebalance or finding opens its row on the group's page, on a group's
+    name or row the page (the page's script, links in ``lanes``)."""
+    rows = overview_rows(ov)
+    if not rows:
+        return {}
+    n = len(rows)
+    traces: list[dict[str, Any]] = []
+    segments: dict[str, dict[str, list[Any]]] = {}
+    marks: dict[str, dict[str, list[Any]]] = {}
+    for y, g in enumerate(rows):
+        group, page = escape(str(g["group_id"])), str(g.get("page") or "")
+        for r in g.get("rebalances") or []:
+            trigger = str(r.get("trigger") or "unknown")
+            start, end = int(r["start_ms"]), max(int(r["end_ms"]), int(r["start_ms"]))
+            gen = r.get("generation_to")
+            hover = (
+                f"<b>{group}</b><br>rebalance #{r['seq']}"
+                + ("" if gen is None else f" (to generation {gen})")
+                + f"<br>trigger: {escape(trigger)}<br>duration: {fmt_dur(end - start)}"
+                + f"<br>{fmt_time(start)} → {fmt_time(end)}"
+            )
+            href = f"{page}#rebalance-{r['seq']}" if page else None
+            seg = segments.setdefault(trigger, {"x": [], "y": [], "text": [], "customdata": []})
+            seg["x"] += [start, end, None]
+            seg["y"] += [y, y, None]
+            seg["text"] += [hover, hover, None]
+            seg["customdata"] += [href, href, None]
+        for f in g.get("findings") or []:
+            severity = str(f.get("severity") or "info")
+            hover = (
+                f"<b>{group}</b><br>{escape(str(f.get('rule_id') or ''))} [{escape(severity)}]: "
+                f"{escape(str(f.get('summary') or ''))}<br>{fmt_time(f.get('time_ms'))}"
+            )
+            mark = marks.setdefault(severity, {"x": [], "y": [], "text": [], "customdata": []})
+            mark["x"].append(int(f["time_ms"]))
+            mark["y"].append(y - 0.3)
+            mark["text"].append(hover)
+            mark["customdata"].append(f"{page}#{f.get('anchor') or 'findings'}" if page else None)
+    for trigger, seg in sorted(segments.items()):
+        colour = TRIGGER_COLOURS.get(trigger, TRIGGER_COLOURS["unknown"])
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": escape(trigger),
+                **seg,
+                "hovertemplate": "%{text}<extra></extra>",
+                "line": {"color": colour, "width": 12},
+                "marker": {
+                    "symbol": "line-ns",
+                    "size": 16,
+                    "color": colour,
+                    "line": {"width": 2, "color": colour},
+                },
+                "opacity": 0.85,
+                "connectgaps": False,
+            }
+        )
+    for severity in sorted(marks, key=lambda s: -SEVERITY_RANK.get(s, 0)):
+        colour = SEVERITY_COLOURS.get(severity, SEVERITY_COLOURS["info"])
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": f"{severity} finding",
+                **marks[severity],
+                "hovertemplate": "%{text}<extra></extra>",
+                "marker": {
+                    "symbol": "diamond",
+                    "size": 10,
+                    "color": colour,
+                    "line": {"width": 1, "color": "#fff"},
+                },
+            }
+        )
+    names = [_shorten(str(g["group_id"]), OVERVIEW_NAME_CHARS) for g in rows]
+    longest = max(len(x) for x in names)
+    plot_px = n * OVERVIEW_ROW_PX + 10
+    xaxis: dict[str, Any] = {
+        "type": "date",
+        "title": {"text": "time (UTC)"},
+        "showgrid": True,
+        "gridcolor": "#eee",
+    }
+    span = _overview_span(ov, rows)
+    if span is not None:
+        pad = max((span[1] - span[0]) // 50, 500)
+        xaxis["range"] = [span[0] - pad, span[1] + pad]
+    layout = {
+        "height": 20 + 60 + plot_px,
+        "margin": {"l": min(360, 24 + int(longest * 11 * 0.62)), "r": 10, "t": 20, "b": 60},
+        "hovermode": "closest",
+        "dragmode": "zoom",
+        "showlegend": False,  # the page says what the colours mean, above the plot
+        "xaxis": xaxis,
+        "yaxis": {
+            "tickmode": "array",
+            "tickvals": list(range(n)),
+            "ticktext": [escape(x) for x in names],
+            "range": [n - 0.5, -0.5],
+            "automargin": False,
+            "showgrid": False,
+            "zeroline": False,
+            "fixedrange": True,
+            "tickfont": {"size": 11},
+        },
+        # every other row shaded, so a row reads across
+        "shapes": [
+            {
+                "type": "rect",
+                "layer": "below",
+                "xref": "paper",
+                "yref": "y",
+                "x0": 0,
+                "x1": 1,
+                "y0": y - 0.5,
+                "y1": y + 0.5,
+                "fillcolor": "#f4f6f9",
+                "line": {"width": 0},
+            }
+            for y in range(0, n, 2)
+        ],
+        "plot_bgcolor": "#ffffff",
+        "paper_bgcolor": "#ffffff",
+    }
+    titles = [
+        f"{g['group_id']}\n{plural(len(g.get('rebalances') or []), 'rebalance')}, "
+        f"{plural(len(g.get('findings') or []), 'open finding')}"
+        for g in rows
+    ]
+    return {
+        **_page_script(titles, [str(g.get("page") or "") for g in rows]),
+        "scroll_zoom": False,
+        "data": traces,
+        "layout": layout,
+    }
