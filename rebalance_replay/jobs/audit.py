@@ -66,6 +66,7 @@ from rebalance_replay.transforms.audit.model import (
     Transition,
 )
 from rebalance_replay.transforms.audit.registry import rule_ids_text
+from rebalance_replay.transforms.report.units import fmt_dur, fmt_time, plural
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -320,14 +321,15 @@ class AuditResult:
             out["new"] = 0
         return out
 
-    def held_back(self) -> str | None:
-        """What the audit could not see yet, in UTC (None when the replay covers every row)."""
+    def held_back(self, when: Callable[[int], str] = utc) -> str | None:
+        """What the audit could not see yet, in UTC (None when the replay covers every row); ``when``
+        writes the horizon (ISO 8601 for summary.json and notifications, ``fmt_time`` on the terminal)."""
         if self.horizon_ms is None:
             return None
         if self.horizon_closed:
-            return f"nothing: the replay closed its horizon (--final) at {utc(self.horizon_ms)}"
+            return f"nothing: the replay closed its horizon (--final) at {when(self.horizon_ms)}"
         return (
-            f"requests arriving from {utc(self.horizon_ms)} on are held back by the replay's late-arrival "
+            f"requests arriving from {when(self.horizon_ms)} on are held back by the replay's late-arrival "
             "horizon (replay.late_tolerance_ms behind the newest completion) until a later run replays them: "
             "findings there are not reported, and none is resolved past it; a run with --final closes it"
         )
@@ -360,7 +362,7 @@ class AuditResult:
                 "horizon_utc": None if self.horizon_ms is None else utc(self.horizon_ms),
                 "held_back": self.held_back(),
                 "unsupported": {
-                    k: f"unsupported: {', '.join(v['reasons'])} ({v['groups']} group(s))"
+                    k: f"unsupported: {', '.join(v['reasons'])} ({plural(v['groups'], 'group')})"
                     for k, v in sorted(self.unsupported.items())
                 },
                 "table": rule_table(self.open_findings, new=self.new_findings),
@@ -370,11 +372,27 @@ class AuditResult:
         }
 
     def format_text(self) -> str:
-        state = "up to date" if self.up_to_date else f"{self.evaluated_groups} group(s) evaluated"
+        """The terminal's audit: what this run evaluated and found, the warehouse's findings in total, a row
+        per rule and severity (each finding counted at its own severity), the new findings, each group's
+        health, what the replay still holds back (in UTC)."""
         st = self.status_counts()
+        rules = plural(len(self.rules), "rule")
+        if self.up_to_date:
+            run = f"nothing new to audit, up to date ({plural(self.groups, 'group')} unchanged), {rules}"
+        else:
+            run = (
+                f"{self.evaluated_groups} of {plural(self.groups, 'group')} evaluated, {rules}: "
+                f"{plural(st['new'], 'new finding')}"
+            )
+        by_sev: dict[str, int] = {}
+        for f in self.open_findings:
+            by_sev[f["severity"]] = by_sev.get(f["severity"], 0) + 1
+        sev = ", ".join(f"{by_sev[k]} {k}" for k in SEVERITY_ORDER if by_sev.get(k))
         lines = [
-            f"audit: {self.groups} group(s), {state}, {len(self.rules)} rule(s): {len(self.open_findings)} "
-            f"finding(s) ({st['new']} new, {st['ongoing']} ongoing), {st['resolved']} resolved"
+            f"audit: this run: {run}",
+            f"audit: warehouse total: {plural(len(self.open_findings), 'open finding')}"
+            + (f" ({sev}; {st['new']} new, {st['ongoing']} ongoing)" if self.open_findings else "")
+            + f", {st['resolved']} resolved",
         ]
         table = rule_table(self.open_findings, new=self.new_findings)
         if table:
@@ -390,14 +408,16 @@ class AuditResult:
         for f in self.new_findings:
             lines.append(f"  NEW {f['severity']} {f['rule_id']} {f['group_id']}: {f['summary']}")
         for rule_id, v in sorted(self.unsupported.items()):
-            lines.append(f"  {rule_id}: unsupported: {'; '.join(v['reasons'])} ({v['groups']} group(s))")
+            lines.append(
+                f"  {rule_id}: unsupported: {'; '.join(v['reasons'])} ({plural(v['groups'], 'group')})"
+            )
         for h in self.health:
             top = ", ".join(h["top_findings"]) or "no findings"
             lines.append(
-                f"  group {h['group_id']}: {h['rebalances']} rebalances, {h['rebalancing_s']:.1f} s "
-                f"rebalancing; {top}"
+                f"  group {h['group_id']}: {plural(h['rebalances'], 'rebalance')}, "
+                f"{fmt_dur(h['rebalancing_s'] * 1000)} rebalancing; {top}"
             )
-        held = self.held_back()
+        held = self.held_back(fmt_time)
         if held:
             lines.append(f"  held back: {held}")
         if self.gx is not None:
@@ -408,13 +428,14 @@ class AuditResult:
 def rule_table(
     findings: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]] = ()
 ) -> list[dict[str, Any]]:
-    """Per rule: highest severity, new findings, groups, occurrences, rebalance time caused (s); rules
-    with new findings first, then by severity."""
+    """A row per rule and severity — each finding counted at its own severity (a rule warning in one group
+    and critical in another is two rows, never one at the worst of them) —: new findings, groups,
+    occurrences, rebalance time caused (s); rows with new findings first, then by severity."""
     new_keys = {(f["rule_id"], f.get("finding_key")) for f in new}
-    by: dict[str, dict[str, Any]] = {}
+    by: dict[tuple[str, str], dict[str, Any]] = {}
     for f in findings:
         t = by.setdefault(
-            f["rule_id"],
+            (f["rule_id"], f["severity"]),
             {
                 "rule_id": f["rule_id"],
                 "rule": f["rule"],
@@ -425,15 +446,13 @@ def rule_table(
                 "rebalance_time_caused_s": 0.0,
             },
         )
-        if SEVERITY_ORDER[f["severity"]] < SEVERITY_ORDER[t["severity"]]:
-            t["severity"] = f["severity"]
         t["new"] += (f["rule_id"], f.get("finding_key")) in new_keys
         t["groups"].add(f["group_id"])
         t["occurrences"] += int(f["occurrences"])
         t["rebalance_time_caused_s"] += (f["metrics"] or {}).get("rebalance_time_caused_ms", 0.0) / 1000
     out = []
-    for rule_id in sorted(by, key=lambda r: (by[r]["new"] == 0, SEVERITY_ORDER[by[r]["severity"]], r)):
-        t = by[rule_id]
+    for key in sorted(by, key=lambda k: (by[k]["new"] == 0, SEVERITY_ORDER[k[1]], k[0])):
+        t = by[key]
         out.append(
             {
                 **t,
@@ -526,7 +545,8 @@ def audit(
     up_to_date = not changed and not removed
     groups_state: dict[str, Any] = {g: v for g, v in old.items() if g in fps and g not in changed}
     if not up_to_date:
-        log(f"audit: evaluating {len(changed)} group(s) with new rows ({len(fps) - len(changed)} unchanged)")
+        unchanged = len(fps) - len(changed)
+        log(f"audit: evaluating {plural(len(changed), 'group')} with new rows ({unchanged} unchanged)")
         stacked = None
         if changed:  # the changed groups' rows (a semi join: there may be many groups)
             wanted = spark.createDataFrame([(g,) for g in changed], "group_id string")

@@ -25,6 +25,7 @@ from rebalance_replay.schemas import REQUESTS
 from rebalance_replay.transforms import broker_facts as bf
 from rebalance_replay.transforms.kafka_protocol import ApiKey
 from rebalance_replay.transforms.kafka_version import parse_kafka_version
+from rebalance_replay.transforms.report.units import plural
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -196,7 +197,7 @@ def resolve(config: Config, evidence: Mapping[str, Mapping[str, Any]], observed:
     if exact is not None:
         source = f"log: server.log says Kafka version {exact}"
     elif bounds.reasons and bounds.consistent:
-        source = f"log: {bounds.text()}, {len(bounds.reasons)} clue(s)"
+        source = f"log: {bounds.text()}, {plural(len(bounds.reasons), 'clue')}"
     else:
         source = "config"
     same_line = parse_kafka_version(detected)[:2] == parse_kafka_version(configured_version)[:2]
@@ -205,7 +206,7 @@ def resolve(config: Config, evidence: Mapping[str, Mapping[str, Any]], observed:
             f"kafka.version: configured {configured_version}{note}, the log says {detected} ({source[5:]})"
         )
     elif source.startswith("log") and exact is None:
-        source = f"config, the log agrees: {bounds.text()}, {len(bounds.reasons)} clue(s)"
+        source = f"config, the log agrees: {bounds.text()}, {plural(len(bounds.reasons), 'clue')}"
     version_used = detected if adopt or same_line else configured_version
     if not bounds.consistent:
         source = f"config (the log's version evidence disagrees with itself: {'; '.join(bounds.reasons)})"

@@ -332,16 +332,19 @@ _STATE: dict[str, Any] = {}
 
 
 def cmd_ingest(args: argparse.Namespace, config: Config) -> int:
-    from rebalance_replay.jobs.ingest import format_counts_table, ingest, ingest_summary, resolve_inputs
+    from rebalance_replay.jobs.ingest import (
+        format_counts_table,
+        ingest,
+        ingest_summary,
+        resolve_inputs,
+        result_line,
+    )
 
     files = resolve_inputs(config, args.input)  # bad paths fail here, before Spark starts
     spark = _session(config)
     result = ingest(spark, _store(spark, config), config, files, log=_say)
     path = write_summary(config.storage.warehouse, ingest_summary(result))
-    print(
-        f"ingest: batch {result.batch_id or '-'} in {result.seconds:.1f}s "
-        f"({result.files_seen} file(s), {result.slices} read, {result.duplicate_files} duplicate copies)"
-    )
+    print(result_line(result))
     print(format_counts_table(result))
     print(f"summary: {path}")
     return 0
@@ -412,33 +415,34 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
     if forensics:
         extra = {"forensics": _STATE["forensics"].describe()}
     write_summary(summary_dir, {**result.as_summary(), **extra})
-    counts = ", ".join(
-        f"{result.counts.get(k, 0)} {k}"
-        for k in ("predictions", "transitions", "rebalances", "member_sessions")
-    )
+    from rebalance_replay.transforms.report.units import plural
+
     if result.broker:
         from rebalance_replay.jobs.broker_facts import summary_lines
 
         for line in summary_lines(result.broker):
             print(line)
-    state = "up to date" if result.up_to_date else f"{result.new_rows} request(s) replayed"
-    print(f"replay: {result.mode} ({result.path} path), {result.groups} group(s), {state}: {counts}")
+    print(result.this_run_line())  # what this run replayed, what it held back (the horizon in UTC)
+    print(result.warehouse_line())  # the output tables after it
+    replayed = result.new_rows if result.replayed_rows is None else result.replayed_rows
     if result.bulk_validated and not result.up_to_date:
         print(
-            f"replay: {result.bulk_validated} of {result.new_rows} request(s) validated in bulk "
+            f"replay: this run: {result.bulk_validated} of {plural(replayed, 'request')} validated in bulk "
             "(routine heartbeats and offset commits of Stable generations)"
         )
     if result.kip848_groups:
+        speak = "uses ConsumerGroupHeartbeat, not the classic protocol"
+        if len(result.kip848_groups) > 1:
+            speak = "use ConsumerGroupHeartbeat, not the classic protocol"
         print(
-            f"replay: {len(result.kip848_groups)} KIP-848 group(s) use ConsumerGroupHeartbeat and are not "
-            f"classic groups (not replayed): {', '.join(result.kip848_groups[:10])}"
+            f"replay: {plural(len(result.kip848_groups), 'KIP-848 group')} {speak} (not replayed): "
+            f"{', '.join(result.kip848_groups[:10])}"
         )
-    if result.held_back:
-        print(f"replay: held back: {result.held_back}")
     if result.late_rows:
         print(
-            f"replay: {result.late_rows} request(s) landed after their time had been replayed "
-            "(raise replay.late_tolerance_ms)"
+            f"replay: this run: {plural(result.late_rows, 'request')} landed after "
+            f"{'its' if result.late_rows == 1 else 'their'} time had been replayed (raise "
+            "replay.late_tolerance_ms)"
         )
     return 0
 
@@ -531,6 +535,7 @@ def _known_groups(warehouse: Path, groups: tuple[str, ...]) -> None:
 
 
 def cmd_report(args: argparse.Namespace, config: Config) -> int:
+    from rebalance_replay.jobs.forensics import recorded_scope
     from rebalance_replay.jobs.report import report
     from rebalance_replay.transforms.report.naming import forensics_name
 
@@ -548,6 +553,10 @@ def cmd_report(args: argparse.Namespace, config: Config) -> int:
     # beside the forensics runs, never over the scheduled run's reports and summary.json
     scoped = name is None and (window != (None, None) or bool(groups))
     target = root / "forensics" / forensics_name(window, groups) if scoped else source
+    recorded = None if name is None else recorded_scope(source)
+    if recorded is not None:  # a forensics run's pages count its own window and groups (unless narrowed)
+        window = window if window != (None, None) else recorded[0]
+        groups = groups or recorded[1]
     if target != root:
         _STATE["summary_dir"] = str(target)
     out = getattr(args, "out", None) or str(target / "reports")
@@ -571,7 +580,7 @@ def cmd_report(args: argparse.Namespace, config: Config) -> int:
     )
     target.mkdir(parents=True, exist_ok=True)
     write_summary(str(target), {"report": result.as_dict()})
-    print(f"report: {result.pages} page(s), {result.groups} group(s) → {result.index}")
+    print(_report_line(result, scope=None if target == root else target.name))
     return 0
 
 
@@ -635,26 +644,73 @@ def cmd_run(args: argparse.Namespace, config: Config) -> int:
     return status
 
 
+def _report_line(result: Any, scope: str | None) -> str:
+    """``report:``: what this run wrote, and of what (the warehouse, or a forensics run's window)."""
+    from rebalance_replay.transforms.report.units import plural
+
+    of = "the warehouse's" if scope is None else f"forensics run {scope!r}:"
+    return (
+        f"report: this run wrote {plural(result.pages, 'page')} on {of} {plural(result.groups, 'group')} "
+        f"→ {result.index}"
+    )
+
+
 def headline(summary: dict[str, Any]) -> str:
-    """The figures a person looks for first, from ``summary.json``."""
-    agreement = summary.get("agreement")
-    parts = [
-        f"{summary.get('requests', 0)} requests",
-        f"{summary.get('quarantined', 0)} quarantined",
-        f"{summary.get('predictions', 0)} predictions",
-        "agreement " + ("n/a" if agreement is None else f"{agreement:.2%}"),
-        f"{summary.get('rebalances', 0)} rebalances",
-    ]
-    if summary.get("findings"):
-        by_sev = (summary.get("audit") or {}).get("by_severity") or {}
-        sev = ", ".join(f"{by_sev[k]} {k}" for k in ("critical", "warning", "info") if by_sev.get(k))
-        new = ((summary.get("audit") or {}).get("status") or {}).get("new")
-        parts.append(
-            f"{sum(summary['findings'].values())} findings"
-            + (f" ({sev})" if sev else "")
-            + (f", {new} new" if new is not None else "")
+    """The figures a person looks for first, from ``summary.json``: what this run did (``run: this run:``)
+    and the warehouse's totals after it (``run: warehouse total:``), never one mixed with the other."""
+    from rebalance_replay.transforms.report.units import plural
+
+    done = []
+    ingest = summary.get("ingest")
+    if ingest is not None:
+        new = (ingest.get("this_run") or {}).get("requests", 0)
+        done.append(
+            "nothing new to ingest"
+            if ingest.get("batch_id") is None
+            else f"{plural(new, 'request')} ingested"
         )
-    lines = ["run: " + ", ".join(parts)]
+    replay = summary.get("replay")
+    if replay is not None:
+        if replay.get("up_to_date"):
+            done.append("nothing new to replay")
+        else:
+            replayed = replay.get("replayed_rows")
+            replayed = replay.get("new_rows", 0) if replayed is None else replayed
+            this = replay.get("this_run") or {}
+            held = replay.get("held_rows") or 0
+            predictions = plural(this.get("predictions", 0), "prediction")
+            done.append(
+                f"{plural(replayed, 'request')} replayed → {predictions}, "
+                f"{plural(this.get('rebalances', 0), 'rebalance')}"
+                + (f" ({held} held back for late arrivals)" if held else "")
+            )
+    audit = summary.get("audit") or {}
+    if audit:
+        done.append(plural((audit.get("status") or {}).get("new", 0), "new finding"))
+    agreement = summary.get("agreement")
+    total = []
+    if "requests" in summary:  # (a forensics run's summary has none: its requests are the warehouse's)
+        total.append(
+            f"{plural(summary['requests'], 'request')} ({summary.get('quarantined', 0)} quarantined)"
+        )
+    total += [
+        f"{plural(summary.get('predictions', 0), 'prediction')} (agreement "
+        + ("n/a" if agreement is None else f"{agreement:.2%}")
+        + ")",
+        plural(summary.get("rebalances", 0), "rebalance"),
+    ]
+    if audit or summary.get("findings"):
+        by_sev = audit.get("by_severity") or {}
+        sev = ", ".join(f"{by_sev[k]} {k}" for k in ("critical", "warning", "info") if by_sev.get(k))
+        total.append(
+            plural(sum((summary.get("findings") or {}).values()), "open finding")
+            + (f" ({sev})" if sev else "")
+        )
+    lines = []
+    if done:
+        lines.append("run: this run: " + "; ".join(done))
+    whose = "forensics run" if summary.get("forensics") else "warehouse"
+    lines.append(f"run: {whose} total: " + ", ".join(total))
     if summary.get("data_docs"):
         lines.append(f"run: Data Docs: {summary['data_docs']}")
     return "\n".join(lines)

@@ -62,6 +62,7 @@ from rebalance_replay.transforms.broker_facts import (
 )
 from rebalance_replay.transforms.columnar_log import parse_routine_lines
 from rebalance_replay.transforms.redaction import Redactor
+from rebalance_replay.transforms.report.units import plural
 from rebalance_replay.transforms.request_log import LineKind, parse_line
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -564,22 +565,22 @@ def ingest(
         slices = [FileSlice.from_dict(d) for d in plan["slices"]]
         if plan.get("stage"):  # its tasks' files: committed ones were moved out, the rest is garbage
             shutil.rmtree(plan["stage"], ignore_errors=True)
-        duplicates = 0
-        say(f"ingest: resuming batch {batch_id} ({len(slices)} slices) from an interrupted run")
+        duplicates = plan_slices(files, progress)[1]  # the copies skipped, as the first attempt counted
+        say(f"ingest: resuming batch {batch_id} ({plural(len(slices), 'slice')}) from an interrupted run")
     else:
         planned, duplicates = plan_slices(files, progress)
         slices = [p for s in planned for p in split_slice(s, config.input.max_slice_bytes)]
     n_files = len({s.file_key for s in slices})
     run = IngestCounts()
     if not slices:
-        say(f"ingest: {len(files)} file(s), nothing new to read")
+        say(f"ingest: {plural(len(files), 'file')}, nothing new to read")
         return IngestResult(None, len(files), 0, duplicates, run, total, time.monotonic() - started)
     plan = {"batch_id": batch_id, "slices": [s.to_dict() for s in slices]}
     write_json(plan_file, plan, indent=1)
     mb = sum(s.file_size if s.end_offset is None else s.end_offset - s.start_offset for s in slices) / 1e6
     say(
-        f"ingest: batch {batch_id}: reading {n_files} slice(s) of {len(files)} file(s) in {len(slices)} "
-        f"task slice(s), ~{mb:.1f} MB"
+        f"ingest: batch {batch_id}: reading {n_files} of {plural(len(files), 'file')} in "
+        f"{plural(len(slices), 'task slice')}, ~{mb:.1f} MB"
     )
 
     ingested_at = datetime.now(UTC).replace(microsecond=0)
@@ -610,12 +611,12 @@ def ingest(
     written: int | None = None
     if stage is not None:
         try:
-            files = plan_df.mapInArrow(task(stage), TASK_FILES.spark_schema()).collect()
+            task_files = plan_df.mapInArrow(task(stage), TASK_FILES.spark_schema()).collect()
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
             raise
         written = store.commit_task_files(
-            REQUESTS, stage, [r["file"] for r in files], app_id=APP_ID, txn_version=batch_id
+            REQUESTS, stage, [r["file"] for r in task_files], app_id=APP_ID, txn_version=batch_id
         )
     elif not done:
         written = store.write(
@@ -644,8 +645,8 @@ def ingest(
     if written is not None and written != run.requests:
         raise RuntimeError(f"ingest: {run.requests} request lines parsed but {written} rows written")
     say(
-        f"ingest: parsed {run.lines_read} lines: {run.requests} requests, {run.quarantined} quarantined, "
-        f"{run.other_api_lines} other-API, {run.other_lines} other"
+        f"ingest: parsed {plural(run.lines_read, 'line')}: {plural(run.requests, 'request')}, "
+        f"{run.quarantined} quarantined, {run.other_api_lines} other-API, {run.other_lines} other"
     )
     quarantine_df = (
         _select(
@@ -707,13 +708,30 @@ def ingest_summary(result: IngestResult) -> dict[str, Any]:
     return {**result.total.as_dict(), "ingest": result.as_dict()}
 
 
+def result_line(result: IngestResult) -> str:
+    """What this run of ingest did, in one line: the batch it wrote (or that there was nothing new), the
+    files it saw and read, the duplicate copies it skipped (another path of a file it reads once: the same
+    rotation gzipped and not, a copy)."""
+    seen = plural(result.files_seen, "file")
+    dups = plural(result.duplicate_files, "duplicate copy", "duplicate copies")
+    skipped = f"; {dups} skipped, each file is read once" if result.duplicate_files else ""
+    if result.batch_id is None:
+        return f"ingest: this run: nothing new to ingest ({seen} seen{skipped})"
+    return (
+        f"ingest: this run: batch {result.batch_id}, read {result.slices} of {seen} in "
+        f"{result.seconds:.1f} s{skipped}"
+    )
+
+
 def format_counts_table(result: IngestResult) -> str:
-    rows = [("", "this run", "warehouse")]
+    """Lines by kind, this run's next to the warehouse's totals."""
+    rows = [("", "this run", "warehouse total")]
     for key in ("lines_read", "requests", "quarantined", "other_api_lines", "other_lines"):
         rows.append((key, str(getattr(result.run, key)), str(getattr(result.total, key))))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)
-    lines = [f"  {a:<{w0}}  {b:>{w1}}  {c:>9}" for a, b, c in rows]
+    w2 = max(len(r[2]) for r in rows)
+    lines = [f"  {a:<{w0}}  {b:>{w1}}  {c:>{w2}}" for a, b, c in rows]
     ok = "ok" if result.run.balanced and result.total.balanced else "MISMATCH"
     lines.append(f"  accounting (lines = requests + quarantined + other_api + other): {ok}")
     return "\n".join(lines)
@@ -729,4 +747,5 @@ __all__ = [
     "ingest",
     "ingest_summary",
     "parse_slices",
+    "result_line",
 ]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rebalance_replay.transforms.audit.config import NotifySettings
+from rebalance_replay.transforms.report.units import plural
 
 Sleep = Callable[[float], None]
 
@@ -155,6 +156,6 @@ def failure_line(result: NotifyResult) -> str | None:
         return None
     return (
         "notify: "
-        + "; ".join(f"{d.target} failed after {d.attempts} attempt(s): {d.error}" for d in failed)
+        + "; ".join(f"{d.target} failed after {plural(d.attempts, 'attempt')}: {d.error}" for d in failed)
         + " (the findings table and summary.json are written)"
     )

@@ -38,6 +38,7 @@ from rebalance_replay.jobs.replay_stateful import _replay_incremental, _replay_s
 from rebalance_replay.jobs.replay_wire import OUTPUT_TABLES
 from rebalance_replay.schemas import REQUESTS
 from rebalance_replay.transforms.replay import ReplaySettings
+from rebalance_replay.transforms.report.units import plural
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -159,7 +160,7 @@ def replay(
         horizon = max(int(r["max_c"]) for r in per_group) + 1
         if chosen == "auto":
             chosen = "fast" if len(groups) >= config.replay.fast_path_min_groups else "stateful"
-        say(f"replay: batch over {len(groups)} group(s), {chosen} path")
+        say(f"replay: batch over {plural(len(groups), 'group')}, {chosen} path")
         if chosen == "fast":
             result = _replay_fast(spark, out_store, settings, all_rows, n_rows, horizon, dirs.root)
         else:

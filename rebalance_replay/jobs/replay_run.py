@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from rebalance_replay.jobs.bookkeeping import write_json
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.replay_wire import OUTPUT_TABLES
+from rebalance_replay.transforms.report.units import fmt_dur, fmt_time, plural
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -43,8 +44,29 @@ class ReplayResult:
     broker: dict[str, Any] = field(default_factory=dict)
     #: incremental: what waits for the next run and why, in UTC (summary.json replay.held_back)
     held_back: str | None = None
+    #: incremental: requests landed but not replayed yet (arrived at or after the horizon), for a later run
+    held_rows: int = 0
+    #: requests replayed in this run (incremental: the new ones and those held before, less those held
+    #: now); None when not known (a checkpoint from a version that did not count what it held)
+    replayed_rows: int | None = None
+    #: incremental: the run's number, its late-arrival tolerance (ms) and whether it closed the horizon
+    run: int | None = None
+    tolerance_ms: int | None = None
+    final: bool = False
+    #: the output tables' rows in the warehouse after this run (empty: the counts, a batch replay rewrites
+    #: the tables)
+    totals: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def warehouse_counts(self) -> dict[str, int]:
+        """Rows of each output table in the warehouse after this run."""
+        source = self.totals or self.counts
+        return {k: int(source.get(k, 0)) for k in OUTPUT_TABLES}
 
     def as_summary(self) -> dict[str, Any]:
+        """summary.json's replay keys: the top-level counts are the warehouse's totals (what a report and the
+        `run:` line show), ``replay.this_run`` what this run added."""
+        totals = self.warehouse_counts
         return {
             **({"broker": self.broker} if self.broker else {}),
             "replay": {
@@ -52,6 +74,8 @@ class ReplayResult:
                 "path": self.path,
                 "horizon_ms": self.horizon_ms,
                 "new_rows": self.new_rows,
+                "replayed_rows": self.replayed_rows,
+                "held_rows": self.held_rows,
                 "groups": self.groups,
                 "late_rows": self.late_rows,
                 "bulk_validated": self.bulk_validated,
@@ -59,13 +83,57 @@ class ReplayResult:
                 "seconds": round(self.seconds, 2),
                 "up_to_date": self.up_to_date,
                 "held_back": self.held_back,
+                "this_run": {k: int(self.counts.get(k, 0)) for k in OUTPUT_TABLES},
             },
-            "predictions": self.counts.get("predictions", 0),
-            "transitions": self.counts.get("transitions", 0),
-            "rebalances": self.counts.get("rebalances", 0),
-            "member_sessions": self.counts.get("member_sessions", 0),
+            **totals,
             "kip848_groups": len(self.kip848_groups),
         }
+
+    def this_run_line(self) -> str:
+        """What this run replayed, and what it held back for late arrivals (the horizon in UTC)."""
+        if self.up_to_date and self.mode == "batch":
+            return (
+                "replay: this run: nothing to replay (the requests and the configuration are those of the "
+                "last batch replay)"
+            )
+        if self.up_to_date:
+            return "replay: this run: nothing has landed to replay"
+        if self.mode == "batch":
+            return (
+                f"replay: this run: batch replay ({self.path} path) of {plural(self.groups, 'group')}, "
+                f"{plural(self.new_rows, 'request')} → {counts_text(self.counts)}"
+            )
+        replayed = "" if self.replayed_rows is None else f", {self.replayed_rows} replayed"
+        text = (
+            f"replay: this run: incremental run{'' if self.run is None else f' {self.run}'} over "
+            f"{plural(self.groups, 'group')}, {plural(self.new_rows, 'new request')}{replayed} → "
+            f"{counts_text(self.counts)}"
+        )
+        if self.horizon_ms is None:
+            return text
+        if self.final:
+            return f"{text}; nothing held back: --final closed the horizon at {fmt_time(self.horizon_ms)}"
+        if not self.held_rows:
+            return (
+                f"{text}; nothing held back for late arrivals (horizon {fmt_time(self.horizon_ms)}, "
+                f"replay.late_tolerance_ms {fmt_dur(self.tolerance_ms)} behind the newest completion)"
+            )
+        return (
+            f"{text}; {plural(self.held_rows, 'request')} held back for late arrivals: those arriving from "
+            f"{fmt_time(self.horizon_ms)} on wait for the next run (replay.late_tolerance_ms "
+            f"{fmt_dur(self.tolerance_ms)} behind the newest completion; a run with --final replays them)"
+        )
+
+    def warehouse_line(self) -> str:
+        """The output tables' rows in the warehouse after this run."""
+        return f"replay: warehouse total: {counts_text(self.warehouse_counts)}"
+
+
+def counts_text(counts: Mapping[str, int]) -> str:
+    """``14155 predictions, 301 transitions, 1 rebalance, 429 member sessions``."""
+    return ", ".join(
+        plural(int(counts.get(kind, 0)), kind.replace("_", " ").removesuffix("s")) for kind in OUTPUT_TABLES
+    )
 
 
 @dataclass
@@ -187,4 +255,6 @@ def _finish_result(
         kip848_groups=kip848,
         late_rows=late,
         bulk_validated=bulk,
+        # each group holding rows has pending work, so it is called every run: its last status says all
+        held_rows=sum(s.get("held") or 0 for s in latest.values()),
     )

@@ -39,6 +39,7 @@ from rebalance_replay.jobs.replay_wire import (
 )
 from rebalance_replay.schemas import PREDICTIONS, REQUESTS
 from rebalance_replay.transforms.replay import OUTPUT_KINDS, GroupReplayer, ReplaySettings
+from rebalance_replay.transforms.report.units import fmt_dur, fmt_time, plural
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -171,7 +172,10 @@ def _replay_stateful_batch(
     try:
         if whole:
             files = _write_whole_feed(rows, feed_dir, horizon)
-            say(f"replay: {files} feed file(s), one micro-batch → applyInPandasWithState (fresh checkpoint)")
+            say(
+                f"replay: {plural(files, 'feed file')}, one micro-batch → applyInPandasWithState (fresh "
+                "checkpoint)"
+            )
             batches = 1
         else:
             files = _write_feed(
@@ -184,7 +188,7 @@ def _replay_stateful_batch(
                 config.replay.bucket_ms,
                 config.replay.max_rows_per_call,
             )
-            say(f"replay: {files} feed file(s) → applyInPandasWithState (fresh checkpoint)")
+            say(f"replay: {plural(files, 'feed file')} → applyInPandasWithState (fresh checkpoint)")
             batches = files
         totals: dict[str, int] = {k: 0 for k in OUTPUT_TABLES}
         statuses: list[dict[str, Any]] = []
@@ -285,8 +289,8 @@ def _replay_incremental(
         horizon = int(max_c) + 1 - tolerance
         ticks = [(g, False) for g in state["pending_groups"]]
         say(
-            f"replay: incremental run {run_id}{' (final)' if final else ''}: {n_new} new row(s), horizon "
-            f"{horizon} ({tolerance} ms behind the newest completion)"
+            f"replay: incremental run {run_id}{' (final)' if final else ''}: {plural(n_new, 'new request')}, "
+            f"horizon {fmt_time(horizon)} ({fmt_dur(tolerance)} behind the newest completion)"
         )
         feed_dir = inc / "feed"
         files = _write_feed(
@@ -340,6 +344,18 @@ def _replay_incremental(
             )
         result = _finish_result("incremental", "stateful", horizon, n_new, totals, statuses)
         result.held_back = held_back_text(horizon, int(max_c), tolerance, final)
+        result.run, result.tolerance_ms, result.final = run_id, tolerance, final
+        held_before = 0 if fresh else state.get("held_rows")
+        if held_before is not None:
+            result.replayed_rows = held_before + n_new - result.held_rows
+        # the warehouse's totals: those before this run (none after a fresh start, which empties the
+        # tables) and what it wrote; counted from the tables once, for a state that did not keep them
+        before = {k: 0 for k in OUTPUT_KINDS} if fresh else state.get("totals")
+        result.totals = (
+            {k: int(before.get(k, 0)) + totals[k] for k in OUTPUT_KINDS}
+            if before is not None
+            else {k: store.read(OUTPUT_TABLES[k]).count() for k in OUTPUT_KINDS}
+        )
         pending = set(state["pending_groups"])
         for s in statuses:
             (pending.add if s["pending"] else pending.discard)(s["group_id"])
@@ -348,6 +364,8 @@ def _replay_incremental(
             max_completion_ms=int(max_c),
             pending_groups=sorted(pending),
             kip848_groups=sorted(set(state["kip848_groups"]) | set(result.kip848_groups)),
+            held_rows=result.held_rows,
+            totals=result.totals,
         )
         result.kip848_groups = state["kip848_groups"]
         write_json(state_file, state)

@@ -44,7 +44,7 @@ OUTPUT_TABLES: dict[str, TableDef] = {
 
 def _union_output() -> TableDef:
     """One schema for everything a replay task emits: the row kind, every output table's columns, and a
-    per-group status (pending work, KIP-848)."""
+    per-group status (pending work, KIP-848, rows held for a later call)."""
     cols: dict[str, Column] = {"kind": Column("kind", "string", False)}
     for t in OUTPUT_TABLES.values():
         for c in t.columns:
@@ -59,6 +59,7 @@ def _union_output() -> TableDef:
         Column("late", "bigint"),
         Column("bulk", "bigint"),
         Column("predicted", "bigint"),
+        Column("held", "bigint"),
     ):
         cols[c.name] = c
     return TableDef(name="_replay_output", columns=tuple(cols.values()))
@@ -189,6 +190,8 @@ def split_output(replayer: GroupReplayer, out: ReplayOutput) -> tuple[pa.Table, 
         "late": out.late,
         "bulk": sum(t.num_rows for t in out.prediction_tables),
         "predicted": predictions.num_rows,
+        # rows fed but not replayed yet (arrived at or after the call's horizon): the next run's
+        "held": len(replayer.buffer) + sum(t.num_rows for t in replayer.pending),
     }
     parts.append(_as_union(pa.Table.from_pylist([status]), "status"))
     return predictions, pa.concat_tables(parts)
@@ -240,7 +243,7 @@ def _predicted(status: Sequence[Mapping[str, Any]]) -> int:
 def _status_rows(small: pa.Table) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = (
         small.filter(pc.equal(small.column("kind"), "status"))
-        .select(["group_id", "pending", "kip848", "replayed", "late", "bulk", "predicted"])
+        .select(["group_id", "pending", "kip848", "replayed", "late", "bulk", "predicted", "held"])
         .to_pylist()
     )
     return rows

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from rebalance_replay.jobs.errors import EXIT_FINDINGS, EXIT_NOTIFY
 from rebalance_replay.transforms.audit import lifecycle
+from rebalance_replay.transforms.report.units import plural
 
 if TYPE_CHECKING:  # pragma: no cover
     from rebalance_replay.jobs.audit import AuditResult
@@ -128,7 +129,8 @@ def after_audit(
             say(f"rebalance-replay: error: {line}")
             code = EXIT_NOTIFY
         else:
-            say(f"notify: {sent.sent} new finding(s) sent to {', '.join(d.target for d in sent.deliveries)}")
+            targets = ", ".join(d.target for d in sent.deliveries)
+            say(f"notify: {plural(sent.sent, 'new finding')} sent to {targets}")
     threshold = getattr(args, "fail_on", None)
     if threshold:
         include = bool(getattr(args, "include_ongoing", False))
@@ -137,7 +139,8 @@ def after_audit(
         what = "open" if include else "new"
         if hits:
             say(
-                f"audit: --fail-on {threshold}: {len(hits)} {what} finding(s) at {threshold} or worse "
+                f"audit: --fail-on {threshold}: {plural(len(hits), f'{what} finding')} at {threshold} or "
+                "worse "
                 f"({', '.join(sorted({h['rule_id'] for h in hits}))}): exit {EXIT_FINDINGS}"
             )
             code = EXIT_FINDINGS

@@ -39,6 +39,7 @@ from rebalance_replay.jobs.expectations import (
 )
 from rebalance_replay.schemas import FINDINGS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
 from rebalance_replay.schemas.core import TableDef
+from rebalance_replay.transforms.report.units import plural
 from rebalance_replay.transforms.validation import MISMATCH_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -149,9 +150,11 @@ class ValidationResult:
             return "n/a" if v is None else f"{100 * v:.2f}%"
 
         ok = {None: "nothing scored", True: "ok", False: "BELOW"}[self.agreement_ok]
+        # validate reads every prediction each run: its numbers are the warehouse's
         lines = [
-            f"validate: {self.predictions} predictions, {self.scored} scored, {self.matched} matched: "
-            f"agreement {pct(self.agreement)} (min {pct(self.min_agreement)}: {ok})"
+            f"validate: this run checked the warehouse total: {plural(self.predictions, 'prediction')}, "
+            f"{self.scored} scored, {self.matched} matched: agreement {pct(self.agreement)} (min "
+            f"{pct(self.min_agreement)}: {ok})"
         ]
         if self.by_api:
             parts = [
@@ -176,10 +179,10 @@ class ValidationResult:
         else:
             state = "ok" if self.gx.success else "FAILED"
             suites = ", ".join(
-                f"{name} {'ok' if s['success'] else 'FAILED'} ({s['evaluated']} expectations)"
+                f"{name} {'ok' if s['success'] else 'FAILED'} ({plural(s['evaluated'], 'expectation')})"
                 for name, s in self.gx.suites.items()
             )
-            lines.append(f"  Great Expectations: {state} in {self.gx.seconds:.1f}s: {suites or '-'}")
+            lines.append(f"  Great Expectations: {state} in {self.gx.seconds:.1f} s: {suites or 'no suite'}")
             if self.gx.error:
                 lines.append(f"    error: {self.gx.error}")
             for f in self.gx.failures[:5]:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rebalance_replay.transforms.kafka_version import KAFKA_LINES, Version, parse_kafka_version
+from rebalance_replay.transforms.report.units import plural
 
 INT_MAX = 2**31 - 1
 
@@ -373,7 +374,9 @@ def _max_size(by_group: Mapping[str, list[JoinRow]]) -> Inferred | None:
             refusing[g] = gpeak
     if not refusing:
         if peak:
-            return Inferred("group.max.size", peak, None, f"a generation of {peak} members formed", INT_MAX)
+            return Inferred(
+                "group.max.size", peak, None, f"a generation of {plural(peak, 'member')} formed", INT_MAX
+            )
         return None
     at = max(refusing.values())
     if at == 0 or at < peak:
@@ -384,8 +387,9 @@ def _max_size(by_group: Mapping[str, list[JoinRow]]) -> Inferred | None:
         "group.max.size",
         at,
         at,
-        f"{refusals} JoinGroup(s) answered GROUP_MAX_SIZE_REACHED in group(s) {shown} whose largest "
-        f"generation had {at} members; no group formed a larger one",
+        f"{plural(refusals, 'JoinGroup')} answered GROUP_MAX_SIZE_REACHED in "
+        f"{'group' if len(groups) == 1 else 'groups'} {shown} whose largest generation had "
+        f"{plural(at, 'member')}; no group formed a larger one",
         at,
     )
 
@@ -461,7 +465,7 @@ def _initial_delay(by_group: Mapping[str, list[JoinRow]]) -> Inferred | None:
         "group.initial.rebalance.delay.ms",
         low,
         shortest,
-        f"{len(phases)} new group(s) joined by one member: the shortest first join phase lasted "
+        f"{plural(len(phases), 'new group')} joined by one member: the shortest first join phase lasted "
         f"{shortest} ms (group {group})",
         best,
     )

@@ -209,7 +209,7 @@ def _ingest(logs: Path, wh: Path, capsys: pytest.CaptureFixture[str], *extra: st
     """Run ingest; (file slices, Spark task slices) it read, from its log line (0, 0: nothing new)."""
     capsys.readouterr()
     assert main(["ingest", "--input", str(logs), "--warehouse", str(wh), *extra]) == 0
-    m = re.search(r"reading (\d+) slice\(s\) of \d+ file\(s\) in (\d+) task slice", capsys.readouterr().err)
+    m = re.search(r"reading (\d+) of \d+ files? in (\d+) task slice", capsys.readouterr().err)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
@@ -305,3 +305,47 @@ def test_plan_frame_gives_each_slice_its_own_task(spark: Any) -> None:
         assert per_task == [1] * n
     per_task = _plan_frame(spark, slices(2 * cap + 3)).rdd.glom().map(len).collect()
     assert per_task == [3, 3, 3] + [2] * (cap - 3)
+
+
+def test_three_gzipped_copies_are_read_once_and_reported(
+    tmp_path: Path, spark: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 28: three gzipped copies of one rotation are one file read once; the CLI says it saw three
+    files and skipped two duplicate copies (it once said "0 duplicate copies", and counted the task files
+    written as the files seen); an interrupted batch, resumed from its plan, still counts them."""
+    from rebalance_replay.jobs.ingest import _plan_path
+    from rebalance_replay.jobs.log_files import describe_file, plan_slices
+
+    logs, wh, resumed = tmp_path / "logs", tmp_path / "wh", tmp_path / "resumed"
+    names = ("kafka-request.log.2024-05-01-10.gz", "copy-1.log.gz", "copy-2.log.gz")
+    for name in names:
+        _write(logs / "broker-1" / name, [JSON_JOIN, JSON_HEARTBEAT, OTHER_LOGGER], gz=True)
+    capsys.readouterr()
+    assert main(["ingest", "--input", str(logs), "--warehouse", str(wh)]) == 0
+    out = capsys.readouterr().out
+    assert "ingest: this run: batch 1, read 1 of 3 files in " in out
+    assert "; 2 duplicate copies skipped, each file is read once" in out
+    ingest = _summary(wh)["ingest"]
+    assert (ingest["files_seen"], ingest["slices_read"], ingest["duplicate_files"]) == (3, 1, 2)  # type: ignore[index]
+    assert _count(wh, "requests") == 2
+    # again: nothing new, the copies still recognised
+    assert main(["ingest", "--input", str(logs), "--warehouse", str(wh)]) == 0
+    out = capsys.readouterr().out
+    assert "ingest: this run: nothing new to ingest (3 files seen; 2 duplicate copies skipped" in out
+    assert "batch -" not in out and "(s)" not in out
+    # a batch that died after planning: the resumed one counts the copies too
+    files = [
+        f
+        for f in (
+            describe_file(str(p), r"(?P<broker_id>[^/]+)/[^/]+$")
+            for p in sorted((logs / "broker-1").iterdir())
+        )
+        if f
+    ]
+    slices, _ = plan_slices(files, {})
+    plan = _plan_path(str(resumed), 1)
+    plan.parent.mkdir(parents=True)
+    plan.write_text(json.dumps({"batch_id": 1, "slices": [s.to_dict() for s in slices]}))
+    assert main(["ingest", "--input", str(logs), "--warehouse", str(resumed)]) == 0
+    assert _summary(resumed)["ingest"]["duplicate_files"] == 2  # type: ignore[index]
+    assert _count(resumed, "requests") == 2

@@ -113,6 +113,34 @@ def test_duplicate_copies_read_once(tmp_path: Path) -> None:
     assert dups == 1 and len(slices) == 1 and not slices[0].compressed
 
 
+def test_three_gzipped_copies_are_one_file_and_two_duplicates(tmp_path: Path) -> None:
+    """Issue 28: three gzipped copies of one rotation (different names, same content) are one file, read
+    once; the other two are the duplicate copies the CLI reports — with the uncompressed rotation beside
+    them, three."""
+    d = tmp_path / "b1"
+    d.mkdir()
+    for name in ("kafka-request.log.2024-05-01-10.gz", "copy-1.log.gz", "copy-2.log.gz"):
+        with gzip.open(d / name, "wt") as g:
+            g.write(_lines(4))
+    files = [f for f in (describe_file(str(p), PATTERN) for p in sorted(d.iterdir())) if f]
+    slices, dups = plan_slices(files, {})
+    assert (len(files), len(slices), dups) == (3, 1, 2)
+    (d / "kafka-request.log.2024-05-01-10").write_text(_lines(4))
+    files = [f for f in (describe_file(str(p), PATTERN) for p in sorted(d.iterdir())) if f]
+    slices, dups = plan_slices(files, {})
+    assert (len(files), len(slices), dups) == (4, 1, 3) and not slices[0].compressed
+    # read before: nothing to read, the copies are still counted
+    stats = SliceStats()
+    list(read_slice(slices[0], stats))
+    chosen = next(f for f in files if f.path == slices[0].path)
+    done = {
+        chosen.file_key: FileProgress(
+            stats.end_line, stats.end_offset, chosen.path, chosen.size, chosen.mtime_ms
+        )
+    }
+    assert plan_slices(files, done) == ([], 3)
+
+
 def test_unreadable_gzip_is_input_error(tmp_path: Path) -> None:
     d = tmp_path / "b1"
     d.mkdir()

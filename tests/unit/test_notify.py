@@ -89,7 +89,7 @@ def test_a_webhook_that_keeps_failing_is_one_line(hook: Hook) -> None:
     )
     assert hook.attempts == 3 and waits == [1.0, 2.0] and hook.received == []
     assert failure_line(result) == (
-        f"notify: webhook {hook.url} failed after 3 attempt(s): HTTP 500 Internal Server Error "
+        f"notify: webhook {hook.url} failed after 3 attempts: HTTP 500 Internal Server Error "
         "(the findings table and summary.json are written)"
     )
 
@@ -100,7 +100,7 @@ def test_unreachable_webhook_is_one_line() -> None:
     )
     line = failure_line(result)
     assert line is not None and "\n" not in line
-    assert line.startswith("notify: webhook http://127.0.0.1:9/x failed after 1 attempt(s): ")
+    assert line.startswith("notify: webhook http://127.0.0.1:9/x failed after 1 attempt: ")
 
 
 def test_command_gets_the_new_findings_as_json_lines(tmp_path: Path) -> None:
@@ -118,7 +118,7 @@ def test_command_gets_the_new_findings_as_json_lines(tmp_path: Path) -> None:
         warehouse="/wh",
     )
     assert failure_line(bad) == (
-        f"notify: command {sys.executable} failed after 2 attempt(s): exit status 1: no pager "
+        f"notify: command {sys.executable} failed after 2 attempts: exit status 1: no pager "
         "(the findings table and summary.json are written)"
     )
 
@@ -216,7 +216,7 @@ def test_a_failed_notification_is_exit_4_and_fail_on_wins(
     )
     assert code == 4 and extra["notify"]["deliveries"][0]["ok"] is False
     assert said == [
-        f"rebalance-replay: error: notify: webhook {hook.url} failed after 1 attempt(s): HTTP 500 Internal "
+        f"rebalance-replay: error: notify: webhook {hook.url} failed after 1 attempt: HTTP 500 Internal "
         "Server Error (the findings table and summary.json are written)"
     ]
     code, _ = after_audit(

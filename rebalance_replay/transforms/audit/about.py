@@ -88,7 +88,8 @@ ABOUT: dict[str, About] = {
     "R08": About(
         "Members offer assignors the others do not: the group keeps the one all share (or refuses the "
         "member with INCONSISTENT_GROUP_PROTOCOL).",
-        "The JoinGroups and their protocol lists.",
+        "The JoinGroups and their protocol lists; the summary names who offered which assignors and the "
+        "one the group's rebalances chose.",
         "One partition.assignment.strategy list for every member; during an upgrade to cooperative the "
         "mixed state is expected until the second rolling bounce.",
         "A rolling upgrade in progress raises it (warning, not critical, when nothing was refused).",
@@ -198,7 +199,9 @@ ABOUT: dict[str, About] = {
     "R21": About(
         "Offset commits were refused because the group was rebalancing or the member had lost its "
         "generation: the work behind them may be processed twice.",
-        "The refused OffsetCommits and the rebalances they raced (their time is not charged to the commits).",
+        "The refused OffsetCommits (each counted once, by its error; the partitions refused counted apart), "
+        "the JoinGroups whose reason says a commit failed, and the rebalances they raced (their time is not "
+        "charged to the commits).",
         "Commit in onPartitionsRevoked; make processing idempotent; find why the member lost its "
         "generation (often a frozen process, R02).",
         "A few refused commits around a deploy are normal (info below `warning_failed_commits`).",

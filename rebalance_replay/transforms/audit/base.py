@@ -142,13 +142,76 @@ def member_info(inputs: GroupInputs, members: Iterable[str]) -> MemberInfo:
     )
 
 
-def who(inputs: GroupInputs, member: str) -> str:
-    """``consumer-3 (10.0.4.7)`` for a member id, or the id itself."""
+_UUID_TAIL = re.compile(r"([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+
+
+def short_member_id(member_id: str) -> str:
+    """A member id short enough for a sentence and long enough to tell members apart: the first block of
+    its UUID (a Java or librdkafka id is the client or instance id, a dash and a UUID:
+    ``consumer-orders-1-4b4a8bec-844e-…`` → ``4b4a8bec``), else the id, cut to 16 characters."""
+    m = _UUID_TAIL.search(member_id)
+    if m:
+        return m.group(1)
+    return member_id if len(member_id) <= 16 else member_id[:15] + "…"
+
+
+def shared_client_ids(inputs: GroupInputs) -> frozenset[str]:
+    """The client ids several processes of the group use (every single-consumer Java pod is
+    ``consumer-<group>-1``; a restarted process comes back under its old one): such an id names nobody."""
+    processes: dict[str, set[str]] = {}
+    for r in inputs.requests:
+        if r.client_id:
+            processes.setdefault(r.client_id, set()).add(r.process)
+    return frozenset(c for c, ps in processes.items() if len(ps) > 1)
+
+
+def process_of(inputs: GroupInputs, member: str) -> str | None:
+    """The process (``Req.process``: the client's host and port) that first spoke as ``member``; else the
+    host its session names (``member_sessions.client_address`` is the JoinGroup's client host)."""
+    for r in inputs.requests:
+        if member in (r.member_id, r.response_member_id) and r.process:
+            return r.process
+    return next(
+        (s.client_address for s in inputs.sessions if s.member_id == member and s.client_address), None
+    )
+
+
+def who(inputs: GroupInputs, member: str, shared: frozenset[str] | None = None) -> str:
+    """A member as a person finds it: ``consumer-3 (10.0.4.7)`` (its client id, ``[instance]`` when static,
+    and host) when that client id is its process's alone; else — the client id is one several processes
+    use (:func:`shared_client_ids`, ``shared`` when the caller has them) — its instance id or its process
+    (host and port), with the member id shortened: ``instance app-1 (member 4b4a8bec)``,
+    ``10.0.4.7:50001 (member 9c880e21)``. Two members are never named alike by a shared client id."""
     info = member_info(inputs, [member])
+    shared = shared_client_ids(inputs) if shared is None else shared
+    if info.client_ids and info.client_ids[0] in shared:
+        where = f"instance {info.instance_ids[0]}" if info.instance_ids else process_of(inputs, member)
+        return f"{where or info.client_ids[0]} (member {short_member_id(member)})"
     name = info.client_ids[0] if info.client_ids else member
     if info.instance_ids:
         name += f" [{info.instance_ids[0]}]"
     return f"{name} ({info.hosts[0]})" if info.hosts else name
+
+
+def member_names(inputs: GroupInputs, members: Iterable[str]) -> list[str]:
+    """:func:`who` of each member, sorted, each name once (a process that rejoined under a new member id
+    with a client id of its own is one name)."""
+    shared = shared_client_ids(inputs)
+    return sorted({who(inputs, m, shared) for m in members})
+
+
+def client_names(inputs: GroupInputs, rows: Iterable[Req]) -> list[str]:
+    """The clients that sent ``rows`` (requests without a member id too: a refused first JoinGroup), each
+    once: ``consumer-3 (10.0.4.7)``, or its process (host and port) when several processes use that client
+    id (:func:`shared_client_ids`)."""
+    shared = shared_client_ids(inputs)
+    names = set()
+    for r in rows:
+        if r.client_id in shared:
+            names.add(r.process)
+        else:
+            names.add(f"{r.client_id} ({r.host})" if r.host else str(r.client_id))
+    return sorted(names)
 
 
 def pod_of(inputs: GroupInputs, member: str) -> str:

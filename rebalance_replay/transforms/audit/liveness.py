@@ -16,12 +16,12 @@ from rebalance_replay.transforms.audit.base import (
     heartbeat_gaps,
     kept_by_broker,
     make_finding,
+    member_names,
     member_requests,
     needs_version,
     quantile,
     rebalances_caused_by,
     session_timeout_of,
-    who,
 )
 from rebalance_replay.transforms.audit.config import (
     R02Settings,
@@ -35,6 +35,7 @@ from rebalance_replay.transforms.audit.config import (
 )
 from rebalance_replay.transforms.audit.model import Finding, GroupInputs, Req, Session, seconds, span
 from rebalance_replay.transforms.audit.registry import register
+from rebalance_replay.transforms.report.units import plural
 
 SESSION_EXPIRY = "session_expiry"
 
@@ -139,10 +140,11 @@ def session_timeout_eviction(inputs: GroupInputs, st: R02Settings, cap: int) -> 
         rb.total_duration_ms for rb in inputs.rebalances if rb.rebalance_seq in seqs and rb.total_duration_ms
     ]
     sizes = [len(set(rb.members_before)) for rb in inputs.rebalances if rb.rebalance_seq in seqs]
-    names = sorted({who(inputs, m) for m in members})
+    names = member_names(inputs, members)
     n = len(ev)
     cost_text = (
-        f"; each eviction cost a {span(durations)} rebalance of {max(sizes) if sizes else '?'} members"
+        f"; each eviction cost a {span(durations)} rebalance of "
+        f"{plural(max(sizes), 'member') if sizes else '? members'}"
         if durations
         else ""
     )
@@ -226,7 +228,7 @@ def max_poll_interval_exceeded(inputs: GroupInputs, st: R03Settings, cap: int) -
     rto = max(rtos) if rtos else None
     seqs = rebalances_caused_by(inputs, members, ("member_left",))
     n = len(leaves)
-    names = sorted({who(inputs, m) for m in members})
+    names = member_names(inputs, members)
     summary = (
         f"{', '.join(names)} left the group {n} time{'s' if n != 1 else ''} with "
         f'"consumer poll timeout has expired": poll() was not called within max.poll.interval.ms'
@@ -310,9 +312,9 @@ def _static_eviction_findings(
     ]
     n = len(ev)
     summary = (
-        f"static member{'s' if len(instances) > 1 else ''} {', '.join(instances)} "
-        f"{'was' if n == 1 else 'were'} evicted {n} time{'s' if n != 1 else ''} after {span(gaps)} without "
-        f"a heartbeat (session.timeout.ms {span(stos)}); {summary_tail}"
+        f"static member{'s' if len(instances) > 1 else ''} {', '.join(instances)}: evicted "
+        f"{plural(n, 'time')} after {span(gaps)} without a heartbeat (session.timeout.ms {span(stos)}); "
+        f"{summary_tail}"
     )
     return [
         make_finding(
@@ -407,13 +409,20 @@ def heartbeat_interval_near_timeout(inputs: GroupInputs, st: R06Settings, cap: i
     med = max(f[1] for f in flagged)
     p99 = max(f[2] for f in flagged)
     sto = min(f[3] for f in flagged)
-    names = sorted({who(inputs, m) for m in members})
+    names = member_names(inputs, members)
     first = min(g[0][1].arrival_ms for *_, g in flagged)
     last = max(g[-1][2].arrival_ms for *_, g in flagged)
-    summary = (
-        f"{', '.join(names)} heartbeat every {seconds(med)} (median; p99 {seconds(p99)}) against a "
-        f"session timeout of {seconds(sto)}: one or two late heartbeats evict the member"
-    )
+    if len(names) == 1:
+        summary = (
+            f"{names[0]} heartbeats every {seconds(med)} (median; p99 {seconds(p99)}) against a session "
+            f"timeout of {seconds(sto)}: one or two late heartbeats evict the member"
+        )
+    else:
+        summary = (
+            f"members {', '.join(names)} heartbeat every {span([f[1] for f in flagged])} (median; p99 up to "
+            f"{seconds(p99)}) against a session timeout of {span([f[3] for f in flagged])}: one or two late "
+            "heartbeats evict a member"
+        )
     return [
         make_finding(
             inputs,

@@ -14,12 +14,12 @@ from rebalance_replay.transforms.audit.base import (
     escalate,
     kept_by_broker,
     make_finding,
+    member_names,
     needs_version,
     pod_of,
     quantile,
     rebalance_window,
     time_rebalancing_ms,
-    who,
 )
 from rebalance_replay.transforms.audit.config import (
     R01Settings,
@@ -33,6 +33,7 @@ from rebalance_replay.transforms.audit.config import (
 )
 from rebalance_replay.transforms.audit.model import Finding, GroupInputs, Rebalance, Req, seconds, span
 from rebalance_replay.transforms.audit.registry import register
+from rebalance_replay.transforms.report.units import plural
 
 HOUR_MS = 3_600_000
 TRIGGER_RULE = {
@@ -165,14 +166,15 @@ def held_by_slow_member(inputs: GroupInputs, st: R05Settings, cap: int) -> list[
         r.rebalance_timeout_ms for r in inputs.requests if r.api_name == JOIN_GROUP and r.rebalance_timeout_ms
     ]
     rto = max(rtos) if rtos else 0
-    names = sorted({who(inputs, m) for m in members})
+    names = member_names(inputs, members)
     rows: list[Req] = []
     for rb, _, last in held:
         joins = _joins_in(inputs, rb.started_ms, rb.join_completed_ms or rb.started_ms)
         rows += joins[:1] + ([last] if last else [])
     summary = (
         f"{', '.join(names)} held {len(held)} rebalance{'s' if len(held) != 1 else ''} for {span(phases)} "
-        f"in the join phase while up to {waiting} members waited (group rebalance timeout {seconds(rto)})"
+        f"in the join phase while up to {plural(waiting, 'member')} waited (group rebalance timeout "
+        f"{seconds(rto)})"
     )
     return [
         make_finding(
@@ -322,7 +324,7 @@ def rolling_deploy(inputs: GroupInputs, st: R13Settings, cap: int) -> list[Findi
             summary=(
                 f"a rolling deploy replaced {len(pairs)} dynamic members in {seconds(end - start)}: each "
                 "pod's "
-                f"LeaveGroup and its successor's join cost {len(rbs)} rebalances "
+                f"LeaveGroup and its successor's join cost {plural(len(rbs), 'rebalance')} "
                 f"({len(rbs) / len(pairs):.1f} per pod, "
                 f"{seconds(time_rebalancing_ms(rbs))} rebalancing)"
             ),
@@ -490,7 +492,7 @@ def sync_never_completes(inputs: GroupInputs, st: R19Settings, cap: int) -> list
             inputs, min(rb.started_ms for rb in inputs.rebalances if rb.rebalance_seq in seqs), 1 << 62
         )[:1]
     rtos = [s.rebalance_timeout_ms or 0 for s in expired]
-    names = sorted({who(inputs, m) for m in members})
+    names = member_names(inputs, members)
     parts = []
     if expired:
         parts.append(
@@ -499,9 +501,9 @@ def sync_never_completes(inputs: GroupInputs, st: R19Settings, cap: int) -> list
             f"({span(rtos)}) and {'was' if len(expired) == 1 else 'were'} removed, starting another rebalance"
         )
     if slow:
-        by = f"the leader {', '.join(sorted({who(inputs, m) for m in leaders}))}" if leaders else "the leader"
+        by = f"the leader {', '.join(member_names(inputs, leaders))}" if leaders else "the leader"
         parts.append(
-            f"{len(slow)} of {len(inputs.rebalances)} sync phase(s) took "
+            f"{len(slow)} of {plural(len(inputs.rebalances), 'sync phase')} took "
             f"{span([rb.sync_phase_ms or 0 for rb in slow])}: {by} sent its assignment that long after the "
             "join phase, while every member waited (slow leader assignment)"
         )

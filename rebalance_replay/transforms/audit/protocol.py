@@ -6,12 +6,14 @@ Which rules are here: ``docs/audit-rules.md`` (generated from the registry, colu
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from rebalance_replay.transforms.audit.base import (
     JOIN_GROUP,
     OFFSET_COMMIT,
     SYNC_GROUP,
+    client_names,
     escalate,
     make_finding,
 )
@@ -29,14 +31,15 @@ from rebalance_replay.transforms.audit.config import (
 from rebalance_replay.transforms.audit.model import Finding, GroupInputs, Req, seconds
 from rebalance_replay.transforms.audit.registry import register
 from rebalance_replay.transforms.consumer_protocol import try_decode_assignment
+from rebalance_replay.transforms.report.units import plural
 
 
 def _members_of(rows: list[Req]) -> list[str]:
     return sorted({m for r in rows for m in (r.member_id, r.response_member_id) if m})
 
 
-def _clients(rows: list[Req]) -> str:
-    return ", ".join(sorted({f"{r.client_id} ({r.host})" if r.host else str(r.client_id) for r in rows}))
+def _clients(inputs: GroupInputs, rows: list[Req]) -> str:
+    return ", ".join(client_names(inputs, rows))
 
 
 def _refused_joins(inputs: GroupInputs, error: str) -> list[Req]:
@@ -75,9 +78,9 @@ def session_timeout_out_of_bounds(inputs: GroupInputs, st: R07Settings, cap: int
         st.severity,
         rows,
         summary=(
-            f"{_clients(rows)} asked for session.timeout.ms {', '.join(map(str, stos))}, outside the "
-            f"broker's [{lo}, {hi}]: {len(rows)} JoinGroup(s) refused with INVALID_SESSION_TIMEOUT, the "
-            "consumer cannot join"
+            f"{_clients(inputs, rows)} asked for session.timeout.ms {', '.join(map(str, stos))}, outside the "
+            f"broker's [{lo}, {hi}]: {plural(len(rows), 'JoinGroup')} refused with INVALID_SESSION_TIMEOUT, "
+            "the consumer cannot join"
         ),
         fix=(
             f"set session.timeout.ms between group.min.session.timeout.ms={lo} and "
@@ -94,6 +97,13 @@ def session_timeout_out_of_bounds(inputs: GroupInputs, st: R07Settings, cap: int
 register("R07", "session-timeout-out-of-bounds", R07Settings)(session_timeout_out_of_bounds)
 
 
+def _assignors(names: Sequence[str]) -> str:
+    """``only range``, ``cooperative-sticky, range`` (in the member's order of preference)."""
+    if not names:
+        return "no assignor"
+    return f"only {names[0]}" if len(names) == 1 else ", ".join(names)
+
+
 def inconsistent_assignors(inputs: GroupInputs, st: R08Settings, cap: int) -> list[Finding]:
     refused = [
         r
@@ -107,13 +117,37 @@ def inconsistent_assignors(inputs: GroupInputs, st: R08Settings, cap: int) -> li
     ]
     sets = Counter(frozenset(r.protocol_names) for r in joins)
     odd: list[Req] = []
-    if len(sets) > 1:
-        common = sets.most_common(1)[0][0]
-        odd = [r for r in joins if frozenset(r.protocol_names) != common]
+    common: tuple[str, ...] = ()
+    if sets:
+        most = sets.most_common(1)[0][0]
+        common = next(r.protocol_names for r in joins if frozenset(r.protocol_names) == most)
+        odd = [r for r in joins if frozenset(r.protocol_names) != most]
     if not refused and not odd:
         return []
     rows = refused + odd
-    offered = sorted({"+".join(r.protocol_names) for r in rows} | {"+".join(sorted(s)) for s in sets})
+    # who offered what: each client once per list it offered (a refused list, then an accepted odd one)
+    offers: dict[tuple[str, tuple[str, ...]], None] = {}
+    for r in rows:
+        for name in client_names(inputs, [r]):
+            offers.setdefault((name, r.protocol_names), None)
+    shown = [f"{name} offered {_assignors(names)}" for name, names in list(offers)[:5]]
+    if len(offers) > 5:
+        shown.append(f"{plural(len(offers) - 5, 'other client')} likewise")
+    # the assignor the group actually runs: the protocol its rebalances chose (in time order)
+    used = list(dict.fromkeys(rb.protocol_name for rb in inputs.rebalances if rb.protocol_name))
+    if used:
+        group = f"the group uses {used[0]}" if len(used) == 1 else f"the group used {', then '.join(used)}"
+        if odd:
+            group += f" and its other members offer {_assignors(common)}"
+    elif common:
+        group = f"the group's other members offer {_assignors(common)}"
+    else:
+        group = "no member of the group was accepted"
+    counts = (
+        [f"{plural(len(refused), 'JoinGroup')} refused with INCONSISTENT_GROUP_PROTOCOL"] if refused else []
+    )
+    if odd:
+        counts.append(f"{plural(len(odd), 'JoinGroup')} accepted with a different assignor list")
     return [
         make_finding(
             inputs,
@@ -124,11 +158,7 @@ def inconsistent_assignors(inputs: GroupInputs, st: R08Settings, cap: int) -> li
             members=_members_of(rows),
             evidence=rows,
             occurrences=len(rows),
-            summary=(
-                f"{_clients(rows)} offered assignors that do not match the group's ({', '.join(offered)}): "
-                f"{len(refused)} JoinGroup(s) refused with INCONSISTENT_GROUP_PROTOCOL"
-                + (f", {len(odd)} join(s) with a different assignor list" if odd else "")
-            ),
+            summary=f"{'; '.join(shown)}; {group}: {', '.join(counts)}",
             fix=(
                 "use one partition.assignment.strategy in every member of the group (upgrade with KIP-429's "
                 "two "
@@ -166,8 +196,8 @@ def duplicate_instance_id(inputs: GroupInputs, st: R10Settings, cap: int) -> lis
                 occurrences=len(f),
                 summary=(
                     f"group.instance.id {instance} is used by {len(users)} client connections "
-                    f"({', '.join(sorted({f'{c} ({h})' for c, h, _ in users}))}); they fence each other: "
-                    f"{len(f)} requests answered FENCED_INSTANCE_ID"
+                    f"({_clients(inputs, rows)}); they fence each other: {plural(len(f), 'request')} "
+                    "answered FENCED_INSTANCE_ID"
                 ),
                 fix=(
                     "give every replica a unique group.instance.id (e.g. the StatefulSet ordinal, not a "
@@ -225,9 +255,9 @@ def over_provisioned(inputs: GroupInputs, st: R17Settings, cap: int) -> list[Fin
             evidence=[h[0] for h in hits],
             occurrences=len(hits),
             summary=(
-                f"{len(empty)} of {size} members got no partitions ({parts} partitions assigned) in "
-                f"{len(hits)} "
-                "generation(s): they consume nothing but still rebalance with the group"
+                f"{len(empty)} of {plural(size, 'member')} got no partitions "
+                f"({plural(parts, 'partition')} assigned) in {plural(len(hits), 'generation')}: they "
+                "consume nothing but still rebalance with the group"
             ),
             fix=f"right-size the group: at most {parts} members for {parts} partitions, or add partitions",
             metrics={"members": float(size), "idle_members": float(len(empty)), "partitions": float(parts)},
@@ -251,8 +281,8 @@ def group_max_size(inputs: GroupInputs, st: R18Settings, cap: int) -> list[Findi
         st.severity,
         rows,
         summary=(
-            f"{len(rows)} JoinGroup(s) from {', '.join(clients)} refused with GROUP_MAX_SIZE_REACHED "
-            f"(group.max.size={inputs.broker.group_max_size}, {peak} members at most)"
+            f"{plural(len(rows), 'JoinGroup')} from {', '.join(clients)} refused with GROUP_MAX_SIZE_REACHED "
+            f"(group.max.size={inputs.broker.group_max_size}, {plural(peak, 'member')} at most)"
         ),
         fix=f"raise group.max.size on the brokers to ≥ {peak + len(clients)} or shrink the group",
         metrics={"refused_joins": float(len(rows)), "peak_members": float(peak)},
@@ -313,19 +343,19 @@ def coordinator_moving(inputs: GroupInputs, st: R20Settings, cap: int) -> list[F
             occurrences=len(moves) + len(errs),
             summary=(
                 (
-                    f"the group's coordinator moved {len(moves)} time(s) ({path})"
+                    f"the group's coordinator moved {plural(len(moves), 'time')} ({path})"
                     if moves
                     else "the coordinator was not ready for the group's first members"
                     if starting
                     else "the coordinator was unavailable"
                 )
                 + (
-                    f"; {len(errs)} request(s) answered "
+                    f"; {plural(len(errs), 'request')} answered "
                     f"{', '.join(sorted({r.error_name or '' for r in errs}))}"
                     if errs
                     else ""
                 )
-                + f"; {len(seqs)} rebalance(s) followed within {seconds(60_000)}"
+                + f"; {plural(len(seqs), 'rebalance')} followed within {seconds(60_000)}"
             ),
             fix=(
                 "check the brokers' health (restarts, GC, controller moves), "
@@ -346,26 +376,42 @@ RACING_ERRORS = ("REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_
 
 
 def commits_racing(inputs: GroupInputs, st: R21Settings, cap: int) -> list[Finding]:
-    rows = [
+    commits = [
         r
         for r in inputs.requests
         if r.api_name == OFFSET_COMMIT and any(e in RACING_ERRORS for e in r.errors)
     ]
-    rows += [
+    # the Java consumer's rejoin after a CommitFailedException: a failed commit the log may not show
+    rejoins = [
         r for r in inputs.requests if r.api_name == JOIN_GROUP and "offset commit failed" in (r.reason or "")
     ]
+    rows = commits + rejoins
     if not rows:
         return []
-    commits = [r for r in rows if r.api_name == OFFSET_COMMIT]
-    n = len(commits) or len(rows)
-    # per partition: a commit row's top-level error is its first partition's (the parsers' error_code),
-    # counted once with the partitions, not again
-    errs = Counter(e for r in commits for e in (r.commit_errors or r.errors) if e in RACING_ERRORS)
+    # a failed commit is a refused OffsetCommit; the rejoins tell of failures only when the log has no
+    # refused commit (the same failure is not counted twice)
+    n = len(commits) or len(rejoins)
+    # each refused commit once, by the racing errors its partitions got (a commit row's top-level error is
+    # its first partition's, the parsers' error_code: counted with the partitions, not again); the
+    # partitions, when more than the commits, are told apart
+    by_error = Counter(
+        "/".join(sorted({e for e in (r.commit_errors or r.errors) if e in RACING_ERRORS})) for r in commits
+    )
+    partitions = sum(1 for r in commits for e in (r.commit_errors or r.errors) if e in RACING_ERRORS)
     seqs = [
         rb.rebalance_seq
         for rb in inputs.rebalances
         if any(rb.started_ms <= r.arrival_ms <= (rb.ended_ms or 1 << 62) for r in commits)
     ]
+    reason = 'with the reason "offset commit failed"'
+    if commits:
+        how = ", ".join(f"{k} ×{v}" for k, v in sorted(by_error.items()))
+        if partitions != len(commits):
+            how += f"; {plural(partitions, 'partition')} in all"
+        if rejoins:
+            how += f"; {plural(len(rejoins), 'JoinGroup')} rejoined {reason}"
+    else:
+        how = f"told by {plural(len(rejoins), 'JoinGroup')} {reason}; the refused commits are not in the log"
     return [
         make_finding(
             inputs,
@@ -377,9 +423,8 @@ def commits_racing(inputs: GroupInputs, st: R21Settings, cap: int) -> list[Findi
             evidence=rows,
             occurrences=n,
             summary=(
-                f"{n} offset commit(s) failed because the group was rebalancing "
-                f"(errors: {', '.join(f'{k} ×{v}' for k, v in sorted(errs.items()))}): the work behind them "
-                "may be processed twice"
+                f"{plural(n, 'offset commit')} failed because the group was rebalancing ({how}): the work "
+                "behind them may be processed twice"
             ),
             fix=(
                 "commit synchronously in ConsumerRebalanceListener.onPartitionsRevoked and make processing "
@@ -404,6 +449,10 @@ KIP848_ERRORS = (
 )
 
 
+def _still_classic(n: int) -> str:
+    return f"{plural(n, 'client')} still {'uses' if n == 1 else 'use'}"
+
+
 def kip848_group(inputs: GroupInputs, st: R23Settings, cap: int) -> list[Finding]:
     cgh = [r for r in inputs.requests if r.api_name == "CONSUMER_GROUP_HEARTBEAT"]
     if not cgh:
@@ -423,8 +472,8 @@ def kip848_group(inputs: GroupInputs, st: R23Settings, cap: int) -> list[Finding
             evidence=cgh[:1] + errs + classic[:1] + cgh[-1:],
             occurrences=len(cgh),
             summary=(
-                f"{len(members)} member(s) speak the KIP-848 consumer protocol ({len(cgh)} "
-                "ConsumerGroupHeartbeat requests"
+                f"{plural(len(members), 'member')} {'speaks' if len(members) == 1 else 'speak'} the KIP-848 "
+                f"consumer protocol ({plural(len(cgh), 'ConsumerGroupHeartbeat request')}"
                 + (
                     f", {len(errs)} answered {', '.join(sorted({r.error_name or '' for r in errs}))}"
                     if errs
@@ -432,7 +481,7 @@ def kip848_group(inputs: GroupInputs, st: R23Settings, cap: int) -> list[Finding
                 )
                 + ")"
                 + (
-                    f" while {len({r.client_id for r in classic})} client(s) still use the classic protocol "
+                    f" while {_still_classic(len({r.client_id for r in classic}))} the classic protocol "
                     "(mixed group)"
                     if mixed
                     else ""

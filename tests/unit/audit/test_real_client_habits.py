@@ -232,8 +232,9 @@ def test_a_process_is_its_end_of_the_connection() -> None:
 
 def test_r19_names_the_leader_whose_assignment_came_late() -> None:
     """A leader whose assignor takes 12 s every rebalance (tests/data/real-kafka/*/audit, slow-assignor):
-    R19 names it — the member whose SyncGroup carried the assignments — and says how long every member
-    waited; a quick sync phase is not counted."""
+    R19 names it — the member whose SyncGroup carried the assignments, by its process and member id (every
+    pod is ``consumer-orders-1``) — and says how long every member waited; a quick sync phase is not
+    counted."""
     rbs = [
         Rebalance(1, 1, 1000, "stable", "new_member", 2, 2000, 14_000, 14_000, 13_000, 1000, 12_000),
         Rebalance(2, 2, 20_000, "stable", "member_left", 3, 21_000, 21_500, 21_500, 1500, 1000, 500),
@@ -244,7 +245,7 @@ def test_r19_names_the_leader_whose_assignment_came_late() -> None:
     (f,) = _rules(inputs, "R19")
     assert f.member_ids == ("m0",)
     assert f.summary == (
-        "1 of 2 sync phase(s) took 12 s: the leader consumer-orders-1 (10.0.0.1) sent its assignment that "
+        "1 of 2 sync phases took 12 s: the leader 10.0.0.1:40000 (member m0) sent its assignment that "
         "long after the join phase, while every member waited (slow leader assignment) (confidence 0.80: "
         "a slow sync phase may be the leader's network, not its assignor)"
     )

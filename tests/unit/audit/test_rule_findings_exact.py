@@ -130,7 +130,7 @@ WANTS = [
         "warning",
         0.8,
         1,
-        f"static member {R04}-1 was evicted 1 time after 30 s without a heartbeat (session.timeout.ms 30 s); "
+        f"static member {R04}-1: evicted 1 time after 30 s without a heartbeat (session.timeout.ms 30 s); "
         "the same process spoke again afterwards (with its old member id, or rejoining on the same "
         "connection), so it stalled rather than restarted (confidence 0.80: a static member sends no "
         "LeaveGroup: the log cannot tell a "
@@ -177,9 +177,9 @@ WANTS = [
         "warning",
         0.8,
         1,
-        f"{client(R06, 1)} heartbeat every 20 s (median; p99 20 s) against a session timeout of 45 s: one or "
-        "two late heartbeats evict the member (confidence 0.80: heartbeat.interval.ms is inferred from the "
-        "cadence (classic JoinGroup does not carry it))",
+        f"{client(R06, 1)} heartbeats every 20 s (median; p99 20 s) against a session timeout of 45 s: one "
+        "or two late heartbeats evict the member (confidence 0.80: heartbeat.interval.ms is inferred from "
+        "the cadence (classic JoinGroup does not carry it))",
         "set heartbeat.interval.ms ≤ 15000 (a third of session.timeout.ms=45000; default 3000)",
         {"median_gap_ms": 20_000, "p99_gap_ms": 20_000, "session_timeout_ms": 45_000},
         rebalances=0,
@@ -192,7 +192,7 @@ WANTS = [
         1.0,
         1,
         f"{client(R07, 2)} asked for session.timeout.ms 3000, outside the broker's [6000, 1800000]: 1 "
-        "JoinGroup(s) refused with INVALID_SESSION_TIMEOUT, the consumer cannot join",
+        "JoinGroup refused with INVALID_SESSION_TIMEOUT, the consumer cannot join",
         "set session.timeout.ms between group.min.session.timeout.ms=6000 and "
         "group.max.session.timeout.ms=1800000 (e.g. 45000), or change the broker bounds",
         {"session_timeout_ms": 3000, "broker_min_ms": 6000, "broker_max_ms": 1_800_000, "evidence_rows": 1},
@@ -205,8 +205,8 @@ WANTS = [
         "critical",
         1.0,
         1,
-        f"{client(R08, 2)} offered assignors that do not match the group's (range, roundrobin): 1 "
-        "JoinGroup(s) refused with INCONSISTENT_GROUP_PROTOCOL",
+        f"{client(R08, 2)} offered only roundrobin; the group uses range: 1 JoinGroup refused with "
+        "INCONSISTENT_GROUP_PROTOCOL",
         "use one partition.assignment.strategy in every member of the group (upgrade with KIP-429's two "
         "rolling bounces listing both assignors), and give each application its own group.id",
         {"refused_joins": 1, "assignor_sets": 1, "evidence_rows": 1},
@@ -234,7 +234,7 @@ WANTS = [
         "warning",
         0.9,
         1,
-        f"static member {R11}-2 was evicted 1 time after 30 s without a heartbeat (session.timeout.ms 30 s); "
+        f"static member {R11}-2: evicted 1 time after 30 s without a heartbeat (session.timeout.ms 30 s); "
         "the instance rejoined with a new member id afterwards: the restart took longer than the session "
         "timeout, costing two rebalances instead of none (confidence 0.90: the restart time is measured "
         "from the last heartbeat, not from the process stop)",
@@ -323,7 +323,7 @@ WANTS = [
         "warning",
         1.0,
         1,
-        "3 of 5 members got no partitions (2 partitions assigned) in 1 generation(s): they consume nothing "
+        "3 of 5 members got no partitions (2 partitions assigned) in 1 generation: they consume nothing "
         "but still rebalance with the group",
         "right-size the group: at most 2 members for 2 partitions, or add partitions",
         {"idle_members": 3, "members": 5, "partitions": 2, "evidence_rows": 1},
@@ -336,7 +336,7 @@ WANTS = [
         "critical",
         1.0,
         1,
-        f"1 JoinGroup(s) from consumer-{R18}-9 refused with GROUP_MAX_SIZE_REACHED (group.max.size=8, 8 "
+        f"1 JoinGroup from consumer-{R18}-9 refused with GROUP_MAX_SIZE_REACHED (group.max.size=8, 8 "
         "members at most)",
         "raise group.max.size on the brokers to ≥ 9 or shrink the group",
         {"refused_joins": 1, "peak_members": 8, "evidence_rows": 1},
@@ -363,7 +363,7 @@ WANTS = [
         "warning",
         1.0,
         1,
-        "the group's coordinator moved 1 time(s) (broker-1 → broker-2); 0 rebalance(s) followed within 60 s",
+        "the group's coordinator moved 1 time (broker-1 → broker-2); 0 rebalances followed within 60 s",
         "check the brokers' health (restarts, GC, controller moves), offsets.topic.replication.factor ≥ 3 "
         "for __consumer_offsets, and stagger broker restarts",
         {"coordinator_moves": 1, "coordinator_errors": 0, "evidence_rows": 2},
@@ -376,7 +376,7 @@ WANTS = [
         "info",
         1.0,
         108,
-        "3 member(s) speak the KIP-848 consumer protocol (108 ConsumerGroupHeartbeat requests): the classic "
+        "3 members speak the KIP-848 consumer protocol (108 ConsumerGroupHeartbeat requests): the classic "
         "coordinator model does not validate this group",
         "analyse the group with a KIP-848 state machine; if mixed, finish the migration "
         "(group.protocol=consumer on every member) or roll back consistently",
@@ -562,17 +562,21 @@ def test_duplicate_instance_counts_the_fenced_requests_of_the_log() -> None:
 
 def test_commit_races_count_the_refused_commits_of_the_log() -> None:
     """R21: consumer 1 keeps committing while removed from the group: every OffsetCommit of the log with
-    a partition error is a failed commit, the errors tallied per partition."""
+    a partition error is a failed commit, counted once by its error; the partitions they refused (four a
+    commit here) are counted apart, so the numbers add up: one error tally per commit, the commits the
+    occurrences and the evidence."""
     g = R21
     f = finding("R21", g)
     failed = [r for r in inputs_of()[g].requests if r.api_name == "OFFSET_COMMIT" and r.commit_errors]
     tally = Counter(e for r in failed for e in r.commit_errors)
     assert list(tally) == ["UNKNOWN_MEMBER_ID"]
     n = len(failed)
+    assert tally["UNKNOWN_MEMBER_ID"] > n  # more partitions than commits: the old text said "n … ×4n"
     assert (f.severity, f.confidence, f.occurrences) == ("warning", 1.0, n)
     assert f.summary == (
-        f"{n} offset commit(s) failed because the group was rebalancing (errors: UNKNOWN_MEMBER_ID "
-        f"×{tally['UNKNOWN_MEMBER_ID']}): the work behind them may be processed twice" + WHO[("R21", g)]
+        f"{n} offset commits failed because the group was rebalancing (UNKNOWN_MEMBER_ID ×{n}; "
+        f"{tally['UNKNOWN_MEMBER_ID']} partitions in all): the work behind them may be processed twice"
+        + WHO[("R21", g)]
     )
     assert f.fix == (
         "commit synchronously in ConsumerRebalanceListener.onPartitionsRevoked and make processing "

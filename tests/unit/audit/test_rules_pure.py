@@ -233,7 +233,7 @@ def test_r10_one_client_and_host_is_less_certain() -> None:
     assert [(f.confidence, f.occurrences) for f in got] == [(0.7, 1)]
     assert got[0].summary == (
         "group.instance.id i-1 is used by 2 client connections (c1 (10.1.0.10)); they fence each other: 1 "
-        "requests answered FENCED_INSTANCE_ID (confidence 0.70: one client id and host: possibly a restarted "
+        "request answered FENCED_INSTANCE_ID (confidence 0.70: one client id and host: possibly a restarted "
         "process with a stale one still running)"
     )
 
@@ -295,7 +295,7 @@ def test_r21_tallies_each_error_and_warns_from_five_failed_commits(failed: int, 
     assert [(f.severity, f.summary) for f in got] == [
         (
             severity,
-            f"{failed} offset commit(s) failed because the group was rebalancing (errors: {tally}): the work "
+            f"{failed} offset commits failed because the group was rebalancing ({tally}): the work "
             "behind them may be processed twice",
         )
     ]
