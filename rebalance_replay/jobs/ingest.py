@@ -47,6 +47,7 @@ from rebalance_replay.jobs.log_files import (
     describe_file,
     discover_files,
     plan_slices,
+    preceding_lines,
     read_slice,
     split_slice,
 )
@@ -60,9 +61,9 @@ from rebalance_replay.transforms.broker_facts import (
     merge_evidence,
     other_line_evidence,
 )
-from rebalance_replay.transforms.columnar_log import parse_routine_lines
+from rebalance_replay.transforms.columnar_log import RoutineRows, parse_routine_lines
 from rebalance_replay.transforms.redaction import Redactor
-from rebalance_replay.transforms.request_log import LineKind, parse_line
+from rebalance_replay.transforms.request_log import ClockGuard, LineKind, LineOutcome, parse_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -126,6 +127,8 @@ class IngestCounts:
     other_api_lines: int = 0
     other_lines: int = 0
     other_api_by_name: dict[str, int] = field(default_factory=dict)
+    #: the quarantined lines by the kind of their reason (this run's; not added up across runs)
+    quarantine_reasons: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: IngestCounts) -> None:
         self.lines_read += other.lines_read
@@ -150,6 +153,11 @@ class IngestCounts:
             "other_api_lines": self.other_api_lines,
             "other_lines": self.other_lines,
             "other_api_by_name": dict(sorted(self.other_api_by_name.items())),
+            **(
+                {"quarantine_reasons": dict(sorted(self.quarantine_reasons.items()))}
+                if self.quarantine_reasons
+                else {}
+            ),
             "accounting_ok": self.balanced,
         }
 
@@ -204,19 +212,36 @@ def parse_slices(
         n_req = n_q = n_oa = n_o = 0
         other_api: dict[str, int] = {}
         evidence: dict[str, Any] = {}  # what the other lines tell about the broker (broker_facts)
+        clock = ClockGuard()
+        before = preceding_lines(s)  # the same guard whether the file is read in one slice or several
+        first = s.start_line - len(before)
+        records = [
+            (first + i, parse_line(line, tz).record) for i, line in enumerate(before) if _MARKER in line
+        ]
+        clock.stepped([(n, _int_or_none(r.get("completion_ms"))) for n, r in records if r is not None])
         for block in _blocks(read_slice(s, stats), BLOCK_LINES if columnar and redact is None else 1):
-            typed: set[int] = set()
+            typed: dict[int, int] = {}  # block index -> row of routine.records
+            routine = None
             if len(block) > 1:
                 routine = parse_routine_lines([line for _, line in block], tz)
-                if len(routine.positions):
-                    typed = set(routine.positions.tolist())
-                    n_req += len(typed)
-                    line_nos = pa.array([block[i][0] for i in routine.positions], pa.int64())
-                    yield _typed_batch(routine.records, s, line_nos)
+                typed = {int(p): k for k, p in enumerate(routine.positions.tolist())}
+            parsed = {i: parse_line(line, tz) for i, (_, line) in enumerate(block) if i not in typed}
+            stepped = clock.stepped(_line_times(block, typed, routine, parsed))
+            if routine is not None and typed:
+                kept = [k for i, k in typed.items() if block[i][0] not in stepped]
+                if kept:
+                    n_req += len(kept)
+                    records = routine.records if len(kept) == len(typed) else routine.records.take(kept)
+                    line_nos = pa.array(
+                        [block[i][0] for i in typed if block[i][0] not in stepped], pa.int64()
+                    )
+                    yield _typed_batch(records, s, line_nos)
             for i, (line_no, line) in enumerate(block):
-                if i in typed:
+                if i in typed and line_no not in stepped:
                     continue
-                out = parse_line(line, tz)
+                out = parse_line(line, tz) if i in typed else parsed[i]
+                if out.kind is LineKind.REQUEST and line_no in stepped:
+                    out = LineOutcome(LineKind.QUARANTINE, reason=stepped[line_no], log_date=out.log_date)
                 if out.kind is LineKind.REQUEST:
                     n_req += 1
                     assert out.record is not None
@@ -276,6 +301,30 @@ def parse_slices(
             "error": stats.error,
             "missing": stats.missing,
         }
+
+
+def _line_times(
+    block: Sequence[tuple[int, str]],
+    typed: Mapping[int, int],
+    routine: RoutineRows | None,
+    parsed: Mapping[int, LineOutcome],
+) -> list[tuple[int, int | None]]:
+    """(line number, completion ms) of the block's request lines, in line order, for the clock guard."""
+    times: list[tuple[int, int | None]] = []
+    done = routine.records.column("completion_ms").to_pylist() if routine is not None and typed else []
+    for i, (line_no, _) in enumerate(block):
+        if i in typed:
+            times.append((line_no, done[typed[i]]))
+        elif parsed[i].kind is LineKind.REQUEST and parsed[i].record is not None:
+            times.append((line_no, _int_or_none(parsed[i].record.get("completion_ms"))))  # type: ignore[union-attr]
+    return times
+
+
+_MARKER = "Completed request"
+
+
+def _int_or_none(v: object) -> int | None:
+    return None if v is None else int(v)  # type: ignore[call-overload]
 
 
 def _blocks(lines: Iterator[tuple[int, str]], size: int) -> Iterator[list[tuple[int, str]]]:
@@ -659,6 +708,14 @@ def ingest(
         if run.quarantined
         else store.empty(QUARANTINE)  # the usual case: no Spark job to find none
     )
+    if run.quarantined:
+        # what the quarantined lines were, by the reason's kind (the text before its first colon)
+        kinds = quarantine_df.groupBy(F.substring_index("reason", ":", 1).alias("kind")).count().collect()
+        run.quarantine_reasons = {str(r["kind"]): int(r["count"]) for r in kinds}
+        say(
+            "ingest: quarantined lines by reason: "
+            + "; ".join(f"{n} {k}" for k, n in sorted(run.quarantine_reasons.items(), key=lambda kv: -kv[1]))
+        )
     store.append(quarantine_df, QUARANTINE, app_id=APP_ID, txn_version=batch_id)
     crash_point("ingest:before_progress")  # bronze committed, progress not yet recorded
     progress_rows = []

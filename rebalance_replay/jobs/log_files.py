@@ -152,6 +152,34 @@ class SliceStats:
     missing: bool = False  # the file was not there when the slice was read
 
 
+#: How much of a file before a slice's start :func:`preceding_lines` reads (1,500 lines or so). A piece
+#: of a split file that starts more than this after a clock step its broker has not yet caught up with
+#: starts its clock guard afresh (the step's later lines are then kept, as a file read from there would).
+PRECEDING_BYTES = 1 << 20
+
+
+def preceding_lines(s: FileSlice) -> list[str]:
+    """The complete lines just before the slice's start (at most :data:`PRECEDING_BYTES`), so that what a
+    slice checks against the lines before it (the clock guard) is the same whether the file is read in
+    one slice or in several (:func:`split_slice`, or one ingest resuming where the last stopped). Empty
+    for a slice from the file's start and for a compressed file (reaching the offset means inflating
+    everything before it)."""
+    if s.start_offset <= 0 or s.compressed:
+        return []
+    begin = max(0, s.start_offset - PRECEDING_BYTES)
+    try:
+        with open(s.path, "rb") as f:
+            f.seek(begin)
+            data = f.read(s.start_offset - begin)
+    except OSError:
+        return []
+    lines = data.split(b"\n")
+    lines.pop()  # the slice starts at a line start: what follows the last newline is empty
+    if begin > 0 and lines:
+        lines.pop(0)  # cut mid-line
+    return [_decode(raw) for raw in lines]
+
+
 def read_slice(s: FileSlice, stats: SliceStats) -> Iterator[tuple[int, str]]:
     """Yield ``(line_no, line)`` for every complete line of the slice, filling ``stats`` as it goes.
 

@@ -343,3 +343,21 @@ def test_an_api_versions_line_gives_the_brokers_versions_as_evidence(tmp_path: P
     evidence = json.loads(stats["evidence"])
     # JoinGroup (key 11) is answered up to v9 by Kafka 3.7
     assert evidence["api_versions"]["11"] == [0, 9]
+
+
+def test_the_summary_names_the_quarantined_lines_kinds() -> None:
+    """This run's quarantined lines by the kind of their reason (issue 29: a stepped clock is told apart
+    from unreadable lines), sorted by kind; absent when the run quarantined nothing."""
+    run = IngestCounts(5, 1, 3, 0, 1, quarantine_reasons={"line time out of order": 2, "bad JSON": 1})
+    assert run.as_dict() == {
+        "lines_read": 5,
+        "requests": 1,
+        "quarantined": 3,
+        "other_api_lines": 0,
+        "other_lines": 1,
+        "other_api_by_name": {},
+        "quarantine_reasons": {"bad JSON": 1, "line time out of order": 2},
+        "accounting_ok": True,
+    }
+    assert list(run.as_dict()["quarantine_reasons"]) == ["bad JSON", "line time out of order"]
+    assert "quarantine_reasons" not in IngestCounts(1, 1).as_dict()
