@@ -277,6 +277,51 @@ def test_raising_the_next_request_instead_delays_the_join_phase(monkeypatch: pyt
     assert [(api, kinds) for _, api, kinds in bad][:1] == [("JOIN_GROUP", ["completion_time"])]
 
 
+def with_a_hole(release: str, group: str, after_s: float, hole_s: float) -> list[dict[str, Any]]:
+    """A real group's rows with ``hole_s`` seconds of its log missing, ``after_s`` after its first line
+    (a rotated file lost, an hour not shipped)."""
+    rows = sorted(
+        (r for r in recording_rows(release, "single") if r.get("group_id") == group),
+        key=lambda r: int(r["completion_ms"]),
+    )
+    start = int(rows[0]["completion_ms"]) + after_s * 1000
+    return [r for r in rows if not start <= int(r["completion_ms"]) < start + hole_s * 1000]
+
+
+@pytest.mark.parametrize("release", ["2.7", "3.7", "4.4"])
+@pytest.mark.parametrize("group", ["crash", "scale-up", "rolling-restart"])
+def test_a_hole_in_the_log_is_not_blamed_on_the_coordinator(release: str, group: str) -> None:
+    """Issue 29: 10 s of a real group's log missing. The model lets its members' sessions expire in the
+    silence, then the broker answers them as members: the log lost lines (Kafka never accepts a member it
+    expired), so the model goes back to warm-up naming the gap, and nothing is counted against it."""
+    rows = with_a_hole(release, group, 6, 10)
+    replayer = GroupReplayer(
+        group, ReplaySettings(broker_config(release, "single", "predict"), broker_lag_ms=LAG_MS)
+    )
+    replayer.feed(rows)
+    kept = list(replayer.process(max(int(r["completion_ms"]) for r in rows) + 1).rows["predictions"])
+    assert disagreements(kept) == []
+    gaps = [
+        p["unscored_reason"] for p in kept if not p["scored"] and "log gap" in (p["unscored_reason"] or "")
+    ]
+    assert gaps and gaps[0].startswith("warm-up: log gap: no request of the group in the log for ")
+
+
+def test_without_the_log_gap_rule_the_hole_is_counted_as_mispredictions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rebalance_replay.transforms.coordinator.engine import CoordinatorEngine
+
+    monkeypatch.setattr(CoordinatorEngine, "_log_gap", lambda self, call, predicted: None)
+    rows = with_a_hole("3.7", "rolling-restart", 8, 10)
+    replayer = GroupReplayer(
+        "rolling-restart", ReplaySettings(broker_config("3.7", "single", "predict"), broker_lag_ms=LAG_MS)
+    )
+    replayer.feed(rows)
+    kept = list(replayer.process(max(int(r["completion_ms"]) for r in rows) + 1).rows["predictions"])
+    assert len(disagreements(kept)) > 10
+
+
 def test_the_real_log_mends_survive_fuzzed_lines() -> None:
     """What the mends compute from a line (answer times from the timing fields, connection orders,
     the leader's arrival) on 10,000 mutated lines: NaN and absurd timing fields, wild arrivals."""

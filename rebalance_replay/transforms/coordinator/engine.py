@@ -97,6 +97,8 @@ T_SYNC = "sync"
 T_HEARTBEAT = "heartbeat"
 T_OFFSETS = "offsets-expiration"
 T_OBSERVED = "observed-answer"
+#: answers the broker gives only to a member it knows (the log-gap rule)
+_KEPT_BY_BROKER = {"NONE": True, "REBALANCE_IN_PROGRESS": True, "ILLEGAL_GENERATION": True}
 #: join-phase expirations in a row with no member rejoining after which the rest up to the next other timer
 #: are skipped (:meth:`CoordinatorEngine._skip_stalled_join`)
 STALLED_JOIN_REPEATS = 32
@@ -200,6 +202,11 @@ class CoordinatorEngine:
         self._events: list[ModelEvent] = []
         self._outs: list[_Out] = []
         self._book = ReplayBook(confident=not config.warm_start)
+        # the log's last silence of the group long enough for sessions to expire in it: (its length, when
+        # it ended), None when there is none to check (the first request, or a state restored from its
+        # serialised form, which does not keep it: the log-gap rule then waits for the next silence)
+        self._last_request_ms: int | None = None
+        self._silence: tuple[int, int] | None = None
         # keys (precomputed)
         self._join_key = f"join-{group_id}"
         self._sync_key = f"sync-{group_id}"
@@ -379,6 +386,10 @@ class CoordinatorEngine:
         if timers_until is not None and self._timers.may_be_due(timers_until):
             self._advance(timers_until)
         book.now = t
+        last = self._last_request_ms
+        if last is not None and t - last >= self.config.group_min_session_timeout_ms:
+            self._silence = (t - last, t)
+        self._last_request_ms = t
         seq = book.seq
         book.seq = seq + 1
         book.clock = t
@@ -527,6 +538,7 @@ class CoordinatorEngine:
         base = book.seq
         book.seq = base + run.size
         book.now = book.clock = run.last_ms
+        self._last_request_ms = run.last_ms
         book.ev_seq = base + run.size - 1
         book.ev_ref = run.last_ref
         book.moved_episode = False
@@ -929,12 +941,47 @@ class CoordinatorEngine:
                 call = out.call
                 reconciled = False
                 self._timers.cancel(f"observed-{call.seq}")
+                if self._silence is not None and self._book.confident:
+                    self._log_gap(call, out.response)
                 if self._needs_reconcile() and call.request.observed is not None:
                     reconciled = self._reconcile_answer(call, out.response)
                 group = self._group
                 if group is not None and not group.order_known:
                     self.learn_member_order(group, call.request.observed)
                 self.append_prediction(call, out.response, reconciled=reconciled)
+
+    def _log_gap(self, call: ParkedCall, predicted: PredictedResponse) -> None:
+        """A log that lost lines: the group was silent in the log for at least the broker's smallest
+        session timeout shortly before this request (within as long again), and the broker accepted it
+        (NONE), or answered it as a member (rebalancing, another generation) where the model, having let
+        sessions expire in the silence, refuses it. Kafka never accepts a member it expired, so the log is
+        missing the requests that kept the members alive (a rotated file lost, an hour not
+        shipped): the model goes back to warm-up — this and the following answers unscored, learnt from
+        the broker until it is confident again — instead of counting the gap as the coordinator's
+        mistakes. (Both modes, while confident.)"""
+        assert self._silence is not None
+        silence, ended = self._silence
+        if self._book.clock - ended > max(silence, self.config.group_min_session_timeout_ms):
+            self._silence = None  # the members the gap hid would have shown themselves by now
+            return
+        obs = call.request.observed
+        if (
+            obs is None
+            or not _KEPT_BY_BROKER.get(obs.error or "", False)
+            or predicted.error is Errors.NONE
+            or (obs.error != "NONE" and predicted.error is not Errors.UNKNOWN_MEMBER_ID)
+            or call.seq != self._book.seq - 1  # an answer to the request being handled, not a timer's
+        ):
+            return
+        self._silence = None  # once per gap
+        why = (
+            f"log gap: no request of the group in the log for {silence / 1000:.1f} s before "
+            f"{call.request.api.name} of {call.request.member_id or '<no member id>'}, which the broker "
+            f"answered {obs.error} and the model {getattr(predicted.error, 'name', predicted.error)}"
+        )
+        self.lose_confidence(why)
+        call.scored = False  # the gap's evidence, not the coordinator's answer
+        call.unscored_reason = self._book.warm_reason
 
     def _needs_reconcile(self) -> bool:
         return self._track or not self._book.confident
