@@ -202,11 +202,6 @@ class CoordinatorEngine:
         self._events: list[ModelEvent] = []
         self._outs: list[_Out] = []
         self._book = ReplayBook(confident=not config.warm_start)
-        # the log's last silence of the group long enough for sessions to expire in it: (its length, when
-        # it ended), None when there is none to check (the first request, or a state restored from its
-        # serialised form, which does not keep it: the log-gap rule then waits for the next silence)
-        self._last_request_ms: int | None = None
-        self._silence: tuple[int, int] | None = None
         # keys (precomputed)
         self._join_key = f"join-{group_id}"
         self._sync_key = f"sync-{group_id}"
@@ -386,10 +381,10 @@ class CoordinatorEngine:
         if timers_until is not None and self._timers.may_be_due(timers_until):
             self._advance(timers_until)
         book.now = t
-        last = self._last_request_ms
+        last = book.last_request_ms
         if last is not None and t - last >= self.config.group_min_session_timeout_ms:
-            self._silence = (t - last, t)
-        self._last_request_ms = t
+            book.silence_ms, book.silence_end_ms = t - last, t
+        book.last_request_ms = t
         seq = book.seq
         book.seq = seq + 1
         book.clock = t
@@ -538,7 +533,7 @@ class CoordinatorEngine:
         base = book.seq
         book.seq = base + run.size
         book.now = book.clock = run.last_ms
-        self._last_request_ms = run.last_ms
+        book.last_request_ms = run.last_ms
         book.ev_seq = base + run.size - 1
         book.ev_ref = run.last_ref
         book.moved_episode = False
@@ -941,7 +936,7 @@ class CoordinatorEngine:
                 call = out.call
                 reconciled = False
                 self._timers.cancel(f"observed-{call.seq}")
-                if self._silence is not None and self._book.confident:
+                if self._book.silence_ms is not None and self._book.confident:
                     self._log_gap(call, out.response)
                 if self._needs_reconcile() and call.request.observed is not None:
                     reconciled = self._reconcile_answer(call, out.response)
@@ -958,11 +953,11 @@ class CoordinatorEngine:
         missing the requests that kept the members alive (a rotated file lost, an hour not
         shipped): the model goes back to warm-up — this and the following answers unscored, learnt from
         the broker until it is confident again — instead of counting the gap as the coordinator's
-        mistakes. (Both modes, while confident.)"""
-        assert self._silence is not None
-        silence, ended = self._silence
-        if self._book.clock - ended > max(silence, self.config.group_min_session_timeout_ms):
-            self._silence = None  # the members the gap hid would have shown themselves by now
+        mistakes. (Both modes, while confident; the silence is part of the saved state.)"""
+        book = self._book
+        silence, ended = book.silence_ms or 0, book.silence_end_ms or 0
+        if book.clock - ended > max(silence, self.config.group_min_session_timeout_ms):
+            book.silence_ms = book.silence_end_ms = None  # the members the gap hid would have shown by now
             return
         obs = call.request.observed
         if (
@@ -973,7 +968,7 @@ class CoordinatorEngine:
             or call.seq != self._book.seq - 1  # an answer to the request being handled, not a timer's
         ):
             return
-        self._silence = None  # once per gap
+        book.silence_ms = book.silence_end_ms = None  # once per gap
         why = (
             f"log gap: no request of the group in the log for {silence / 1000:.1f} s before "
             f"{call.request.api.name} of {call.request.member_id or '<no member id>'}, which the broker "
