@@ -480,6 +480,13 @@ class CoordinatorEngine:
         """Whether accepted Heartbeats/OffsetCommits become HEARTBEAT / OFFSET_COMMIT events."""
         return self._liveness_events
 
+    def _silent_within(self, run: HeartbeatRun) -> bool:
+        """The run holds a silence the log-gap rule watches (or starts after one): each request of it
+        must then go through :meth:`handle`, which records the silence."""
+        bound = self.config.group_min_session_timeout_ms
+        last = self._book.last_request_ms
+        return run.max_gap_ms >= bound or (last is not None and run.first_ms - last >= bound)
+
     def bulk_heartbeats(self, run: HeartbeatRun) -> int | None:
         """A run of heartbeats and offset commits with nothing else between them, taken at once: what
         :meth:`handle` would do with each (the hot path, :meth:`_liveness`) when every one is accepted
@@ -501,6 +508,7 @@ class CoordinatorEngine:
             or not self.group_id
             or (book.now is not None and run.first_ms < book.now)
             or run.generations != (group.generation_id,)
+            or self._silent_within(run)
         ):
             return None
         for instance, member_id in run.instances:
