@@ -985,6 +985,17 @@ class CoordinatorEngine:
         self.lose_confidence(why)
         call.scored = False  # the gap's evidence, not the coordinator's answer
         call.unscored_reason = self._book.warm_reason
+        group = self._group
+        if group is not None and group.state in (EMPTY, DEAD) and not group.members:
+            # every member expired in the silence, and the generation moved on without them: the group
+            # as the model left it is the model's own account of a silence the broker did not have (its
+            # members' answers, of the generation before, would read as stale and teach nothing). Forget
+            # it, as at the start of a log: this answer and the next ones infer the running group again
+            for key in (self._join_key, self._sync_key, self._offsets_key):
+                self._timers.cancel(key)
+            self._timers.cancel_prefix(self._hb_prefix)
+            self.install_group(None)
+            self.emit(EventKind.WARM_START, detail=f"{why}: the group the model let expire is forgotten")
 
     def _needs_reconcile(self) -> bool:
         return self._track or not self._book.confident
