@@ -96,6 +96,7 @@ _STATS_COLUMNS = (
     Column("evidence", "string"),
     Column("error", "string"),
     Column("missing", "boolean"),
+    Column("waiting_bytes", "bigint"),
 )
 TASK_OUTPUT = TableDef(
     name="_ingest_task_output",
@@ -171,6 +172,11 @@ class IngestResult:
     run: IngestCounts
     total: IngestCounts
     seconds: float
+    #: the duplicate copies skipped: (the copy's path, the path read instead), at most
+    #: :data:`NAMED_COPIES` of them (``duplicate_files`` counts them all)
+    duplicate_copies: list[tuple[str, str]] = field(default_factory=list)
+    #: live files whose incomplete last line was left for the next run: (path, bytes)
+    incomplete_last_lines: list[tuple[str, int]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -178,9 +184,29 @@ class IngestResult:
             "files_seen": self.files_seen,
             "slices_read": self.slices,
             "duplicate_files": self.duplicate_files,
+            **(
+                {"duplicate_copies": [{"path": p, "copy_of": c} for p, c in self.duplicate_copies]}
+                if self.duplicate_copies
+                else {}
+            ),
+            **(
+                {
+                    "incomplete_last_lines": {
+                        "files": len(self.incomplete_last_lines),
+                        "bytes": sum(n for _, n in self.incomplete_last_lines),
+                        "paths": [p for p, _ in self.incomplete_last_lines[:NAMED_COPIES]],
+                    }
+                }
+                if self.incomplete_last_lines
+                else {}
+            ),
             "this_run": self.run.as_dict(),
             "seconds": round(self.seconds, 2),
         }
+
+
+#: how many duplicate copies (and files with an incomplete last line) a summary names
+NAMED_COPIES = 20
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -300,6 +326,7 @@ def parse_slices(
             "evidence": json.dumps(evidence, sort_keys=True) if evidence else None,
             "error": stats.error,
             "missing": stats.missing,
+            "waiting_bytes": stats.waiting_bytes,
         }
 
 
@@ -468,6 +495,9 @@ class FileRead:
     # lines a slice did not read although a slice after it did (the file changed or vanished while it
     # was read): said in the run's output, since the progress moves past them
     problems: list[str] = field(default_factory=list)
+    #: a live file's incomplete last line, in bytes (0: none): not read, not counted, left for the next
+    #: ingest (the broker is still writing it); said in the run's output and counted in its summary
+    waiting_bytes: int = 0
 
 
 def merge_slice_stats(rows: Sequence[Mapping[str, Any]]) -> list[FileRead]:
@@ -511,6 +541,7 @@ def merge_slice_stats(rows: Sequence[Mapping[str, Any]]) -> list[FileRead]:
             short = s.end_offset is not None and r["end_offset"] < s.end_offset
             if (r["missing"] or r["error"] or short) and stopped is None:
                 stopped = r["end_line"] + (1 if r["error"] else 0)  # (an error's rest-of-file line)
+        read.waiting_bytes = int(pieces[-1][1].get("waiting_bytes") or 0)  # only the last piece ends a file
         merged.append(read)
     return merged
 
@@ -608,6 +639,7 @@ def ingest(
     progress, last_batch, total = _progress(spark, store)
     batch_id = last_batch + 1
     plan_file = _plan_path(warehouse, batch_id)
+    copies: list[tuple[str, str]] = []
     if plan_file.exists():  # an earlier attempt of this batch died before recording its progress: redo it
         plan = json.loads(plan_file.read_text())
         slices = [FileSlice.from_dict(d) for d in plan["slices"]]
@@ -616,13 +648,18 @@ def ingest(
         duplicates = 0
         say(f"ingest: resuming batch {batch_id} ({len(slices)} slices) from an interrupted run")
     else:
-        planned, duplicates = plan_slices(files, progress)
+        planned, duplicates = plan_slices(files, progress, copies)
+        for path, chosen in copies[:NAMED_COPIES]:
+            say(f"ingest: {path} is a copy of {chosen} (the same broker's file, same first line): read once")
+        if len(copies) > NAMED_COPIES:
+            say(f"ingest: and {len(copies) - NAMED_COPIES} more duplicate copies, read once")
+        del copies[NAMED_COPIES:]
         slices = [p for s in planned for p in split_slice(s, config.input.max_slice_bytes)]
     n_files = len({s.file_key for s in slices})
     run = IngestCounts()
     if not slices:
         say(f"ingest: {len(files)} file(s), nothing new to read")
-        return IngestResult(None, len(files), 0, duplicates, run, total, time.monotonic() - started)
+        return IngestResult(None, len(files), 0, duplicates, run, total, time.monotonic() - started, copies)
     plan = {"batch_id": batch_id, "slices": [s.to_dict() for s in slices]}
     write_json(plan_file, plan, indent=1)
     mb = sum(s.file_size if s.end_offset is None else s.end_offset - s.start_offset for s in slices) / 1e6
@@ -684,12 +721,19 @@ def ingest(
             if r.get("evidence")
         ),
     )
+    waiting: list[tuple[str, int]] = []
     for fr in reads:
         run.add(fr.counts)
         for error in fr.errors:
             say(f"ingest: quarantined the unreadable rest of a file: {error}")
         for problem in fr.problems:
             say(f"ingest: {fr.first.path}: {problem}")
+        if fr.waiting_bytes:
+            waiting.append((fr.first.path, fr.waiting_bytes))
+            say(
+                f"ingest: {fr.first.path}: its last line is incomplete ({fr.waiting_bytes} bytes, the broker "
+                "is still writing it): left for the next run"
+            )
     if written is not None and written != run.requests:
         raise RuntimeError(f"ingest: {run.requests} request lines parsed but {written} rows written")
     say(
@@ -749,7 +793,9 @@ def ingest(
     shutil.rmtree(side_dir, ignore_errors=True)
     plan_file.unlink(missing_ok=True)
     total.add(run)
-    return IngestResult(batch_id, len(files), n_files, duplicates, run, total, time.monotonic() - started)
+    return IngestResult(
+        batch_id, len(files), n_files, duplicates, run, total, time.monotonic() - started, copies, waiting
+    )
 
 
 def _select(df: DataFrame, table: TableDef) -> DataFrame:

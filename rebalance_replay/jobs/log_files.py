@@ -150,6 +150,9 @@ class SliceStats:
     end_offset: int = 0
     error: str | None = None  # e.g. a gzip stream that breaks off mid-file
     missing: bool = False  # the file was not there when the slice was read
+    #: a live file's incomplete last line (a line the broker is still writing), in bytes: left for the
+    #: next ingest, which reads it whole (0: none)
+    waiting_bytes: int = 0
 
 
 #: How much of a file before a slice's start :func:`preceding_lines` reads (1,500 lines or so). A piece
@@ -233,6 +236,8 @@ def read_slice(s: FileSlice, stats: SliceStats) -> Iterator[tuple[int, str]]:
                 stats.lines_read += 1
                 stats.end_line, stats.end_offset = line_no, offset
                 yield line_no, _decode(pending)
+            elif pending:
+                stats.waiting_bytes = len(pending)
     except (OSError, EOFError, zlib.error) as e:
         stats.error = (
             f"input: {s.path}: unreadable {'gzip' if s.compressed else 'file'} after line "
@@ -265,9 +270,15 @@ class FileProgress:
     last_mtime_ms: int
 
 
-def plan_slices(files: Sequence[LogFile], progress: dict[str, FileProgress]) -> tuple[list[FileSlice], int]:
+def plan_slices(
+    files: Sequence[LogFile],
+    progress: dict[str, FileProgress],
+    copies: list[tuple[str, str]] | None = None,
+) -> tuple[list[FileSlice], int]:
     """The slices still to read, and the number of duplicate files skipped (another path of the same
-    identity, e.g. both ``kafka-request.log.2024-05-01-13`` and its ``.gz``, in one run)."""
+    identity, e.g. both ``kafka-request.log.2024-05-01-13`` and its ``.gz``, or a rotated file copied
+    under a second name, in one run). ``copies``, when given, receives each skipped copy's path and the
+    path read instead."""
     by_key: dict[str, list[LogFile]] = {}
     for f in files:
         by_key.setdefault(f.file_key, []).append(f)
@@ -278,6 +289,8 @@ def plan_slices(files: Sequence[LogFile], progress: dict[str, FileProgress]) -> 
         candidates = sorted(by_key[key], key=lambda f: (f.compressed, -f.size, f.path))
         chosen = candidates[0]
         duplicates += len(candidates) - 1
+        if copies is not None:
+            copies.extend((other.path, chosen.path) for other in candidates[1:])
         done = progress.get(key)
         if done is not None:
             unchanged = (
