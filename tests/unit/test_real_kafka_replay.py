@@ -326,6 +326,39 @@ def test_without_the_log_gap_rule_the_hole_is_counted_as_mispredictions(
     assert len(disagreements(kept)) > 10
 
 
+@pytest.mark.parametrize("skew_ms", [-3000, 3000])
+@pytest.mark.parametrize("broker", ["broker-1", "broker-3"])
+def test_a_coordinator_move_between_skewed_clocks(broker: str, skew_ms: int) -> None:
+    """Issue 29: the two brokers of a real 3.7 coordinator move (broker 3 killed, broker 1 took over)
+    with one broker's clock 3 s ahead or behind: the requests of the two coordinators are replayed per
+    coordinator (each broker's answers decide its own state), so the skew changes no answer. (Written
+    for 8cc3807, dropped by accident with the late-line corpus test in dfc9298.)"""
+    rec = CORPUS / "3.7" / "three"
+    files: dict[str, list[str]] = {}
+    for path in sorted(rec.glob("broker-*/kafka-request.log*.gz")):
+        with gzip.open(path, "rt") as f:
+            lines = f.read().splitlines()
+        skewed = path.parent.name == broker
+        files.setdefault(path.parent.name, []).extend(
+            delayed_line(x, skew_ms) if skewed else x for x in lines
+        )
+    rows = [
+        r for r in parse_rows(files) if r.get("group_id") in ("coordinator-moves", "coordinator-shutdown")
+    ]
+    for group in ("coordinator-moves", "coordinator-shutdown"):
+        group_rows = [r for r in rows if r["group_id"] == group]
+        replayer = GroupReplayer(
+            group, ReplaySettings(broker_config("3.7", "three", "predict"), broker_lag_ms=LAG_MS)
+        )
+        replayer.feed(group_rows)
+        kept = list(
+            replayer.process(max(int(r["completion_ms"]) for r in group_rows) + 1).rows["predictions"]
+        )
+        assert {p["broker_id"] for p in kept} == {"broker-1", "broker-3"}
+        assert sum(p["scored"] for p in kept) >= 10
+        assert disagreements(kept) == []
+
+
 def test_the_real_log_mends_survive_fuzzed_lines() -> None:
     """What the mends compute from a line (answer times from the timing fields, connection orders,
     the leader's arrival) on 10,000 mutated lines: NaN and absurd timing fields, wild arrivals."""
