@@ -179,6 +179,13 @@ def test_a_run_over_clocks_and_files_as_they_are(
     assert all(q["reason"].startswith("line time out of order: ") for q in quarantine)
     assert this_run["quarantine_reasons"] == {"line time out of order": len(case["stepped_lines"])}
     assert "quarantined lines by reason" in err
+    stepped = [p for p in read_table(wh / "predictions") if p["group_id"] == "stepped"]
+    assert len(stepped) == sum(
+        1 for p in read_table(clean_wh / "predictions") if p["group_id"] == "stepped"
+    ) - len(case["stepped_lines"])
+    assert stepped and all(
+        p["matched"] for p in stepped if p["scored"]
+    )  # the rest replays as the broker said
 
     # the gzip twin and the rotated file under a second name: read once, each named
     assert summary["ingest"]["duplicate_files"] == 2
