@@ -47,6 +47,7 @@ from rebalance_replay.jobs.log_files import (
     describe_file,
     discover_files,
     plan_slices,
+    preceding_lines,
     read_slice,
     split_slice,
 )
@@ -60,10 +61,10 @@ from rebalance_replay.transforms.broker_facts import (
     merge_evidence,
     other_line_evidence,
 )
-from rebalance_replay.transforms.columnar_log import parse_routine_lines
+from rebalance_replay.transforms.columnar_log import RoutineRows, parse_routine_lines
 from rebalance_replay.transforms.redaction import Redactor
 from rebalance_replay.transforms.report.units import plural
-from rebalance_replay.transforms.request_log import LineKind, parse_line
+from rebalance_replay.transforms.request_log import ClockGuard, LineKind, LineOutcome, parse_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -96,6 +97,7 @@ _STATS_COLUMNS = (
     Column("evidence", "string"),
     Column("error", "string"),
     Column("missing", "boolean"),
+    Column("waiting_bytes", "bigint"),
 )
 TASK_OUTPUT = TableDef(
     name="_ingest_task_output",
@@ -127,6 +129,8 @@ class IngestCounts:
     other_api_lines: int = 0
     other_lines: int = 0
     other_api_by_name: dict[str, int] = field(default_factory=dict)
+    #: the quarantined lines by the kind of their reason (this run's; not added up across runs)
+    quarantine_reasons: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: IngestCounts) -> None:
         self.lines_read += other.lines_read
@@ -151,6 +155,11 @@ class IngestCounts:
             "other_api_lines": self.other_api_lines,
             "other_lines": self.other_lines,
             "other_api_by_name": dict(sorted(self.other_api_by_name.items())),
+            **(
+                {"quarantine_reasons": dict(sorted(self.quarantine_reasons.items()))}
+                if self.quarantine_reasons
+                else {}
+            ),
             "accounting_ok": self.balanced,
         }
 
@@ -164,6 +173,11 @@ class IngestResult:
     run: IngestCounts
     total: IngestCounts
     seconds: float
+    #: the duplicate copies skipped: (the copy's path, the path read instead), at most
+    #: :data:`NAMED_COPIES` of them (``duplicate_files`` counts them all)
+    duplicate_copies: list[tuple[str, str]] = field(default_factory=list)
+    #: live files whose incomplete last line was left for the next run: (path, bytes)
+    incomplete_last_lines: list[tuple[str, int]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -171,9 +185,29 @@ class IngestResult:
             "files_seen": self.files_seen,
             "slices_read": self.slices,
             "duplicate_files": self.duplicate_files,
+            **(
+                {"duplicate_copies": [{"path": p, "copy_of": c} for p, c in self.duplicate_copies]}
+                if self.duplicate_copies
+                else {}
+            ),
+            **(
+                {
+                    "incomplete_last_lines": {
+                        "files": len(self.incomplete_last_lines),
+                        "bytes": sum(n for _, n in self.incomplete_last_lines),
+                        "paths": [p for p, _ in self.incomplete_last_lines[:NAMED_COPIES]],
+                    }
+                }
+                if self.incomplete_last_lines
+                else {}
+            ),
             "this_run": self.run.as_dict(),
             "seconds": round(self.seconds, 2),
         }
+
+
+#: how many duplicate copies (and files with an incomplete last line) a summary names
+NAMED_COPIES = 20
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -205,19 +239,36 @@ def parse_slices(
         n_req = n_q = n_oa = n_o = 0
         other_api: dict[str, int] = {}
         evidence: dict[str, Any] = {}  # what the other lines tell about the broker (broker_facts)
+        clock = ClockGuard()
+        before = preceding_lines(s)  # the same guard whether the file is read in one slice or several
+        first = s.start_line - len(before)
+        records = [
+            (first + i, parse_line(line, tz).record) for i, line in enumerate(before) if _MARKER in line
+        ]
+        clock.stepped([(n, _int_or_none(r.get("completion_ms"))) for n, r in records if r is not None])
         for block in _blocks(read_slice(s, stats), BLOCK_LINES if columnar and redact is None else 1):
-            typed: set[int] = set()
+            typed: dict[int, int] = {}  # block index -> row of routine.records
+            routine = None
             if len(block) > 1:
                 routine = parse_routine_lines([line for _, line in block], tz)
-                if len(routine.positions):
-                    typed = set(routine.positions.tolist())
-                    n_req += len(typed)
-                    line_nos = pa.array([block[i][0] for i in routine.positions], pa.int64())
-                    yield _typed_batch(routine.records, s, line_nos)
+                typed = {int(p): k for k, p in enumerate(routine.positions.tolist())}
+            parsed = {i: parse_line(line, tz) for i, (_, line) in enumerate(block) if i not in typed}
+            stepped = clock.stepped(_line_times(block, typed, routine, parsed))
+            if routine is not None and typed:
+                kept = [k for i, k in typed.items() if block[i][0] not in stepped]
+                if kept:
+                    n_req += len(kept)
+                    records = routine.records if len(kept) == len(typed) else routine.records.take(kept)
+                    line_nos = pa.array(
+                        [block[i][0] for i in typed if block[i][0] not in stepped], pa.int64()
+                    )
+                    yield _typed_batch(records, s, line_nos)
             for i, (line_no, line) in enumerate(block):
-                if i in typed:
+                if i in typed and line_no not in stepped:
                     continue
-                out = parse_line(line, tz)
+                out = parse_line(line, tz) if i in typed else parsed[i]
+                if out.kind is LineKind.REQUEST and line_no in stepped:
+                    out = LineOutcome(LineKind.QUARANTINE, reason=stepped[line_no], log_date=out.log_date)
                 if out.kind is LineKind.REQUEST:
                     n_req += 1
                     assert out.record is not None
@@ -276,7 +327,32 @@ def parse_slices(
             "evidence": json.dumps(evidence, sort_keys=True) if evidence else None,
             "error": stats.error,
             "missing": stats.missing,
+            "waiting_bytes": stats.waiting_bytes,
         }
+
+
+def _line_times(
+    block: Sequence[tuple[int, str]],
+    typed: Mapping[int, int],
+    routine: RoutineRows | None,
+    parsed: Mapping[int, LineOutcome],
+) -> list[tuple[int, int | None]]:
+    """(line number, completion ms) of the block's request lines, in line order, for the clock guard."""
+    times: list[tuple[int, int | None]] = []
+    done = routine.records.column("completion_ms").to_pylist() if routine is not None and typed else []
+    for i, (line_no, _) in enumerate(block):
+        if i in typed:
+            times.append((line_no, done[typed[i]]))
+        elif parsed[i].kind is LineKind.REQUEST and parsed[i].record is not None:
+            times.append((line_no, _int_or_none(parsed[i].record.get("completion_ms"))))  # type: ignore[union-attr]
+    return times
+
+
+_MARKER = "Completed request"
+
+
+def _int_or_none(v: object) -> int | None:
+    return None if v is None else int(v)  # type: ignore[call-overload]
 
 
 def _blocks(lines: Iterator[tuple[int, str]], size: int) -> Iterator[list[tuple[int, str]]]:
@@ -420,6 +496,9 @@ class FileRead:
     # lines a slice did not read although a slice after it did (the file changed or vanished while it
     # was read): said in the run's output, since the progress moves past them
     problems: list[str] = field(default_factory=list)
+    #: a live file's incomplete last line, in bytes (0: none): not read, not counted, left for the next
+    #: ingest (the broker is still writing it); said in the run's output and counted in its summary
+    waiting_bytes: int = 0
 
 
 def merge_slice_stats(rows: Sequence[Mapping[str, Any]]) -> list[FileRead]:
@@ -463,6 +542,7 @@ def merge_slice_stats(rows: Sequence[Mapping[str, Any]]) -> list[FileRead]:
             short = s.end_offset is not None and r["end_offset"] < s.end_offset
             if (r["missing"] or r["error"] or short) and stopped is None:
                 stopped = r["end_line"] + (1 if r["error"] else 0)  # (an error's rest-of-file line)
+        read.waiting_bytes = int(pieces[-1][1].get("waiting_bytes") or 0)  # only the last piece ends a file
         merged.append(read)
     return merged
 
@@ -560,6 +640,7 @@ def ingest(
     progress, last_batch, total = _progress(spark, store)
     batch_id = last_batch + 1
     plan_file = _plan_path(warehouse, batch_id)
+    copies: list[tuple[str, str]] = []
     if plan_file.exists():  # an earlier attempt of this batch died before recording its progress: redo it
         plan = json.loads(plan_file.read_text())
         slices = [FileSlice.from_dict(d) for d in plan["slices"]]
@@ -568,13 +649,19 @@ def ingest(
         duplicates = plan_slices(files, progress)[1]  # the copies skipped, as the first attempt counted
         say(f"ingest: resuming batch {batch_id} ({plural(len(slices), 'slice')}) from an interrupted run")
     else:
-        planned, duplicates = plan_slices(files, progress)
+        planned, duplicates = plan_slices(files, progress, copies)
+        for path, chosen in copies[:NAMED_COPIES]:
+            say(f"ingest: {path} is a copy of {chosen} (the same broker's file, same first line): read once")
+        if len(copies) > NAMED_COPIES:
+            more = plural(len(copies) - NAMED_COPIES, "more duplicate copy", "more duplicate copies")
+            say(f"ingest: and {more}, read once")
+        del copies[NAMED_COPIES:]
         slices = [p for s in planned for p in split_slice(s, config.input.max_slice_bytes)]
     n_files = len({s.file_key for s in slices})
     run = IngestCounts()
     if not slices:
         say(f"ingest: {plural(len(files), 'file')}, nothing new to read")
-        return IngestResult(None, len(files), 0, duplicates, run, total, time.monotonic() - started)
+        return IngestResult(None, len(files), 0, duplicates, run, total, time.monotonic() - started, copies)
     plan = {"batch_id": batch_id, "slices": [s.to_dict() for s in slices]}
     write_json(plan_file, plan, indent=1)
     mb = sum(s.file_size if s.end_offset is None else s.end_offset - s.start_offset for s in slices) / 1e6
@@ -636,12 +723,19 @@ def ingest(
             if r.get("evidence")
         ),
     )
+    waiting: list[tuple[str, int]] = []
     for fr in reads:
         run.add(fr.counts)
         for error in fr.errors:
             say(f"ingest: quarantined the unreadable rest of a file: {error}")
         for problem in fr.problems:
             say(f"ingest: {fr.first.path}: {problem}")
+        if fr.waiting_bytes:
+            waiting.append((fr.first.path, fr.waiting_bytes))
+            say(
+                f"ingest: {fr.first.path}: its last line is incomplete ({fr.waiting_bytes} bytes, the broker "
+                "is still writing it): left for the next run"
+            )
     if written is not None and written != run.requests:
         raise RuntimeError(f"ingest: {run.requests} request lines parsed but {written} rows written")
     say(
@@ -660,6 +754,14 @@ def ingest(
         if run.quarantined
         else store.empty(QUARANTINE)  # the usual case: no Spark job to find none
     )
+    if run.quarantined:
+        # what the quarantined lines were, by the reason's kind (the text before its first colon)
+        kinds = quarantine_df.groupBy(F.substring_index("reason", ":", 1).alias("kind")).count().collect()
+        run.quarantine_reasons = {str(r["kind"]): int(r["count"]) for r in kinds}
+        say(
+            "ingest: quarantined lines by reason: "
+            + "; ".join(f"{n} {k}" for k, n in sorted(run.quarantine_reasons.items(), key=lambda kv: -kv[1]))
+        )
     store.append(quarantine_df, QUARANTINE, app_id=APP_ID, txn_version=batch_id)
     crash_point("ingest:before_progress")  # bronze committed, progress not yet recorded
     progress_rows = []
@@ -693,7 +795,9 @@ def ingest(
     shutil.rmtree(side_dir, ignore_errors=True)
     plan_file.unlink(missing_ok=True)
     total.add(run)
-    return IngestResult(batch_id, len(files), n_files, duplicates, run, total, time.monotonic() - started)
+    return IngestResult(
+        batch_id, len(files), n_files, duplicates, run, total, time.monotonic() - started, copies, waiting
+    )
 
 
 def _select(df: DataFrame, table: TableDef) -> DataFrame:

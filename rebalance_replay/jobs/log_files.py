@@ -150,6 +150,37 @@ class SliceStats:
     end_offset: int = 0
     error: str | None = None  # e.g. a gzip stream that breaks off mid-file
     missing: bool = False  # the file was not there when the slice was read
+    #: a live file's incomplete last line (a line the broker is still writing), in bytes: left for the
+    #: next ingest, which reads it whole (0: none)
+    waiting_bytes: int = 0
+
+
+#: How much of a file before a slice's start :func:`preceding_lines` reads (1,500 lines or so). A piece
+#: of a split file that starts more than this after a clock step its broker has not yet caught up with
+#: starts its clock guard afresh (the step's later lines are then kept, as a file read from there would).
+PRECEDING_BYTES = 1 << 20
+
+
+def preceding_lines(s: FileSlice) -> list[str]:
+    """The complete lines just before the slice's start (at most :data:`PRECEDING_BYTES`), so that what a
+    slice checks against the lines before it (the clock guard) is the same whether the file is read in
+    one slice or in several (:func:`split_slice`, or one ingest resuming where the last stopped). Empty
+    for a slice from the file's start and for a compressed file (reaching the offset means inflating
+    everything before it)."""
+    if s.start_offset <= 0 or s.compressed:
+        return []
+    begin = max(0, s.start_offset - PRECEDING_BYTES)
+    try:
+        with open(s.path, "rb") as f:
+            f.seek(begin)
+            data = f.read(s.start_offset - begin)
+    except OSError:
+        return []
+    lines = data.split(b"\n")
+    lines.pop()  # the slice starts at a line start: what follows the last newline is empty
+    if begin > 0 and lines:
+        lines.pop(0)  # cut mid-line
+    return [_decode(raw) for raw in lines]
 
 
 def read_slice(s: FileSlice, stats: SliceStats) -> Iterator[tuple[int, str]]:
@@ -205,6 +236,8 @@ def read_slice(s: FileSlice, stats: SliceStats) -> Iterator[tuple[int, str]]:
                 stats.lines_read += 1
                 stats.end_line, stats.end_offset = line_no, offset
                 yield line_no, _decode(pending)
+            elif pending:
+                stats.waiting_bytes = len(pending)
     except (OSError, EOFError, zlib.error) as e:
         stats.error = (
             f"input: {s.path}: unreadable {'gzip' if s.compressed else 'file'} after line "
@@ -237,9 +270,15 @@ class FileProgress:
     last_mtime_ms: int
 
 
-def plan_slices(files: Sequence[LogFile], progress: dict[str, FileProgress]) -> tuple[list[FileSlice], int]:
+def plan_slices(
+    files: Sequence[LogFile],
+    progress: dict[str, FileProgress],
+    copies: list[tuple[str, str]] | None = None,
+) -> tuple[list[FileSlice], int]:
     """The slices still to read, and the number of duplicate files skipped (another path of the same
-    identity, e.g. both ``kafka-request.log.2024-05-01-13`` and its ``.gz``, in one run)."""
+    identity, e.g. both ``kafka-request.log.2024-05-01-13`` and its ``.gz``, or a rotated file copied
+    under a second name, in one run). ``copies``, when given, receives each skipped copy's path and the
+    path read instead."""
     by_key: dict[str, list[LogFile]] = {}
     for f in files:
         by_key.setdefault(f.file_key, []).append(f)
@@ -250,6 +289,8 @@ def plan_slices(files: Sequence[LogFile], progress: dict[str, FileProgress]) -> 
         candidates = sorted(by_key[key], key=lambda f: (f.compressed, -f.size, f.path))
         chosen = candidates[0]
         duplicates += len(candidates) - 1
+        if copies is not None:
+            copies.extend((other.path, chosen.path) for other in candidates[1:])
         done = progress.get(key)
         if done is not None:
             unchanged = (

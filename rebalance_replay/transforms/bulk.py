@@ -233,6 +233,7 @@ def summarize(table: pa.Table, start: int, end: int) -> RunSummary:
             generations=generations,
             instances=instances,
             members=tuple(members),
+            max_gap_ms=int(np.diff(arrival).max()) if n > 1 else 0,
         ),
         first_positions=tuple(int(firsts[k]) for k in by_first),
         first_commit=tuple(bool(is_commit[firsts[k]]) for k in by_first),

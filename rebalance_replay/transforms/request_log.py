@@ -25,8 +25,8 @@ import binascii
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from enum import StrEnum
 from typing import Any
@@ -1506,3 +1506,51 @@ def parse_line(line: str, tz: tzinfo) -> LineOutcome:
         )
     except Exception as e:  # never raise out of parse_line
         return _quarantine(f"unexpected parse error: {type(e).__name__}: {e}", None, None)
+
+
+#: How far back a line's time may go behind the file's latest before it is a clock step, in ms. A broker
+#: writes one file in order, but several network threads take their lines' times before they take the
+#: appender's lock, so times interleave by a few ms (more under a GC pause that stops them all alike); a
+#: second back is the broker's clock set back (NTP stepping it, an operator, a VM resumed).
+CLOCK_STEP_BACK_MS = 1_000
+#: How many consecutive request lines must agree before their time counts as the file's clock: one line
+#: with a corrupted time (a flipped digit: a year ahead) must not make every later line look stepped back.
+CLOCK_CONFIRM_LINES = 3
+
+
+@dataclass
+class ClockGuard:
+    """The latest time of one file read in order, as its clock showed it, and the lines written after
+    the clock stepped back. The file's latest time is the latest time that :data:`CLOCK_CONFIRM_LINES`
+    consecutive request lines all reached (the least of them): a single line ahead of its neighbours is
+    a wrong line, not the clock. A line more than :data:`CLOCK_STEP_BACK_MS` behind it was written after
+    the broker's clock stepped back; such lines (until the clock passes that time again) are named, so
+    that ingest quarantines them with the reason: their order against the lines before the step is
+    unknown, and replaying them by their times would put them in an order the log does not show."""
+
+    latest_ms: int | None = None
+    recent: list[int] = field(default_factory=list)
+
+    def stepped(self, times: Sequence[tuple[int, int | None]]) -> dict[int, str]:
+        """``times``: (line number, completion ms) in line order (None: no time). Returns the stepped
+        lines with their reasons."""
+        out: dict[int, str] = {}
+        for line_no, ms in times:
+            if ms is None:
+                continue
+            if self.latest_ms is not None and ms < self.latest_ms - CLOCK_STEP_BACK_MS:
+                back = (self.latest_ms - ms) / 1000
+                out[line_no] = (
+                    f"line time out of order: {back:.3f} s behind the lines before it "
+                    "(the broker's clock stepped back; kept out of the replay until it passes that time)"
+                )
+                continue
+            recent = self.recent
+            recent.append(ms)
+            if len(recent) > CLOCK_CONFIRM_LINES:
+                del recent[0]
+            if len(recent) == CLOCK_CONFIRM_LINES:
+                agreed = min(recent)
+                if self.latest_ms is None or agreed > self.latest_ms:
+                    self.latest_ms = agreed
+        return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import shutil
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,16 @@ pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _hours_on(line: str, hours: int) -> str:
+    """``line`` with its log4j time ``hours`` later (lines without one as they are)."""
+    stamp = "%Y-%m-%d %H:%M:%S"
+    try:
+        moved = datetime.strptime(line[1:20], stamp) + timedelta(hours=hours)
+    except ValueError:
+        return line
+    return "[" + moved.strftime(stamp) + line[20:]
+
+
 def _corpus(root: Path) -> Path:
     shutil.copytree(ROOT / "samples" / "logs", root / "logs" / "samples")
     base = base_lines()
@@ -39,9 +50,12 @@ def _corpus(root: Path) -> Path:
             ln for s in (1, 2, 3) for ln in mutated_lines(base, 1500, s)
         ],
         "broker-a/kafka-request.log.2024-05-01-04": list(aimed_lines(base + found)),
-        # more than one block of routine lines, with bad lines among them
+        # more than one block of routine lines, with bad lines among them; each repetition an hour on
+        # from the last, as a broker's clock moves (a repetition at the same times is a clock stepped back)
         "broker-r/kafka-request.log.2024-05-01-05": [
-            ln for i in range(2 * BLOCK_LINES // len(routine) + 1) for ln in [*routine, found[i % len(found)]]
+            _hours_on(ln, i)
+            for i in range(2 * BLOCK_LINES // len(routine) + 1)
+            for ln in [*routine, found[i % len(found)]]
         ],
     }
     for name, lines in files.items():

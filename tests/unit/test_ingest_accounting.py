@@ -343,3 +343,61 @@ def test_an_api_versions_line_gives_the_brokers_versions_as_evidence(tmp_path: P
     evidence = json.loads(stats["evidence"])
     # JoinGroup (key 11) is answered up to v9 by Kafka 3.7
     assert evidence["api_versions"]["11"] == [0, 9]
+
+
+def test_the_summary_names_the_quarantined_lines_kinds() -> None:
+    """This run's quarantined lines by the kind of their reason (issue 29: a stepped clock is told apart
+    from unreadable lines), sorted by kind; absent when the run quarantined nothing."""
+    run = IngestCounts(5, 1, 3, 0, 1, quarantine_reasons={"line time out of order": 2, "bad JSON": 1})
+    assert run.as_dict() == {
+        "lines_read": 5,
+        "requests": 1,
+        "quarantined": 3,
+        "other_api_lines": 0,
+        "other_lines": 1,
+        "other_api_by_name": {},
+        "quarantine_reasons": {"bad JSON": 1, "line time out of order": 2},
+        "accounting_ok": True,
+    }
+    assert list(run.as_dict()["quarantine_reasons"]) == ["bad JSON", "line time out of order"]
+    assert "quarantine_reasons" not in IngestCounts(1, 1).as_dict()
+
+
+def test_a_live_files_incomplete_last_line_is_counted_as_waiting(tmp_path: Path) -> None:
+    """Issue 29: a live file ending in half a line. The half line is neither read nor lost: the slice's
+    statistics give its bytes, the merge keeps them for the file, and the run's summary counts and names
+    the files whose last line waits for the next ingest (which reads it whole)."""
+    path = tmp_path / "broker-1" / "kafka-request.log"
+    path.parent.mkdir()
+    half = JSON_JOIN[: len(JSON_JOIN) // 2]
+    path.write_text(f"{JSON_HEARTBEAT}\n{half}")
+    rows = _one_slice(path)
+    (stats,) = [r for r in rows if r["row_kind"] == "stats"]
+    assert (stats["lines_read"], stats["n_requests"], stats["n_quarantined"]) == (1, 1, 0)
+    assert stats["waiting_bytes"] == len(half.encode())
+    (read,) = merge_slice_stats([stats])
+    assert read.waiting_bytes == len(half.encode()) and read.counts.balanced
+    result = IngestResult(
+        batch_id=1,
+        files_seen=2,
+        slices=1,
+        duplicate_files=1,
+        run=read.counts,
+        total=read.counts,
+        seconds=0.0,
+        duplicate_copies=[("b/kafka-request.log.1.gz", "b/kafka-request.log.1")],
+        incomplete_last_lines=[(str(path), read.waiting_bytes)],
+    )
+    summary = result.as_dict()
+    assert summary["incomplete_last_lines"] == {
+        "files": 1,
+        "bytes": len(half.encode()),
+        "paths": [str(path)],
+    }
+    assert summary["duplicate_copies"] == [
+        {"path": "b/kafka-request.log.1.gz", "copy_of": "b/kafka-request.log.1"}
+    ]
+    # the line completed: the next read takes it whole, nothing waits
+    path.write_text(f"{JSON_HEARTBEAT}\n{JSON_JOIN}\n")
+    (stats,) = [r for r in _one_slice(path) if r["row_kind"] == "stats"]
+    assert (stats["lines_read"], stats["waiting_bytes"]) == (2, 0)

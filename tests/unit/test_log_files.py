@@ -66,9 +66,16 @@ def test_partial_last_line_of_live_file_waits(tmp_path: Path) -> None:
     d = tmp_path / "b1"
     d.mkdir()
     p = d / "kafka-request.log"
-    p.write_text(_lines(3) + "[2024-05-01 10:00:09,000] DEBUG Completed req")
+    half = "[2024-05-01 10:00:09,000] DEBUG Completed req"
+    p.write_text(_lines(3) + half)
     got = _read_all(p)
     assert [n for n, _ in got] == [1, 2, 3]
+    # the half line is not lost: the slice says how much of it waits for the next ingest (issue 29)
+    f = describe_file(str(p), PATTERN)
+    assert f is not None
+    stats = SliceStats()
+    assert len(list(read_slice(plan_slices([f], {})[0][0], stats))) == 3
+    assert stats.waiting_bytes == len(half) and stats.end_offset == len(_lines(3))
     # a complete last line without newline is taken
     p.write_text(_lines(3) + L.format(i=9).rstrip("\n"))
     assert [n for n, _ in _read_all(p)] == [1, 2, 3, 4]
@@ -108,9 +115,18 @@ def test_duplicate_copies_read_once(tmp_path: Path) -> None:
     plain.write_text(_lines(4))
     with gzip.open(d / "kafka-request.log.2024-05-01-10.gz", "wt") as g:
         g.write(_lines(4))
+    # the same rotated file under a second name (copied, or shipped twice): its identity is the same
+    (d / "kafka-request.log.2024-05-01-10.copy").write_text(_lines(4))
     files = [describe_file(str(p), PATTERN) for p in sorted(d.iterdir())]
-    slices, dups = plan_slices([f for f in files if f], {})
-    assert dups == 1 and len(slices) == 1 and not slices[0].compressed
+    copies: list[tuple[str, str]] = []
+    slices, dups = plan_slices([f for f in files if f], {}, copies)
+    assert dups == 2 and len(slices) == 1 and not slices[0].compressed
+    # each skipped copy is named with the file read instead (the ingest prints and summarises them)
+    assert sorted(Path(c).name for c, _ in copies) == [
+        "kafka-request.log.2024-05-01-10.copy",
+        "kafka-request.log.2024-05-01-10.gz",
+    ]
+    assert {chosen for _, chosen in copies} == {slices[0].path}
 
 
 def test_three_gzipped_copies_are_one_file_and_two_duplicates(tmp_path: Path) -> None:

@@ -97,6 +97,8 @@ T_SYNC = "sync"
 T_HEARTBEAT = "heartbeat"
 T_OFFSETS = "offsets-expiration"
 T_OBSERVED = "observed-answer"
+#: answers the broker gives only to a member it knows (the log-gap rule)
+_KEPT_BY_BROKER = {"NONE": True, "REBALANCE_IN_PROGRESS": True, "ILLEGAL_GENERATION": True}
 #: join-phase expirations in a row with no member rejoining after which the rest up to the next other timer
 #: are skipped (:meth:`CoordinatorEngine._skip_stalled_join`)
 STALLED_JOIN_REPEATS = 32
@@ -379,6 +381,10 @@ class CoordinatorEngine:
         if timers_until is not None and self._timers.may_be_due(timers_until):
             self._advance(timers_until)
         book.now = t
+        last = book.last_request_ms
+        if last is not None and t - last >= self.config.group_min_session_timeout_ms:
+            book.silence_ms, book.silence_end_ms = t - last, t
+        book.last_request_ms = t
         seq = book.seq
         book.seq = seq + 1
         book.clock = t
@@ -474,6 +480,13 @@ class CoordinatorEngine:
         """Whether accepted Heartbeats/OffsetCommits become HEARTBEAT / OFFSET_COMMIT events."""
         return self._liveness_events
 
+    def _silent_within(self, run: HeartbeatRun) -> bool:
+        """The run holds a silence the log-gap rule watches (or starts after one): each request of it
+        must then go through :meth:`handle`, which records the silence."""
+        bound = self.config.group_min_session_timeout_ms
+        last = self._book.last_request_ms
+        return run.max_gap_ms >= bound or (last is not None and run.first_ms - last >= bound)
+
     def bulk_heartbeats(self, run: HeartbeatRun) -> int | None:
         """A run of heartbeats and offset commits with nothing else between them, taken at once: what
         :meth:`handle` would do with each (the hot path, :meth:`_liveness`) when every one is accepted
@@ -495,6 +508,7 @@ class CoordinatorEngine:
             or not self.group_id
             or (book.now is not None and run.first_ms < book.now)
             or run.generations != (group.generation_id,)
+            or self._silent_within(run)
         ):
             return None
         for instance, member_id in run.instances:
@@ -527,6 +541,7 @@ class CoordinatorEngine:
         base = book.seq
         book.seq = base + run.size
         book.now = book.clock = run.last_ms
+        book.last_request_ms = run.last_ms
         book.ev_seq = base + run.size - 1
         book.ev_ref = run.last_ref
         book.moved_episode = False
@@ -929,12 +944,58 @@ class CoordinatorEngine:
                 call = out.call
                 reconciled = False
                 self._timers.cancel(f"observed-{call.seq}")
+                if self._book.silence_ms is not None and self._book.confident:
+                    self._log_gap(call, out.response)
                 if self._needs_reconcile() and call.request.observed is not None:
                     reconciled = self._reconcile_answer(call, out.response)
                 group = self._group
                 if group is not None and not group.order_known:
                     self.learn_member_order(group, call.request.observed)
                 self.append_prediction(call, out.response, reconciled=reconciled)
+
+    def _log_gap(self, call: ParkedCall, predicted: PredictedResponse) -> None:
+        """A log that lost lines: the group was silent in the log for at least the broker's smallest
+        session timeout shortly before this request (within as long again), and the broker accepted it
+        (NONE), or answered it as a member (rebalancing, another generation) where the model, having let
+        sessions expire in the silence, refuses it. Kafka never accepts a member it expired, so the log is
+        missing the requests that kept the members alive (a rotated file lost, an hour not
+        shipped): the model goes back to warm-up — this and the following answers unscored, learnt from
+        the broker until it is confident again — instead of counting the gap as the coordinator's
+        mistakes. (Both modes, while confident; the silence is part of the saved state.)"""
+        book = self._book
+        silence, ended = book.silence_ms or 0, book.silence_end_ms or 0
+        if book.clock - ended > max(silence, self.config.group_min_session_timeout_ms):
+            book.silence_ms = book.silence_end_ms = None  # the members the gap hid would have shown by now
+            return
+        obs = call.request.observed
+        if (
+            obs is None
+            or not _KEPT_BY_BROKER.get(obs.error or "", False)
+            or predicted.error is Errors.NONE
+            or (obs.error != "NONE" and predicted.error is not Errors.UNKNOWN_MEMBER_ID)
+            or call.seq != self._book.seq - 1  # an answer to the request being handled, not a timer's
+        ):
+            return
+        book.silence_ms = book.silence_end_ms = None  # once per gap
+        why = (
+            f"log gap: no request of the group in the log for {silence / 1000:.1f} s before "
+            f"{call.request.api.name} of {call.request.member_id or '<no member id>'}, which the broker "
+            f"answered {obs.error} and the model {getattr(predicted.error, 'name', predicted.error)}"
+        )
+        self.lose_confidence(why)
+        call.scored = False  # the gap's evidence, not the coordinator's answer
+        call.unscored_reason = self._book.warm_reason
+        group = self._group
+        if group is not None and group.state in (EMPTY, DEAD) and not group.members:
+            # every member expired in the silence, and the generation moved on without them: the group
+            # as the model left it is the model's own account of a silence the broker did not have (its
+            # members' answers, of the generation before, would read as stale and teach nothing). Forget
+            # it, as at the start of a log: this answer and the next ones infer the running group again
+            for key in (self._join_key, self._sync_key, self._offsets_key):
+                self._timers.cancel(key)
+            self._timers.cancel_prefix(self._hb_prefix)
+            self.install_group(None)
+            self.emit(EventKind.WARM_START, detail=f"{why}: the group the model let expire is forgotten")
 
     def _needs_reconcile(self) -> bool:
         return self._track or not self._book.confident

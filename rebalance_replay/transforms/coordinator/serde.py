@@ -98,7 +98,8 @@ def save_model(saved: SavedModel) -> Json:
 
 def load_model(doc: Json) -> SavedModel:
     calls = {row["seq"]: _uncall(row) for row in doc["calls"]}
-    book = ReplayBook(**{name: CODEC.decode(doc["book"][name]) for name in _BOOK_FIELDS})
+    saved = doc["book"]  # a field added since the state was saved keeps its default
+    book = ReplayBook(**{name: CODEC.decode(saved[name]) for name in _BOOK_FIELDS if name in saved})
     book.parked = {seq: calls[seq] for seq in doc["parked"]}
     return SavedModel(
         group_id=doc["group_id"],

@@ -233,6 +233,11 @@ class ReplayBook:
     notes: dict[int, tuple[str, ...]] = field(default_factory=dict)
     #: keys of timers armed with zero delay during the current request (run before it ends)
     immediate: list[str] = field(default_factory=list)
+    #: the log-gap rule (``CoordinatorEngine._log_gap``): when the last request came, and the group's last
+    #: silence long enough for sessions to expire in it (its length and end; None: none to check)
+    last_request_ms: int | None = None
+    silence_ms: int | None = None
+    silence_end_ms: int | None = None
 
 
 def next_generation(generation: int) -> int:

@@ -281,6 +281,7 @@ class HeartbeatRun:
     generations: tuple[int | None, ...]  # the distinct request generations
     instances: tuple[tuple[str, str], ...]  # distinct (group instance id, member id) of static members
     members: tuple[RunMember, ...]
+    max_gap_ms: int = 0  # the longest time between two consecutive requests of the run
 
 
 def _shared(self: object, memo: dict[int, object]) -> object:

@@ -1,0 +1,52 @@
+"""Issue 29 part 2, an hour missing in the middle of a log: a steady group (two members heartbeating and
+committing, no rebalance) whose 13:00 file never arrived. In the silence the model lets every session
+expire and the group's generation move on; the broker's first answers after it accept the members, so
+the log lost lines (the log-gap rule). The model forgets the group it let expire and learns it again
+from the broker, as at the start of a log: the answers after the gap are unscored naming the gap until
+the model is confident again, and none is counted against it (before the forgetting: 288 mispredicted
+answers, the members' heartbeats of the generation before read as stale and taught nothing)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.replay import GroupReplayer, ReplaySettings
+from simulator.clients import ConsumerSpec, SimConfig
+from simulator.fidelity import parse_rows
+from tests.helpers import render_group_lines
+
+HOUR_13 = int(datetime(2024, 6, 3, 13, 0, tzinfo=UTC).timestamp() * 1000)
+HOUR_14 = HOUR_13 + 3_600_000
+
+
+def steady_group_without_an_hour() -> list[dict[str, Any]]:
+    cfg = SimConfig(
+        group_id="gap",
+        topics={"gap-events": 4},
+        consumers=[ConsumerSpec(str(i), HOUR_13 - 300_000 + i * 300) for i in range(2)],
+        until_ms=HOUR_14 + 300_000,
+    )
+    (lines,) = render_group_lines([cfg]).values()
+    kept = [line for done, _, line in lines if not HOUR_13 <= done < HOUR_14]
+    assert len(kept) < len(lines) - 1000
+    return [r for r in parse_rows({"broker-1": kept}) if r.get("group_id") == "gap"]
+
+
+@pytest.mark.parametrize("mode", ["predict", "track"])
+def test_an_hour_missing_is_not_blamed_on_the_coordinator(mode: str) -> None:
+    rows = steady_group_without_an_hour()
+    replayer = GroupReplayer("gap", ReplaySettings(CoordinatorConfig(kafka_version="3.7", mode=mode)))  # type: ignore[arg-type]
+    replayer.feed(rows)
+    kept = list(replayer.process(max(int(r["completion_ms"]) for r in rows) + 1).rows["predictions"])
+    assert not [p for p in kept if p["scored"] and not p["matched"]]
+    after = [p for p in kept if p["arrival_ms"] >= HOUR_14]
+    unscored = [p for p in after if not p["scored"]]
+    assert unscored and all(
+        p["unscored_reason"].startswith("warm-up: log gap: no request of the group in the log for 36")
+        for p in unscored
+    )
+    assert sum(p["scored"] for p in after) > 250  # confident again: the rest of the log is scored
