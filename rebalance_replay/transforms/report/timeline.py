@@ -77,6 +77,21 @@ def merge_spans(spans: list[Any], gap_ms: int) -> list[tuple[int, int, int]]:
     return out
 
 
+def segment_trace(name: str, colour: str, data: dict[str, Any], *, width: int, tick: int) -> dict[str, Any]:
+    """A trace of segments (``data``: x, y, text with None between segments), each drawn as a line of
+    ``width`` px ending in ``tick`` px ticks, hover text its own."""
+    return {
+        "type": "scatter",
+        "mode": "lines+markers",
+        "name": name,
+        **data,
+        "hovertemplate": "%{text}<extra></extra>",
+        "line": {"color": colour, "width": width},
+        "marker": {"symbol": "line-ns", "size": tick, "color": colour, "line": {"width": 2, "color": colour}},
+        "connectgaps": False,
+    }
+
+
 def _segments(spans: list[Any]) -> tuple[list[Any], list[Any], list[Any]]:
     xs: list[Any] = []
     ys: list[Any] = []
@@ -161,24 +176,8 @@ def figure(page: GroupPage) -> dict[str, Any]:
         if not spans or len(page.spans) > MAX_HOVER_SPANS:
             continue
         xs, ys, texts = _segments(spans)
-        trace: dict[str, Any] = {
-            "type": "scatter",
-            "mode": "lines+markers",
-            "name": f"{name} (arrival → completion)",
-            "x": xs,
-            "y": ys,
-            "text": texts,
-            "hovertemplate": "%{text}<extra></extra>",
-            "line": {"color": colour, "width": 6},
-            "marker": {
-                "symbol": "line-ns",
-                "size": 10,
-                "color": colour,
-                "line": {"width": 2, "color": colour},
-            },
-            "connectgaps": False,
-        }
-        traces.append(trace)
+        data = {"x": xs, "y": ys, "text": texts}
+        traces.append(segment_trace(f"{name} (arrival → completion)", colour, data, width=6, tick=10))
     by_kind: dict[str, list[Marker]] = {}
     for m in page.markers:
         by_kind.setdefault(m.kind, []).append(m)
@@ -398,24 +397,7 @@ def overview_figure(ov: Any) -> dict[str, Any]:
             mark["customdata"].append(f"{page}#{f.get('anchor') or 'findings'}" if page else None)
     for trigger, seg in sorted(segments.items()):
         colour = TRIGGER_COLOURS.get(trigger, TRIGGER_COLOURS["unknown"])
-        traces.append(
-            {
-                "type": "scatter",
-                "mode": "lines+markers",
-                "name": escape(trigger),
-                **seg,
-                "hovertemplate": "%{text}<extra></extra>",
-                "line": {"color": colour, "width": 12},
-                "marker": {
-                    "symbol": "line-ns",
-                    "size": 16,
-                    "color": colour,
-                    "line": {"width": 2, "color": colour},
-                },
-                "opacity": 0.85,
-                "connectgaps": False,
-            }
-        )
+        traces.append({**segment_trace(escape(trigger), colour, seg, width=12, tick=16), "opacity": 0.85})
     for severity in sorted(marks, key=lambda s: -SEVERITY_RANK.get(s, 0)):
         colour = SEVERITY_COLOURS.get(severity, SEVERITY_COLOURS["info"])
         traces.append(
