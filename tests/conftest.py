@@ -19,6 +19,14 @@ import pytest
 from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# A pytest-xdist worker's __main__ (execnet's) has neither __spec__ nor __file__, which pyspark.sql.connect
+# (imported by Great Expectations) takes for a doctest run without Spark Connect and answers with
+# sys.exit(0). Name the worker's main module so it is taken for what it is: a program.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _main = sys.modules["__main__"]
+    if getattr(_main, "__spec__", None) is None and not hasattr(_main, "__file__"):
+        _main.__file__ = "<pytest-xdist worker>"
 if str(ROOT) not in sys.path:  # the project is not installed into the venv: import it from the tree
     sys.path.insert(0, str(ROOT))
 
