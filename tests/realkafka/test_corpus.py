@@ -14,7 +14,9 @@ from simulator.realkafka.audit_truth import NOT_TRIGGERABLE, verdicts
 from simulator.realkafka.scenarios import SCENARIOS
 from tests.realkafka.checks import agreement_problems, ingest_problems, scored_everywhere
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+#: the corpus fixture runs the product ~60 times per variant (~5 min on a quiet box, beside the other xdist
+#: worker): more than the default 600 s timeout allows on a loaded one
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def test_the_corpus_covers_every_release_and_scenario() -> None:
