@@ -457,6 +457,15 @@ def _replay_command(args: argparse.Namespace, config: Config) -> int:
     return status
 
 
+def _forensics_folder(config: Config, name: str) -> Path:
+    """The folder of the forensics run ``name``; a usage error (before Spark starts) when there is none."""
+    root = Path(config.storage.warehouse)
+    folder = root / "forensics" / name
+    if not folder.is_dir():
+        raise UsageError(f"no forensics run {name!r} in {root} (see {root / 'forensics'})")
+    return folder
+
+
 def _forensics_run(args: argparse.Namespace, config: Config) -> Any:
     """The forensics run this validate/audit works on: the one this command replayed (``run``/``replay``
     with a window or groups), or the one ``--name`` names (window and groups as it was replayed with);
@@ -468,11 +477,10 @@ def _forensics_run(args: argparse.Namespace, config: Config) -> Any:
     name = getattr(args, "forensics_name", None)
     if name is None:
         return None
-    root = Path(config.storage.warehouse)
-    folder = root / "forensics" / name
+    folder = _forensics_folder(config, name)
     scope = recorded_scope(folder)
-    if scope is None:
-        raise UsageError(f"no forensics run {name!r} in {root} (see {root / 'forensics'})")
+    if scope is None:  # a folder of a scoped report: no replay of its own to validate or audit
+        raise UsageError(f"no forensics run {name!r} in {config.storage.warehouse} (see {folder.parent})")
     from rebalance_replay.jobs.delta import open_store
 
     spark = _session(config)
@@ -541,9 +549,7 @@ def cmd_report(args: argparse.Namespace, config: Config) -> int:
 
     name = getattr(args, "forensics_name", None)
     root = Path(config.storage.warehouse)
-    source = root if name is None else root / "forensics" / name
-    if name is not None and not source.is_dir():
-        raise UsageError(f"no forensics run {name!r} in {root} (see {root / 'forensics'})")
+    source = root if name is None else _forensics_folder(config, name)
     # checked before Spark starts: a reversed window, a group the log does not have
     window = _window(args) if args.command == "report" else (None, None)
     groups = tuple(getattr(args, "groups", None) or ())

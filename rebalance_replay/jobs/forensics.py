@@ -14,25 +14,34 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rebalance_replay.schemas import REQUESTS
+from rebalance_replay.transforms.report.model import Window
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
     from rebalance_replay.jobs.delta import DeltaStore
 
-Window = tuple[int | None, int | None]
 
-
-def in_scope(df: DataFrame, window: Window, groups: tuple[str, ...] | list[str] = ()) -> DataFrame:
-    """The rows of ``df`` (with ``arrival_ms`` and ``group_id``) that arrived in ``[from, to)`` (either
-    side open) and belong to ``groups`` (all when empty)."""
+def arrived_in(window: Window) -> Column:
+    """True for a row (with ``arrival_ms``) that arrived in ``[from, to)``, either side open."""
     from pyspark.sql import functions as F
 
     lo, hi = window
+    inside = F.lit(True)
     if lo is not None:
-        df = df.filter(F.col("arrival_ms") >= F.lit(lo))
+        inside = inside & (F.col("arrival_ms") >= F.lit(lo))
     if hi is not None:
-        df = df.filter(F.col("arrival_ms") < F.lit(hi))
+        inside = inside & (F.col("arrival_ms") < F.lit(hi))
+    return inside
+
+
+def in_scope(df: DataFrame, window: Window, groups: tuple[str, ...] | list[str] = ()) -> DataFrame:
+    """The rows of ``df`` (with ``arrival_ms`` and ``group_id``) that arrived in ``window``
+    (:func:`arrived_in`) and belong to ``groups`` (all when empty)."""
+    from pyspark.sql import functions as F
+
+    if window != (None, None):
+        df = df.filter(arrived_in(window))
     if groups:
         df = df.filter(F.col("group_id").isin(list(groups)))
     return df

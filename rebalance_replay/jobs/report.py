@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from rebalance_replay.jobs.bookkeeping import write_json
 from rebalance_replay.jobs.config import Config
+from rebalance_replay.jobs.forensics import arrived_in
 from rebalance_replay.schemas import MEMBER_SESSIONS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
 from rebalance_replay.schemas.core import TableDef
 from rebalance_replay.transforms.report.html import (
@@ -172,12 +173,7 @@ def request_facts(requests: DataFrame, groups: Sequence[str], window: Window) ->
 
     if groups:
         requests = requests.filter(F.col("group_id").isin(list(groups)))
-    lo, hi = window
-    inside = F.lit(True)
-    if lo is not None:
-        inside = inside & (F.col("arrival_ms") >= F.lit(lo))
-    if hi is not None:
-        inside = inside & (F.col("arrival_ms") < F.lit(hi))
+    inside = arrived_in(window)
     # a first JoinGroup has no member id yet: it speaks as the one its response gives
     member = F.coalesce(F.when(F.col("member_id") != "", F.col("member_id")), F.col("response_member_id"))
     rows = _rows(
