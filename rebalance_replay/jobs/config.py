@@ -183,8 +183,9 @@ class InputConfig:
         check=_broker_id_pattern,
     )
     file_patterns: tuple[str, ...] = setting(
-        ("kafka-request.log", "kafka-request.log.*", "*.log", "*.log.gz"),
-        "File names taken from directories (fnmatch): the live file, hourly rotations, gzipped ones.",
+        ("kafka-request.log", "*.log", "*.log.*"),
+        "File names taken from directories (fnmatch): the live files (kafka-request.log, server.log, ...) "
+        "and their rotations (server.log.2024-05-01-10, kafka-request.log.1), gzipped or not.",
     )
     columnar_json: bool = setting(
         True,

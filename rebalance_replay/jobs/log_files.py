@@ -25,7 +25,9 @@ from rebalance_replay.jobs.errors import (
 )
 
 GZIP_MAGIC = b"\x1f\x8b"
-_COMPLETE_TAIL = re.compile(rb"\(kafka\.request\.logger(?::\d+)?\)(?: \[[^\]]*\])?\s*$")
+#: a log4j line's end: its logger's dotted name in parentheses (``(kafka.request.logger)``,
+#: ``(kafka.coordinator.group.GroupCoordinator)``), as the broker's layout writes it last
+_COMPLETE_TAIL = re.compile(rb"\((?:[A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*(?::\d+)?\)(?: \[[^\]]*\])?\s*$")
 READ_BLOCK = 1 << 20
 SPLIT_BLOCK = 8 << 20  # split_slice's read size: it only counts newlines
 
@@ -38,7 +40,7 @@ class LogFile:
     size: int
     mtime_ms: int
     file_key: str  # broker id + sha1 of the first line
-    live: bool  # the name is exactly kafka-request.log (still being written)
+    live: bool  # a live file's name (kafka-request.log, server.log, ...: no rotation suffix): being written
 
 
 @dataclass(frozen=True)
@@ -134,8 +136,14 @@ def describe_file(path: str, broker_pattern: str) -> LogFile | None:
         size=st.st_size,
         mtime_ms=int(st.st_mtime * 1000),
         file_key=f"{broker_id}:{digest}",
-        live=Path(path).name == "kafka-request.log",
+        live=is_live_name(path),
     )
+
+
+def is_live_name(path: str) -> bool:
+    """A file the broker is still writing, by its name: ``kafka-request.log``, ``server.log`` and any other
+    ``*.log`` (log4j's live files); a rotation (``.2024-05-01-13``, ``.1``) or a ``.gz`` is finished."""
+    return Path(path).name.endswith(".log")
 
 
 def first_line_digest(first: bytes) -> str:

@@ -56,6 +56,45 @@ def test_discover_recursive_and_missing(tmp_path: Path) -> None:
         discover_files([str(tmp_path / "b1")], ("nothing*",))
 
 
+def test_the_default_patterns_take_every_file_a_broker_rotates(tmp_path: Path) -> None:
+    """A broker folder after an hour boundary as log4j leaves it: ``server.log`` rotates as the request log
+    does, and a rotated ``server.log`` was once left out (its lines missing from the count, the coordinator's
+    own story of that hour unread). Every live ``*.log`` is still being written (its half line waits)."""
+    from rebalance_replay.jobs.config import InputConfig
+
+    b = tmp_path / "broker-1"
+    b.mkdir()
+    names = [
+        "kafka-request.log",
+        "kafka-request.log.2024-05-01-09",
+        "kafka-request.log.2024-05-01-08.gz",
+        "server.log",
+        "server.log.2024-05-01-09",
+        "server.log.2024-05-01-08.gz",
+        "controller.log.2024-05-01-09",
+    ]
+    for n in names:
+        (b / n).write_text("x\n")
+    (b / "notes.txt").write_text("x\n")
+    found = discover_files([str(tmp_path)], InputConfig().file_patterns)
+    assert sorted(Path(f).name for f in found) == sorted(names)
+    live = {n: describe_file(str(b / n), PATTERN) for n in names}
+    assert {n for n, f in live.items() if f is not None and f.live} == {"kafka-request.log", "server.log"}
+
+
+def test_a_live_server_log_leaves_its_half_line_and_takes_a_complete_one(tmp_path: Path) -> None:
+    p = tmp_path / "b1" / "server.log"
+    p.parent.mkdir()
+    done = (
+        "[2024-05-01 10:00:00,000] INFO [GroupCoordinator 1]: Stabilized group g generation 1 "
+        "(kafka.coordinator.group.GroupCoordinator)"
+    )
+    p.write_text(done + "\n" + done[:40])
+    assert [line for _, line in _read_all(p)] == [done]
+    p.write_text(done + "\n" + done)  # complete, only the newline not yet written
+    assert [line for _, line in _read_all(p)] == [done, done]
+
+
 def test_broker_id_from_parent_dir(tmp_path: Path) -> None:
     assert broker_id_for(str(tmp_path / "broker-7" / "kafka-request.log"), PATTERN) == "broker-7"
     with pytest.raises(InputError, match="cannot derive a broker id"):
