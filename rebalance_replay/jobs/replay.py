@@ -53,6 +53,7 @@ def settings_from(config: Config) -> ReplaySettings:
         coordinator=config.coordinator_config(),
         completion_tolerance_ms=config.validation.completion_tolerance_ms,
         broker_lag_ms=config.validation.broker_lag_ms,
+        line_lag_ms=config.validation.line_lag_ms,
         cooperative_protocols=frozenset(config.replay.cooperative_protocols),
         follow_up_window_ms=config.replay.follow_up_window_ms,
         order_search_exhaustive_max=config.replay.order_search_exhaustive_max,

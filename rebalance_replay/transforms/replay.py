@@ -82,6 +82,9 @@ class ReplaySettings:
     #: how much later than the model a broker may answer a JoinGroup/SyncGroup and still agree
     #: (``validation.broker_lag_ms``; see rebalance_replay.transforms.validation)
     broker_lag_ms: int = 0
+    #: how much earlier than the model a broker's answer may be: the lag of the line that anchors the model's
+    #: instant (``validation.line_lag_ms``; see rebalance_replay.transforms.validation)
+    line_lag_ms: int = 0
     cooperative_protocols: frozenset[str] = frozenset({"cooperative-sticky"})
     follow_up_window_ms: int = 10_000
     #: same-instant requests: the search tries at least every prefix of every order of this many
@@ -1337,6 +1340,7 @@ class GroupReplayer:
                         p.response,
                         completion_tolerance_ms=self.completion_tolerance_ms,
                         broker_lag_ms=self.settings.broker_lag_ms,
+                        line_lag_ms=self.settings.line_lag_ms,
                     ).mismatches
                 )
         return None
@@ -1379,6 +1383,7 @@ class GroupReplayer:
             p,
             completion_tolerance_ms=self.completion_tolerance_ms,
             broker_lag_ms=self.settings.broker_lag_ms,
+            line_lag_ms=self.settings.line_lag_ms,
             broker_id=broker_id,
             source_file=source_file,
             line_no=line_no,

@@ -556,6 +556,42 @@ def test_completion_time_allows_the_broker_lag_only_late(
     assert r["observed_completion_ms"] == answered + 40  # the column keeps the line's time
 
 
+@pytest.mark.parametrize(
+    ("answered", "line_lag", "expected"),
+    [
+        # the model's instant anchored on a line written late (behind a burst of answers): the broker's
+        # answer may be earlier by the tolerance plus the line lag, never more, and the late side is unchanged
+        (T0 + 94, 5, []),
+        (T0 + 90, 5, []),  # the edge: tolerance + line lag
+        (T0 + 89, 5, ["completion_time"]),
+        (T0 + 94, 0, ["completion_time"]),
+        (T0 + 306, 5, ["completion_time"]),
+    ],
+)
+def test_completion_time_allows_the_anchor_lines_lag_early(
+    answered: int, line_lag: int, expected: list[str]
+) -> None:
+    obs = join_observed(completion_ms=answered + 40, answered_ms=answered)
+    p = prediction(request(observed=obs), join_predicted(completion_ms=T0 + 100))
+    r = prediction_row(
+        p,
+        completion_tolerance_ms=TOL,
+        broker_lag_ms=200,
+        line_lag_ms=line_lag,
+        broker_id="b1",
+        source_file="f",
+        line_no=1,
+    )
+    assert r["mismatch_kinds"] == expected
+
+
+def test_the_replay_takes_the_line_lag_from_the_config() -> None:
+    from rebalance_replay.jobs.config import load_config
+    from rebalance_replay.jobs.replay import settings_from
+
+    assert settings_from(load_config((), ["validation.line_lag_ms=7"])).line_lag_ms == 7
+
+
 def test_answered_ms_is_the_line_time_less_response_queue_and_send() -> None:
     from rebalance_replay.transforms.replay import answered_ms
 
