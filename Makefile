@@ -62,7 +62,8 @@ test: check-java install
 # table by table, a warehouse changing engine, schema evolution, time travel, maintenance, and the
 # standalone-cluster tests; fails (never skips) without the jars unless DELTA_SPARK_REQUIRED=0.
 test-delta-spark: check-java install
-	DELTA_SPARK_REQUIRED=$${DELTA_SPARK_REQUIRED:-1} $(BIN)/python -m pytest -m "deltaspark and not realkafka and not browser"
+	DELTA_SPARK_REQUIRED=$${DELTA_SPARK_REQUIRED:-1} $(BIN)/python -m pytest -m "deltaspark and not realkafka and not browser" \
+	  -n $(TEST_WORKERS) --dist loadfile --durations=10
 
 # Pure Python, no JVM, no browser, nothing slow: `-n` workers (pytest-xdist; FAST_WORKERS=0 runs them in
 # this process), one test file per worker so a file's cached inputs are computed once.
