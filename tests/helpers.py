@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from datetime import UTC
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -14,8 +13,8 @@ import pyarrow.fs as pafs
 import pytest
 from deltalake import DeltaTable
 
-from simulator.clients import SimConfig, simulate
-from simulator.log_render import complete_record, render_line
+# re-exported: the tests' logs are simulated groups
+from simulator.render import render_group_lines as render_group_lines
 
 #: Set (to anything but ``""``, ``0`` or ``false``) to require every independent tier at once: the
 #: differential tests (Kafka's own coordinator) and the real-broker tests. ``.ci/run`` sets the per-tier
@@ -50,24 +49,6 @@ def canonical(rows: Iterable[dict[str, Any]], drop: Sequence[str] = ()) -> list[
     return sorted(
         json.dumps({k: v for k, v in r.items() if k not in drop}, sort_keys=True, default=str) for r in rows
     )
-
-
-def render_group_lines(
-    configs: Sequence[SimConfig], kafka_version: str = "3.7"
-) -> dict[str, list[tuple[int, int, str]]]:
-    """Simulate the groups; per broker, ``(completion_ms, arrival_ms, line)`` in completion order."""
-    out: dict[str, list[tuple[int, int, str]]] = {}
-    for cfg in configs:
-        for rec in simulate(cfg):
-            fields = {k: v for k, v in rec.items() if not k.startswith("_")}
-            full = complete_record(fields, kafka_version=kafka_version)
-            line = render_line(full, kafka_version=kafka_version, tz=UTC)
-            out.setdefault(cfg.broker_id, []).append(
-                (int(full["completion_ms"]), int(full["arrival_ms"]), line)
-            )
-    for lines in out.values():
-        lines.sort(key=lambda x: x[0])
-    return out
 
 
 def write_lines(

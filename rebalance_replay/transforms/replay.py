@@ -162,6 +162,22 @@ _new_liveness_request: Callable[..., GroupRequest] = constructor(
 MAX_ANSWER_LAG_MS = 86_400_000
 
 
+def request_key(source_file: str, line_no: int, completion_ms: int | None) -> str:
+    """A request's name while its prediction is to come: its file and line, and its line's time — a live
+    file's lines are numbered again from 1 after each rotation, so the path and line number alone name a
+    request of every hour the scheduled runs read the live ``kafka-request.log`` in."""
+    return f"{source_file}:{line_no}@{completion_ms}"
+
+
+def _take(keys: set[str], *candidates: str) -> bool:
+    """Remove the first of ``candidates`` in ``keys``; whether one was there."""
+    for k in candidates:
+        if k in keys:
+            keys.discard(k)
+            return True
+    return False
+
+
 def answered_ms(row: Mapping[str, Any]) -> int | None:
     """When the broker's coordinator handed a JoinGroup/SyncGroup response over, per its line: the line's
     time (response sent) less ``responseQueueTimeMs`` and ``sendTimeMs`` (network-thread time after the
@@ -992,10 +1008,11 @@ class GroupReplayer:
         )
         self.buffer: list[Mapping[str, Any]] = []  # landed, not yet replayed (arrival ≥ horizon)
         self.pending: list[pa.Table] = []  # the same, fed as columns (feed_table)
-        self.brokers: dict[str, str] = {}  # "file:line" → broker id, for requests still parked in the model
+        # request_key → broker id, for requests whose prediction is still to come
+        self.brokers: dict[str, str] = {}
         self.horizon_ms: int | None = None  # everything before it has been replayed
-        self.late: set[str] = set()  # "file:line" of late requests whose prediction is still to come
-        # "file:line" of requests whose answer depends on an order of their tie set the log leaves open
+        self.late: set[str] = set()  # request_key of late requests whose prediction is still to come
+        # request_key of requests whose answer depends on an order of their tie set the log leaves open
         self.ambiguous: set[str] = set()
         self.replayed = 0
         self.kip848 = False  # the group speaks ConsumerGroupHeartbeat: not a classic group
@@ -1263,12 +1280,14 @@ class GroupReplayer:
         )
         if choice.alternative is not None:
             for i in trial.differing(choice.order, choice.alternative):
-                self.ambiguous.add(f"{tie[i]['source_file']}:{tie[i]['line_no']}")
+                self.ambiguous.add(
+                    request_key(tie[i]["source_file"], tie[i]["line_no"], tie[i]["completion_ms"])
+                )
         return [tie[i] for i in choice.order]
 
     def _replay_rows(self, rows: Iterable[Mapping[str, Any]], out: ReplayOutput) -> None:
         for row in rows:
-            key = f"{row['source_file']}:{row['line_no']}"
+            key = request_key(row["source_file"], row["line_no"], row["completion_ms"])
             request = request_from_row(row)
             if self.horizon_ms is not None and request.arrival_ms < self.horizon_ms:
                 # landed after its time had been replayed (beyond replay.late_tolerance_ms): replayed now, at
@@ -1370,15 +1389,14 @@ class GroupReplayer:
 
     def _prediction_row(self, p: Prediction) -> dict[str, Any]:
         source_file, line_no = p.request.ref or ("", 0)
-        key = f"{source_file}:{line_no}"
-        broker_id = self.brokers.pop(key, "")
-        if key in self.late:
-            self.late.discard(key)
+        obs = p.request.observed
+        key = request_key(source_file, line_no, None if obs is None else obs.completion_ms)
+        saved = f"{source_file}:{line_no}"  # the key as a state saved before the time was part of it has it
+        broker_id = self.brokers.pop(key, None) or self.brokers.pop(saved, "")
+        if _take(self.late, key, saved):
             p = replace(p, scored=False, unscored_reason=LATE_REASON)
-        if key in self.ambiguous:
-            self.ambiguous.discard(key)
-            if p.scored:
-                p = replace(p, scored=False, unscored_reason=AMBIGUOUS_ORDER_REASON)
+        if _take(self.ambiguous, key, saved) and p.scored:  # taken either way
+            p = replace(p, scored=False, unscored_reason=AMBIGUOUS_ORDER_REASON)
         return prediction_row(
             p,
             completion_tolerance_ms=self.completion_tolerance_ms,
