@@ -401,3 +401,193 @@ def test_a_live_files_incomplete_last_line_is_counted_as_waiting(tmp_path: Path)
     path.write_text(f"{JSON_HEARTBEAT}\n{JSON_JOIN}\n")
     (stats,) = [r for r in _one_slice(path) if r["row_kind"] == "stats"]
     assert (stats["lines_read"], stats["waiting_bytes"]) == (2, 0)
+
+
+# --- parse_slices over a real broker's routine lines (the columnar path, redaction) -------------------------
+#: Kafka 3.7.2's own lines (tests/data/real-kafka, recording "single"): group "birth"
+REAL_LOG = (
+    Path(__file__).parents[1] / "data" / "real-kafka" / "3.7" / "single" / "broker-1" / "kafka-request.log.gz"
+)
+REDACT_KEY = b"\x07" * 32
+
+
+def _birth_lines() -> list[str]:
+    """A leader's SyncGroup, then the first two Heartbeats and the first two OffsetCommits of the group's
+    members, as the broker wrote them (JSON era, one line each)."""
+    import gzip
+
+    with gzip.open(REAL_LOG, "rt", encoding="utf-8") as f:
+        birth = [x for x in f.read().splitlines() if '"groupId":"birth"' in x]
+    sync = [x for x in birth if '"requestApiKey":14,' in x and '"assignments":[{' in x]
+    heartbeats = [x for x in birth if '"requestApiKey":12,' in x][:2]
+    commits = [x for x in birth if '"requestApiKey":8,' in x][:2]
+    assert len(sync) == 1 and [x[:25] for x in heartbeats + commits] == [
+        "[2026-11-27 07:21:43,337]",
+        "[2026-11-27 07:21:43,341]",
+        "[2026-11-27 07:21:46,895]",
+        "[2026-11-27 07:21:46,899]",
+    ]
+    return [sync[0], *heartbeats, *commits]
+
+
+def _read(path: Path, columnar: bool, redactor: Any = None) -> tuple[list[dict[str, Any]], list[Any]]:
+    """parse_slices over the file in one slice: its rows as dicts, and the record batches it yielded."""
+    import pyarrow as pa
+
+    described = describe_file(str(path), r"(?P<broker_id>[^/]+)/[^/]+$")
+    assert described is not None
+    slices, _ = plan_slices([described], {})
+    out = list(parse_slices(slices, "UTC", AT, redactor, columnar=columnar))
+    batches = [o for o in out if isinstance(o, pa.RecordBatch)]
+    rows = [o for o in out if not isinstance(o, pa.RecordBatch)]
+    return rows, batches
+
+
+def _ms(text: str) -> int:
+    """A line time (UTC) as epoch ms."""
+    return int(datetime.strptime(text + "000", "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC).timestamp() * 1000)
+
+
+M1 = "8c44b6ba-ce4b-4fba-b28a-14b0a4338b81"  # the member ids' UUIDs (Kafka: clientId-UUID)
+M2 = "5109e5f7-df35-411d-a56c-86f0ee1334fb"
+#: per routine line (2-5): api, version, member UUID, client port and connection index, completion, total time
+ROUTINE = [
+    (12, 4, M1, "49048-5", "2026-11-27 07:21:43,337", 10),  # totalTimeMs 10.052
+    (12, 4, M2, "49030-4", "2026-11-27 07:21:43,341", 1),  # 0.787
+    (8, 9, M1, "49048-5", "2026-11-27 07:21:46,895", 21),  # 20.605
+    (8, 9, M2, "49030-4", "2026-11-27 07:21:46,899", 33),  # 33.231
+]
+COMMITTED = {M1: ("birth-topic", 2, 60), M2: ("birth-topic", 0, 78)}
+
+
+@pytest.mark.parametrize("columnar", [False, True], ids=["rows", "columnar"])
+def test_a_real_brokers_routine_lines_give_the_same_rows_either_way(tmp_path: Path, columnar: bool) -> None:
+    """``columnar_json``: the block's Heartbeats and OffsetCommits come typed together, one record batch
+    with their file, line numbers and broker; the SyncGroup goes through parse_line. Every row is what
+    the line says (and what the row-by-row path gives)."""
+    path = tmp_path / "broker-3" / "kafka-request.log.1"
+    path.parent.mkdir()
+    path.write_text("\n".join(_birth_lines()) + "\n")
+    rows, batches = _read(path, columnar)
+    one_by_one, none = _read(path, columnar=False)
+    assert none == []
+    if columnar:
+        (batch,) = batches
+        assert batch.num_rows == 4
+        requests = [r for r in rows if r["row_kind"] == "request"] + [
+            {"row_kind": "request", **r} for r in batch.to_pylist()
+        ]
+    else:
+        assert batches == []
+        requests = [r for r in rows if r["row_kind"] == "request"]
+    by_line = {r["line_no"]: r for r in requests}
+    assert sorted(by_line) == [1, 2, 3, 4, 5]
+    assert by_line == {r["line_no"]: r for r in one_by_one if r["row_kind"] == "request"}
+    assert [r for r in rows if r["row_kind"] != "request"] == [
+        r for r in one_by_one if r["row_kind"] != "request"
+    ]
+    (stats,) = [r for r in rows if r["row_kind"] == "stats"]
+    assert (stats["lines_read"], stats["n_requests"], stats["n_quarantined"]) == (5, 5, 0)
+    assert by_line[1]["api_name"] == "SYNC_GROUP"
+    for no, (api, version, uuid, client, done, total) in enumerate(ROUTINE, 2):
+        r = by_line[no]
+        port, index = client.split("-")
+        assert (r["source_file"], r["broker_id"], r["log_era"]) == (str(path), "broker-3", "json")
+        assert (r["api_key"], r["api_version"], r["group_id"], r["generation_id"]) == (
+            api,
+            version,
+            "birth",
+            1,
+        )
+        assert (r["client_id"], r["member_id"], r["group_instance_id"]) == (
+            "consumer-birth-1",
+            f"consumer-birth-1-{uuid}",
+            None,
+        )
+        assert (r["error_code"], r["error_name"]) == (0, "NONE")
+        assert (r["completion_ms"], r["arrival_ms"]) == (_ms(done), _ms(done) - total)
+        assert (r["connection"], r["client_address"], r["connection_index"]) == (
+            f"127.0.0.1:33149-127.0.0.1:{port}-{index}",
+            f"127.0.0.1:{port}",
+            index,
+        )
+        assert r["principal"] == "User:ANONYMOUS"
+        if api == 8:
+            topic, partition, offset = COMMITTED[uuid]
+            assert r["commit_partitions"] == [
+                {"topic": topic, "partition": partition, "committed_offset": offset}
+            ]
+            assert r["response_commit_partitions"] == [
+                {"topic": topic, "partition": partition, "error_code": 0, "error_name": "NONE"}
+            ]
+        else:
+            assert r["commit_partitions"] is None and r["response_commit_partitions"] is None
+
+
+def _token(value: str) -> str:
+    """output.redact's token, as redaction's docstring defines it: HMAC-SHA256 under the key, 16 hex digits
+    after an ``h``."""
+    import hashlib
+    import hmac
+
+    return "h" + hmac.new(REDACT_KEY, value.encode(), hashlib.sha256).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("columnar", [False, True], ids=["rows", "columnar"])
+def test_parse_slices_redacts_before_any_row_leaves_the_task(tmp_path: Path, columnar: bool) -> None:
+    """``output.redact=principal,client_address,client_id`` (ingest builds the Redactor from the
+    warehouse's key): every request row carries tokens for the principal, the client host (in
+    ``client_address`` and ``connection``; ports kept), the client id and the client-id prefix of every
+    member id (columns, assignment arrays, raw bodies); a quarantined line's raw text is replaced. The
+    columnar path is not taken (it could not redact), so every row comes as a dict."""
+    from rebalance_replay.transforms.redaction import REDACTED_LINE, Redactor
+
+    lines = _birth_lines()
+    path = tmp_path / "broker-1" / "kafka-request.log.1"
+    path.parent.mkdir()
+    broken = lines[1][: len(lines[1]) // 2]  # a Heartbeat cut short: quarantined
+    path.write_text("\n".join([*lines, broken]) + "\n")
+    plain, _ = _read(path, columnar=False)
+    redactor = Redactor(REDACT_KEY, ("principal", "client_address", "client_id"))
+    rows, batches = _read(path, columnar, redactor)
+    assert batches == []
+    assert len(rows) == len(plain) == 7  # five requests, the quarantined line, the stats
+    client, host = _token("consumer-birth-1"), _token("127.0.0.1")
+    redacted = {
+        "principal",
+        "client_address",
+        "connection",
+        "client_id",
+        "member_id",
+        "assignments",
+        "raw_request",
+        "raw_response",
+    }
+    for r, p in zip(rows, plain, strict=True):
+        assert r["row_kind"] == p["row_kind"]
+        if r["row_kind"] == "quarantine":
+            assert (r["line_no"], r["raw_line"]) == (6, REDACTED_LINE) and p["raw_line"] == broken
+            continue
+        if r["row_kind"] != "request":
+            assert r == p
+            continue
+        # nothing else changes
+        assert {k: v for k, v in r.items() if k not in redacted} == {
+            k: v for k, v in p.items() if k not in redacted
+        }
+        port = p["client_address"].rpartition(":")[2]
+        assert (r["principal"], r["client_id"], r["client_address"]) == (
+            _token("User:ANONYMOUS"),
+            client,
+            f"{host}:{port}",
+        )
+        assert r["connection"] == p["connection"].replace(f"127.0.0.1:{port}", f"{host}:{port}")
+        assert r["member_id"] == p["member_id"].replace("consumer-birth-1-", f"{client}-")
+        assert r["member_id"].endswith((M1, M2, "852f8af8-ce41-4d41-af51-2ab7bb439893"))
+        for raw in ("raw_request", "raw_response"):
+            assert r[raw] == p[raw].replace("consumer-birth-1-", f"{client}-")
+        assert "consumer-birth-1" not in json.dumps(r, default=str)
+        assert "User:ANONYMOUS" not in json.dumps(r, default=str)
+        assert f"127.0.0.1:{port}" not in json.dumps(r, default=str)
+    (sync,) = [r for r in rows if r.get("api_name") == "SYNC_GROUP"]
+    assert [a["member_id"].split("-", 1)[0] for a in sync["assignments"]] == [client] * 3
