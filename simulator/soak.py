@@ -47,6 +47,22 @@ class SoakLogs:
         return sum(len(v) for v in self.lines.values())
 
 
+def _group(
+    name: str, partitions: int, broker: str, host: str, until: int, consumers: list[ConsumerSpec]
+) -> SimConfig:
+    """A group coordinated by ``broker``, consuming its own topic ``name``."""
+    return SimConfig(
+        group_id=name,
+        topics={name: partitions},
+        kafka_version=KAFKA_VERSION,
+        broker_id=broker,
+        broker_host=host,
+        coordinator=CoordinatorConfig(kafka_version=KAFKA_VERSION),
+        until_ms=until,
+        consumers=consumers,
+    )
+
+
 def _dynamic_group(broker: str, host: str, hours: int, rnd: random.Random) -> SimConfig:
     until = T0 + hours * HOUR
     consumers = [
@@ -69,16 +85,7 @@ def _dynamic_group(broker: str, host: str, hours: int, rnd: random.Random) -> Si
                 ConsumerSpec(str(n), at + 30_000, heartbeat_interval_ms=10_000, commit_interval_ms=30_000)
             )
             n += 1
-    return SimConfig(
-        group_id=f"{broker}-orders",
-        topics={f"{broker}-orders": 6},
-        kafka_version=KAFKA_VERSION,
-        broker_id=broker,
-        broker_host=host,
-        coordinator=CoordinatorConfig(kafka_version=KAFKA_VERSION),
-        until_ms=until,
-        consumers=consumers,
-    )
+    return _group(f"{broker}-orders", 6, broker, host, until, consumers)
 
 
 def _static_group(broker: str, host: str, hours: int) -> SimConfig:
@@ -96,16 +103,7 @@ def _static_group(broker: str, host: str, hours: int) -> SimConfig:
         )
         for i in range(2)
     ]
-    return SimConfig(
-        group_id=f"{broker}-ledger",
-        topics={f"{broker}-ledger": 4},
-        kafka_version=KAFKA_VERSION,
-        broker_id=broker,
-        broker_host=host,
-        coordinator=CoordinatorConfig(kafka_version=KAFKA_VERSION),
-        until_ms=until,
-        consumers=consumers,
-    )
+    return _group(f"{broker}-ledger", 4, broker, host, until, consumers)
 
 
 def generate(hours: int = 48, seed: int = 29) -> SoakLogs:

@@ -23,14 +23,20 @@ HOUR_13 = int(datetime(2024, 6, 3, 13, 0, tzinfo=UTC).timestamp() * 1000)
 HOUR_14 = HOUR_13 + 3_600_000
 
 
-def steady_group_without_an_hour() -> list[dict[str, Any]]:
+def steady_group(until_ms: int) -> list[tuple[int, int, str]]:
+    """Two members heartbeating and committing from 12:55 on, no rebalance: the broker's lines."""
     cfg = SimConfig(
         group_id="gap",
         topics={"gap-events": 4},
         consumers=[ConsumerSpec(str(i), HOUR_13 - 300_000 + i * 300) for i in range(2)],
-        until_ms=HOUR_14 + 300_000,
+        until_ms=until_ms,
     )
     (lines,) = render_group_lines([cfg]).values()
+    return lines
+
+
+def steady_group_without_an_hour() -> list[dict[str, Any]]:
+    lines = steady_group(HOUR_14 + 300_000)
     kept = [line for done, _, line in lines if not HOUR_13 <= done < HOUR_14]
     assert len(kept) < len(lines) - 1000
     return [r for r in parse_rows({"broker-1": kept}) if r.get("group_id") == "gap"]
@@ -57,13 +63,7 @@ def test_a_live_files_line_numbers_of_two_hours_keep_their_brokers() -> None:
     numbered from 1 again after every rotation, so two requests of two hours share a path and a line
     number. Replayed together (the last run's held-back minutes beside the new hour), each prediction
     keeps its broker: 609 of a 3-hour soak's predictions once came out with no broker id."""
-    cfg = SimConfig(
-        group_id="gap",
-        topics={"gap-events": 4},
-        consumers=[ConsumerSpec(str(i), HOUR_13 - 300_000 + i * 300) for i in range(2)],
-        until_ms=HOUR_14 + 600_000,
-    )
-    (lines,) = render_group_lines([cfg]).values()
+    lines = steady_group(HOUR_14 + 600_000)
     rows = []
     for hour_start in (HOUR_13 - 3_600_000, HOUR_13, HOUR_14):  # as each hour's live file numbers them
         hour = [line for done, _, line in lines if hour_start <= done < hour_start + 3_600_000]
