@@ -59,7 +59,9 @@ class Admin:
     def create_topic(self, name: str, partitions: int, replication: int = 1, attempts: int = 5) -> None:
         """Create ``name``; retried with a fresh client, since a cluster just started may drop the admin's
         connection (three KRaft brokers on a busy CI machine: "Broker handle destroyed without
-        termination") or not have a controller yet. A topic an earlier attempt did create counts."""
+        termination"), not have a controller yet, or never see the request (a 2.7 broker on a machine at
+        load 10: no CreateTopics line in 60 s, the future timed out). A topic an earlier attempt did create
+        counts."""
         from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
@@ -69,8 +71,8 @@ class Admin:
                 for f in self.client.create_topics(topics, operation_timeout=30).values():
                     f.result(60)
                 return
-            except KafkaException as e:
-                err = e.args[0] if e.args else None
+            except (KafkaException, TimeoutError) as e:
+                err = e.args[0] if isinstance(e, KafkaException) and e.args else None
                 if (
                     attempt > 1
                     and isinstance(err, KafkaError)
