@@ -10,6 +10,7 @@ of another API between them. :func:`folder_at` writes a broker folder as it is a
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 import random
@@ -39,9 +40,6 @@ class SoakLogs:
     hours: int
     #: per broker, every line with its completion time, in completion order
     lines: dict[str, list[tuple[int, str]]]
-
-    def hour_of(self, completion_ms: int) -> int:
-        return (completion_ms - T0) // HOUR
 
     def count(self) -> int:
         return sum(len(v) for v in self.lines.values())
@@ -145,10 +143,11 @@ def rotated_name(hour: int) -> str:
     )
 
 
-def folder_at(logs: SoakLogs, out: Path, hour: int) -> None:
+def folder_at(logs: SoakLogs, out: Path, hour: int) -> int:
     """``out`` as the brokers leave it at the end of hour ``hour`` (0-based): the live file holds that
     hour, the earlier ones are rotated (gzipped from two hours back). Written in place, as log4j does:
-    the live file renamed at the hour, a new one started."""
+    the live file renamed at the hour, a new one started. Returns the lines the hour added."""
+    written = 0
     for broker, lines in logs.lines.items():
         d = out / broker
         d.mkdir(parents=True, exist_ok=True)
@@ -160,7 +159,12 @@ def folder_at(logs: SoakLogs, out: Path, hour: int) -> None:
             with open(old, "rb") as fi, gzip.GzipFile(str(old) + ".gz", "wb", mtime=0) as fo:
                 shutil.copyfileobj(fi, fo)
             old.unlink()
-        live.write_text("".join(line + "\n" for c, line in lines if logs.hour_of(c) == hour))
+        # the lines are in completion order: the hour's are one slice
+        start = T0 + hour * HOUR
+        hour_lines = lines[bisect.bisect_left(lines, (start,)) : bisect.bisect_left(lines, (start + HOUR,))]
+        live.write_text("".join(line + "\n" for _, line in hour_lines))
+        written += len(hour_lines)
+    return written
 
 
 # ---- the soak: hourly scheduled runs, then one batch run ---------------------------------------------
@@ -223,8 +227,7 @@ def run_soak(logs: SoakLogs, work: Path, say: Callable[[str], None] = print) -> 
         shutil.rmtree(p, ignore_errors=True)
     res = SoakResult()
     for hour in range(logs.hours):
-        folder_at(logs, inputs, hour)
-        res.lines_written += sum(1 for v in logs.lines.values() for c, _ in v if logs.hour_of(c) == hour)
+        res.lines_written += folder_at(logs, inputs, hour)
         final = ["--final"] if hour == logs.hours - 1 else []
         t = time.monotonic()
         rc = cli(["run", "--input", str(inputs), "--warehouse", str(wh), "--incremental", *final, *SETTINGS])
