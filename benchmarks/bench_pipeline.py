@@ -326,22 +326,20 @@ def stage_audit(data: Path, overrides: list[str]) -> StageResult:
     return StageResult("audit", secs, n, "events", note)
 
 
+def cli_run_cmd(logs: Path, warehouse: Path, overrides: list[str]) -> list[str]:
+    """The CLI's whole ``run`` over ``logs`` into ``warehouse``, each override a ``--set``."""
+    cmd = [sys.executable, "-m", "rebalance_replay.jobs.cli", "run"]
+    cmd += ["--input", str(logs), "--warehouse", str(warehouse)]
+    for o in overrides:
+        cmd += ["--set", o]
+    return cmd
+
+
 def stage_run(data: Path, overrides: list[str]) -> StageResult:
     engine = _engine(overrides)
     wh = data / ("warehouse-run" + (f"-{engine}" if engine else ""))
     shutil.rmtree(wh, ignore_errors=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "rebalance_replay.jobs.cli",
-        "run",
-        "--input",
-        str(data / "logs"),
-        "--warehouse",
-        str(wh),
-    ]
-    for o in overrides:
-        cmd += ["--set", o]
+    cmd = cli_run_cmd(data / "logs", wh, overrides)
     if engine == "delta-spark":
         cmd += ["--set", f"storage.delta_spark_ivy={ROOT / '.cache' / 'ivy'}"]
     t = time.perf_counter()

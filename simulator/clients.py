@@ -103,6 +103,7 @@ class ConsumerSpec:
     refresh_reason: str = "cached metadata has changed"
     refresh_at: tuple[int, ...] = ()  # rejoins while stable at these times (refresh_reason)
     commit_during_rebalance: bool = False  # commits go on (old generation) while it rejoins
+    user_data: bytes | None = None  # the subscription's userData (an assignor's state: Streams' task lags)
 
 
 @dataclass
@@ -162,6 +163,7 @@ class Simulation:
         self.sync_plan: dict[int, Prediction] = {}
         self.line = itertools.count(1)
         self.now = 0
+        self._user_data = any(s.user_data is not None for s in cfg.consumers)
 
     # -- scheduling -----------------------------------------------------------------------------------
     def at(self, t: int, action: str, c: _Client) -> None:
@@ -264,7 +266,9 @@ class Simulation:
         self.at(self.now + timeout, f"join_timeout:{c.correlation + 1}", c)
         topics = sorted(self.cfg.topics)
         owned = c.assignment if c.spec.assignor == "cooperative-sticky" else ()
-        meta = encode_subscription(topics, owned_partitions=owned, generation_id=c.generation)
+        meta = encode_subscription(
+            topics, user_data=c.spec.user_data, owned_partitions=owned, generation_id=c.generation
+        )
         self._send(
             c,
             ApiKey.JOIN_GROUP,
@@ -591,7 +595,10 @@ class Simulation:
         return None if member is None else member.group_instance_id
 
     def _metadata_of(self, member_id: str) -> bytes:
-        return encode_subscription(sorted(self.cfg.topics))
+        user_data = None
+        if self._user_data:  # a consumer with userData: the leader's answer carries that member's
+            user_data = next((c.spec.user_data for c in self.clients if c.member_id == member_id), None)
+        return encode_subscription(sorted(self.cfg.topics), user_data=user_data)
 
 
 def request_fields(req: GroupRequest, *, committed_offset: int) -> dict[str, Any]:

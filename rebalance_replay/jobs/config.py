@@ -290,6 +290,15 @@ class ReplayConfig:
     fast_path_min_groups: int = setting(
         2000, "path=auto uses the fast path above this many groups.", minimum=0
     )
+    max_group_members: int = setting(
+        5000,
+        "A group with more members at once than this (members that joined and, KIP-394, joiners given a "
+        "member id that have not come back with it) is refused: its requests from then on are not "
+        "replayed, the run says so in one line (summary.json refused_groups) and goes on with the other "
+        "groups. A member-id-required storm of thousands of joiners a second would otherwise hold a Python "
+        "worker for hours: the replay's cost per request grows with the group. 0: no limit.",
+        minimum=0,
+    )
     bulk: bool = setting(
         True,
         "Bulk validation of routine traffic: runs of heartbeats and offset commits answered NONE are "
@@ -373,6 +382,21 @@ class ReportConfig:
     """Reports."""
 
     great_expectations: bool = setting(True, "Run the Great Expectations checkpoints and write Data Docs.")
+    max_group_members: int = setting(
+        2000,
+        "A group whose page would draw more member ids than this (each a lane, or a span on one: a "
+        "member-id-required storm gives every joiner an id) gets no page: the overview and the run say "
+        "why in one line (summary.json refused_groups), its rows stay in the tables and every other group "
+        "gets its page. 0: no limit.",
+        minimum=0,
+    )
+    overview_max_groups: int = setting(
+        500,
+        "The overview's timeline and group tables show at most this many groups (those with the most time "
+        "rebalancing; the worst findings); every group still has its page and report.json lists them all. "
+        "0: every group.",
+        minimum=0,
+    )
 
 
 @dataclass(frozen=True)

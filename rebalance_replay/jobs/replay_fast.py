@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from rebalance_replay.jobs.replay_run import ReplayResult, _finish_result, _write_small
 from rebalance_replay.jobs.replay_wire import (
     _FEED_SCHEMA,
+    SideRows,
     _predicted,
     _read_side,
     _status_rows,
@@ -51,7 +52,7 @@ def fast_function(
         parts: list[pa.Table] = []  # the current group's rows not yet fed
         waiting = 0
         outputs: list[pa.Table] = []
-        side: list[pa.Table] = []
+        side = SideRows()  # thousands of small groups a task: compacted as they come
         produced = 0
         last: dict[str, Any] = {}  # the current group's last row's bucket end and final flag
 
@@ -64,7 +65,7 @@ def fast_function(
             out = replayer.process(int(rows.column("arrival_ms")[-1].as_py()))
             predictions, rest = split_output(replayer, out)
             outputs.append(predictions)
-            side.append(rest)
+            side.add(rest)
             produced += predictions.num_rows
             parts.clear()
             waiting = 0
@@ -76,7 +77,7 @@ def fast_function(
             out = _step(replayer, pa.concat_tables([*parts, tick]))
             predictions, rest = split_output(replayer, out)
             outputs.append(predictions)
-            side.append(rest)
+            side.add(rest)
             produced += predictions.num_rows
             parts.clear()
             waiting = 0
@@ -107,7 +108,7 @@ def fast_function(
             finish_group()
         if outputs:
             yield from pa.concat_tables(outputs).to_batches()
-        _write_side(side_dir, f"part-{_partition_id():05d}", side)
+        _write_side(side_dir, f"part-{_partition_id():05d}", side.tables())
 
     return fn
 

@@ -24,6 +24,8 @@ from rebalance_replay.jobs.replay_run import (
     _config_fingerprint,
     _finish_result,
     _write_small,
+    checkpoint_query_id,
+    foreign_checkpoint,
 )
 from rebalance_replay.jobs.replay_wire import (
     _WIRE_SCHEMA,
@@ -221,6 +223,16 @@ def _replay_stateful_batch(
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _owner(store: DeltaStore, inc: Path) -> dict[str, str | None]:
+    """What a scheduled audit's state records of what it belongs to: the Delta ids of the tables it reads
+    and writes, and the streaming query of its checkpoint."""
+    return {
+        "requests_table_id": store.table_id(REQUESTS),
+        "predictions_table_id": store.table_id(PREDICTIONS),
+        "query_id": checkpoint_query_id(inc / "checkpoint"),
+    }
+
+
 def held_back_text(horizon: int, newest_completion: int, tolerance: int, final: bool) -> str:
     """What an incremental run leaves for the next one and why, in UTC."""
     from rebalance_replay.jobs.bookkeeping import utc
@@ -261,6 +273,14 @@ def _replay_incremental(
             "audit from the tables"
         )
         fresh = True
+    if not fresh:  # a checkpoint copied from another warehouse would replay its groups' state onto these rows
+        foreign = foreign_checkpoint(json.loads(state_file.read_text()), _owner(store, inc))
+        if foreign is not None:
+            say(
+                f"replay: the incremental checkpoint {inc} {foreign}; rebuilding the scheduled audit from "
+                "this warehouse's tables"
+            )
+            fresh = True
     if fresh:
         shutil.rmtree(inc, ignore_errors=True)
         inc.mkdir(parents=True)
@@ -360,6 +380,7 @@ def _replay_incremental(
         for s in statuses:
             (pending.add if s["pending"] else pending.discard)(s["group_id"])
         state.update(
+            _owner(store, inc),
             run=run_id,
             max_completion_ms=int(max_c),
             pending_groups=sorted(pending),

@@ -44,7 +44,7 @@ OUTPUT_TABLES: dict[str, TableDef] = {
 
 def _union_output() -> TableDef:
     """One schema for everything a replay task emits: the row kind, every output table's columns, and a
-    per-group status (pending work, KIP-848, rows held for a later call)."""
+    per-group status (pending work, KIP-848, refused and why, rows held for a later call)."""
     cols: dict[str, Column] = {"kind": Column("kind", "string", False)}
     for t in OUTPUT_TABLES.values():
         for c in t.columns:
@@ -55,6 +55,7 @@ def _union_output() -> TableDef:
     for c in (
         Column("pending", "boolean"),
         Column("kip848", "boolean"),
+        Column("refused", "string"),
         Column("replayed", "bigint"),
         Column("late", "bigint"),
         Column("bulk", "bigint"),
@@ -186,6 +187,7 @@ def split_output(replayer: GroupReplayer, out: ReplayOutput) -> tuple[pa.Table, 
         "group_id": replayer.group_id,
         "pending": replayer.has_pending_work,
         "kip848": replayer.kip848,
+        "refused": replayer.refused,
         "replayed": out.replayed,
         "late": out.late,
         "bulk": sum(t.num_rows for t in out.prediction_tables),
@@ -210,6 +212,28 @@ def _step(replayer: GroupReplayer, rows: pa.Table) -> ReplayOutput:
     return out
 
 
+class SideRows:
+    """Side rows (union schema) kept in memory, a call's at a time: compacted every :attr:`EVERY` calls
+    into one table. A call's rows are a few small tables of the union's ~100 columns, each column's
+    buffers allocated on their own: kept as they come, 20,000 one-member groups held ~240 KB each (4.8 GB
+    for a fast-path task or a micro-batch's side files), compacted what their rows take (~7 KB)."""
+
+    EVERY = 256
+
+    def __init__(self) -> None:
+        self.blocks: list[pa.Table] = []
+        self.recent: list[pa.Table] = []
+
+    def add(self, table: pa.Table) -> None:
+        self.recent.append(table)
+        if len(self.recent) >= self.EVERY:
+            self.blocks.append(pa.concat_tables(self.recent).combine_chunks())
+            self.recent = []
+
+    def tables(self) -> list[pa.Table]:
+        return [*self.blocks, *self.recent]
+
+
 def _write_side(side_dir: str, name: str, tables: Sequence[pa.Table]) -> None:
     """One task's small output rows (union schema) as ``<side_dir>/<name>.parquet``, written whole."""
     table = pa.concat_tables(tables) if tables else _UNION_SCHEMA.empty_table()
@@ -222,16 +246,17 @@ def _read_side(side_dir: Path) -> pa.Table:
     import pyarrow.parquet as pq
 
     files = sorted(side_dir.glob("*.parquet")) if side_dir.exists() else []
-    tables = [pq.read_table(f, schema=_UNION_SCHEMA) for f in files]
-    keep: list[pa.Table] = []
+    keep = SideRows()  # a stateful micro-batch has a file a group: 20,000 groups, 20,000 small tables
     seen: set[tuple[str, ...]] = set()
-    for table in tables:
+    for f in files:
+        table = pq.read_table(f, schema=_UNION_SCHEMA)
         groups = tuple(sorted(set(table.column("group_id").to_pylist()) - {None}))
         if groups in seen:
             continue
         seen.add(groups)
-        keep.append(table)
-    return pa.concat_tables(keep) if keep else _UNION_SCHEMA.empty_table()
+        keep.add(table)
+    tables = keep.tables()
+    return pa.concat_tables(tables) if tables else _UNION_SCHEMA.empty_table()
 
 
 def _predicted(status: Sequence[Mapping[str, Any]]) -> int:
@@ -243,7 +268,7 @@ def _predicted(status: Sequence[Mapping[str, Any]]) -> int:
 def _status_rows(small: pa.Table) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = (
         small.filter(pc.equal(small.column("kind"), "status"))
-        .select(["group_id", "pending", "kip848", "replayed", "late", "bulk", "predicted", "held"])
+        .select(["group_id", "pending", "kip848", "refused", "replayed", "late", "bulk", "predicted", "held"])
         .to_pylist()
     )
     return rows

@@ -18,11 +18,11 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rebalance_replay.jobs.bookkeeping import write_json
+from rebalance_replay.jobs.bookkeeping import crash_point, write_json
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.forensics import arrived_in
 from rebalance_replay.schemas import MEMBER_SESSIONS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
@@ -85,6 +85,8 @@ class ReportResult:
     groups: int
     findings: int | None
     seconds: float
+    #: groups with no page (``report.max_group_members``) → why, in one line
+    refused: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -93,7 +95,12 @@ class ReportResult:
             "groups": self.groups,
             "findings": self.findings,
             "seconds": round(self.seconds, 2),
+            "refused_groups": [{"group": g, "reason": r} for g, r in sorted(self.refused.items())],
         }
+
+    def refused_lines(self) -> list[str]:
+        """One line per group the report drew no page for, with why (the other groups have theirs)."""
+        return [f"report: refused group {g}: {r}" for g, r in sorted(self.refused.items())]
 
 
 def write_plotly_asset(out: Path) -> Path:
@@ -166,9 +173,12 @@ class RequestFacts:
     in_window: int
 
 
-def request_facts(requests: DataFrame, groups: Sequence[str], window: Window) -> RequestFacts:
+def request_facts(
+    requests: DataFrame, groups: Sequence[str], window: Window, without: Sequence[str] = ()
+) -> RequestFacts:
     """One pass over ``requests`` (of ``groups``): per group, member id, client address and client id,
-    the first and last arrival and the count inside ``window``."""
+    the first and last arrival and the count inside ``window``. The groups ``without`` (no page) count in
+    the window but their members stay in Spark."""
     from pyspark.sql import functions as F
 
     if groups:
@@ -176,13 +186,17 @@ def request_facts(requests: DataFrame, groups: Sequence[str], window: Window) ->
     inside = arrived_in(window)
     # a first JoinGroup has no member id yet: it speaks as the one its response gives
     member = F.coalesce(F.when(F.col("member_id") != "", F.col("member_id")), F.col("response_member_id"))
-    rows = _rows(
-        requests.groupBy("group_id", member.alias("member"), "client_address", "client_id").agg(
-            F.min("arrival_ms").alias("first_ms"),
-            F.max("arrival_ms").alias("last_ms"),
-            F.sum(inside.cast("long")).alias("inside"),
-        )
+    per_member = requests.groupBy("group_id", member.alias("member"), "client_address", "client_id").agg(
+        F.min("arrival_ms").alias("first_ms"),
+        F.max("arrival_ms").alias("last_ms"),
+        F.sum(inside.cast("long")).alias("inside"),
     )
+    elsewhere = 0
+    if without:
+        dropped = F.col("group_id").isin(list(without))
+        elsewhere = int(per_member.filter(dropped).agg(F.sum("inside")).collect()[0][0] or 0)
+        per_member = per_member.filter(~dropped)
+    rows = _rows(per_member)
     connections: dict[str, list[MemberConnection]] = defaultdict(list)
     for r in rows:
         if r["member"] and r["group_id"] is not None:
@@ -195,7 +209,32 @@ def request_facts(requests: DataFrame, groups: Sequence[str], window: Window) ->
                     int(r["last_ms"]),
                 )
             )
-    return RequestFacts(dict(connections), sum(int(r["inside"] or 0) for r in rows))
+    return RequestFacts(dict(connections), elsewhere + sum(int(r["inside"] or 0) for r in rows))
+
+
+def oversized_groups(predictions: DataFrame, limit: int) -> dict[str, str]:
+    """The groups whose page would draw more than ``limit`` member ids (each born in a JoinGroup answer:
+    counted on the JoinGroup rows only), with why they get none; ``limit`` 0: none. A member-id-required
+    storm gives every joiner a member id and a lane: 100,000 lanes are no page anyone can read, and
+    their rows would all come to the driver."""
+    from pyspark.sql import functions as F
+
+    if not limit:
+        return {}
+    member = F.coalesce(F.when(F.col("member_id") != "", F.col("member_id")), F.col("observed_member_id"))
+    counts = (
+        predictions.filter(F.col("api") == "JOIN_GROUP")
+        .groupBy("group_id")
+        .agg(F.countDistinct(member).alias("n"))
+        .filter(F.col("n") > limit)
+    )
+    return {
+        str(r["group_id"]): (
+            f"{int(r['n']):,} member ids, more than report.max_group_members {limit:,}: no page (its rows "
+            "are in the tables)"
+        )
+        for r in _rows(counts)
+    }
 
 
 def scope_text(groups: Sequence[str], window: Window) -> str | None:
@@ -239,6 +278,11 @@ def report(
         return df
 
     preds = keep(store.read(PREDICTIONS), "arrival_ms")
+    refused = oversized_groups(preds, config.report.max_group_members)
+    for g, why in sorted(refused.items()):
+        log(f"report: no page for group {g}: {why}")
+    if refused:  # their rows stay in Spark
+        preds = preds.filter(~F.col("group_id").isin(list(refused)))
     mismatch = F.col("scored") & ~F.col("matched")
     routine_hb = (
         (F.col("api") == "HEARTBEAT")
@@ -288,6 +332,9 @@ def report(
     trans = _by_group(_rows(keep(store.read(TRANSITIONS), "time_ms")))
     rebs = _by_group(_rows(keep(store.read(REBALANCES), "started_ms", "ended_ms")))
     sess = _by_group(_rows(keep(store.read(MEMBER_SESSIONS), "joined_ms", "ended_ms")))
+    for g in refused:
+        for table in (trans, rebs, sess):
+            table.pop(g, None)
     all_findings = read_findings(store)
     findings: dict[str, list[dict[str, Any]]] | None = None
     if all_findings is not None:
@@ -301,7 +348,9 @@ def report(
         findings = _by_group(all_findings)
 
     group_ids = sorted(set(events) | set(bins) | set(trans) | set(rebs) | set(sess) | set(agreement))
-    facts = request_facts(_requests_store(spark, store, warehouse).read(REQUESTS), groups, window)
+    facts = request_facts(
+        _requests_store(spark, store, warehouse).read(REQUESTS), groups, window, without=sorted(refused)
+    )
     src = Path(summary_dir or store.warehouse)
     summary: dict[str, Any] = {}
     if (src / "summary.json").exists():
@@ -357,7 +406,14 @@ def report(
         title=title,
         scope=label,
         timeline=timeline,
+        max_groups=config.report.overview_max_groups,
+        # the groups a stage refused: the replay's (summary.json) and this report's own
+        refused=[
+            *(r for r in summary.get("refused_groups") or [] if r.get("stage") != "report"),
+            *({"group": g, "stage": "report", "reason": why} for g, why in sorted(refused.items())),
+        ],
     )
+    crash_point("report:before_index")  # the group pages written, the overview not yet
     index = out / "index.html"
     index.write_text(overview_html(ov), encoding="utf-8")
     write_json(
@@ -377,4 +433,5 @@ def report(
         len(group_ids),
         None if all_findings is None else sum(f.get("status") != "resolved" for f in all_findings),
         time.monotonic() - started,
+        refused=refused,
     )

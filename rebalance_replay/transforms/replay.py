@@ -49,6 +49,7 @@ from rebalance_replay.transforms.ordering import (
     tie_sets,
 )
 from rebalance_replay.transforms.rebalances import RebalanceTracker
+from rebalance_replay.transforms.report.units import fmt_time
 from rebalance_replay.transforms.validation import compare, prediction_row
 
 #: saved replayer state: the one header and compression of everything a group's replay saves
@@ -98,6 +99,9 @@ class ReplaySettings:
     #: rows fed as columns (:meth:`GroupReplayer.feed_table`) get bulk validation of routine traffic
     #: (rebalance_replay.transforms.bulk); False: every request through the model one by one
     bulk: bool = True
+    #: a group with more members and pending members (KIP-394: joiners given a member id, not back yet) at
+    #: once is refused (:attr:`GroupReplayer.refused`); 0: no limit (``replay.max_group_members``)
+    max_group_members: int = 0
 
 
 @dataclass
@@ -1016,6 +1020,8 @@ class GroupReplayer:
         self.ambiguous: set[str] = set()
         self.replayed = 0
         self.kip848 = False  # the group speaks ConsumerGroupHeartbeat: not a classic group
+        #: why the group is no longer replayed (it outgrew ``settings.max_group_members``), in one line
+        self.refused: str | None = None
         self.serving_broker: str | None = None  # the broker answering the group's requests (its coordinator)
         # the broker clock's resolution, told from the logged completion times (see clock_resolution_ms)
         self.clock_samples = 0
@@ -1074,8 +1080,9 @@ class GroupReplayer:
     def process(self, until_ms: int) -> ReplayOutput:
         """Replay buffered requests that arrived before ``until_ms`` and run timers up to it."""
         out = ReplayOutput()
-        if self.kip848:
-            self.buffer.clear()  # reported as a KIP-848 group by the job; the classic model does not apply
+        if self.kip848 or self.refused:
+            # reported by the job (a KIP-848 group: the classic model does not apply; a refused group)
+            self.buffer.clear()
             self.pending.clear()
             return out
         self.model.set_clock_resolution(self.completion_tolerance_ms)
@@ -1086,12 +1093,16 @@ class GroupReplayer:
         else:
             blocks = self._ready_rows(until_ms)
         for block in blocks:
+            if self.refused:
+                break
             if isinstance(block, bulk.RunSummary):
                 assert table is not None
                 self._replay_run(table, block, out)
                 continue
             end = 0
             for tie in tie_sets(block):
+                if self.refused:
+                    break
                 end += len(tie)
                 if (
                     len(tie) > 1
@@ -1102,11 +1113,48 @@ class GroupReplayer:
                     # one row more than the lookahead may take: it shows whether anything was left out
                     tie = self._order_tie(tie, block[end : end + ahead + 1] if ahead else ())
                 self._replay_rows(tie, out)
+        if self.refused:
+            self._collect(out)  # what the model answered before the group outgrew the limit
+            self._drop()
+            return out
         if self.horizon_ms is None or until_ms > self.horizon_ms:
             self.model.advance_to(until_ms)
             self.horizon_ms = until_ms
         self._collect(out)
         return out
+
+    def _outgrown(self, at_ms: int) -> bool:
+        """Whether the group has just outgrown ``settings.max_group_members`` (members and pending members
+        at once): then it is refused. The replay's cost per request grows with the group (a request a
+        broker's late timer thread may have answered is tried on a copy of the model), so a
+        member-id-required storm of thousands of joiners a second would hold a worker for hours."""
+        limit = self.settings.max_group_members
+        group = self.model.group
+        if not limit or group is None:
+            return False
+        members, pending = len(group.members), len(group.pending_members)
+        if members + pending <= limit:
+            return False
+        self.refused = (
+            f"{members + pending:,} members at once at {fmt_time(at_ms)} ({members:,} joined, {pending:,} "
+            f"given a member id and not back), more than replay.max_group_members {limit:,}: not replayed "
+            "from then on"
+        )
+        return True
+
+    def _drop(self) -> None:
+        """Forget a refused group's replay state (rows, model, tracker): its state stays a few bytes."""
+        self.buffer, self.pending = [], []
+        self.brokers.clear()
+        self.late.clear()
+        self.ambiguous.clear()
+        self.last_answer.clear()
+        self.model = GroupCoordinatorModel(self.group_id, self.settings.coordinator)
+        self.tracker = RebalanceTracker(
+            self.group_id,
+            cooperative_protocols=self.settings.cooperative_protocols,
+            follow_up_window_ms=self.settings.follow_up_window_ms,
+        )
 
     def _ready_rows(self, until_ms: int) -> list[list[Mapping[str, Any]]]:
         """The buffered rows that arrived before ``until_ms``, in replay order with the inferred JoinGroups,
@@ -1303,6 +1351,8 @@ class GroupReplayer:
             self.brokers[key] = row["broker_id"]
             self.replayed += 1
             out.replayed += 1
+            if self._outgrown(request.arrival_ms):
+                return
 
     def _serving(self, broker: str | None, request: GroupRequest) -> None:
         """Which broker coordinates the group: the one answering its requests normally. A change with no
@@ -1367,7 +1417,7 @@ class GroupReplayer:
     def finish(self) -> ReplayOutput:
         """Rows for rebalances and member sessions still open at the end of the log (batch replays)."""
         out = ReplayOutput()
-        if self.kip848:
+        if self.kip848 or self.refused:
             return out
         flushed = self.tracker.flush_open()
         out.extend("rebalances", flushed.rebalances)
@@ -1433,6 +1483,7 @@ class GroupReplayer:
             "horizon": self.horizon_ms,
             "replayed": self.replayed,
             "kip848": self.kip848,
+            "refused": self.refused,
             "serving_broker": self.serving_broker,
         }
         return pack(_MAGIC, doc)
@@ -1452,5 +1503,6 @@ class GroupReplayer:
         r.horizon_ms = doc["horizon"]
         r.replayed = doc["replayed"]
         r.kip848 = doc["kip848"]
+        r.refused = doc.get("refused")  # absent from states saved before groups were refused
         r.serving_broker = doc.get("serving_broker")  # absent from states saved before it was kept
         return r

@@ -12,6 +12,8 @@ BATCH = {
     "mode": "batch",
     "path": "stateful",
     "requests_version": 3,
+    # added with issue 29: the requests table replayed (a manifest copied from another warehouse is stale)
+    "requests_table_id": "4e3fb20f-299e-40e3-a0fe-09eb273f5268",
     "config": "0123456789abcdef/groups=a,b",
     "complete": True,
     "horizon_ms": 1717401960001,
@@ -19,6 +21,8 @@ BATCH = {
     "groups": 2,
     "bulk_validated": 5,
     "kip848_groups": ["k"],
+    # added with issue 29 part 3: groups refused by replay.max_group_members, with why
+    "refused_groups": {"storm": "5,001 members at once at 2024-05-01 10:00:20.123Z (…)"},
 }
 INCREMENTAL = {
     "mode": "incremental",
@@ -45,3 +49,5 @@ def test_missing_fields_read_as_defaults_and_unknown_keys_are_ignored(tmp_path: 
     assert ReplayManifest.from_json(INCREMENTAL).requests_version is None
     before_final = {k: v for k, v in INCREMENTAL.items() if k != "final"}  # written before --final existed
     assert ReplayManifest.from_json(before_final).final is False
+    before_ids = {k: v for k, v in BATCH.items() if k != "requests_table_id"}  # before issue 29
+    assert ReplayManifest.from_json(before_ids).requests_table_id is None

@@ -763,6 +763,11 @@ class Overview:
     #: the span of every group page (None: no page)
     start_ms: int | None = None
     end_ms: int | None = None
+    #: groups a stage refused (a limit of the configuration): group, stage, reason
+    refused: list[dict[str, str]] = field(default_factory=list)
+    #: groups of the report (with a page), and how many the tables and the timeline show (``max_groups``)
+    groups_total: int = 0
+    groups_shown: int = 0
 
 
 #: the overview's numbers: label, summary key
@@ -814,12 +819,17 @@ def build_overview(
     title: str,
     scope: str | None = None,
     timeline: Sequence[Mapping[str, Any]] = (),
+    refused: Sequence[Mapping[str, str]] = (),
+    max_groups: int = 0,
 ) -> Overview:
     """The overview: the run's numbers (from ``summary.json``, or :func:`scoped_summary` labelled with
     ``scope``, e.g. "in window"), groups ranked by time spent rebalancing and by findings severity
     (``groups``: group_id, page, rebalances, rebalance_ms, members, processes, findings, worst_severity,
     start_ms, end_ms), the agreement per API (``agreement``, from :func:`api_agreement`), the findings
-    linking to the group pages and the groups' timelines (:func:`group_timeline`)."""
+    linking to the group pages, the groups' timelines (:func:`group_timeline`) and the groups a stage
+    refused (``refused``: group, stage, reason). ``max_groups`` (0: all): the two group tables list the
+    first that many of their ranking and the timeline draws the first that many by time rebalancing (20,000
+    groups were an 18 MB page of 20,000 timeline rows no browser draws); every group keeps its page."""
     by_api = []
     for a in agreement:
         ratio = a.get("agreement")
@@ -835,6 +845,10 @@ def build_overview(
         ),
     )
     page_of = {str(g["group_id"]): g.get("page") for g in groups}
+    if max_groups and len(groups) > max_groups:
+        by_rebalancing, by_severity = by_rebalancing[:max_groups], by_severity[:max_groups]
+        drawn = {str(g["group_id"]) for g in by_rebalancing}
+        timeline = [t for t in timeline if str(t["group_id"]) in drawn]
     rows = None
     if findings is not None:
         rows = [
@@ -855,6 +869,17 @@ def build_overview(
         timeline=[dict(t) for t in sorted(timeline, key=lambda t: rank.get(str(t["group_id"]), len(rank)))],
         start_ms=min(starts, default=None),
         end_ms=max(ends, default=None),
+        groups_total=len(groups),
+        groups_shown=len(by_rebalancing),
+        refused=[
+            {
+                "group": str(r["group"]),
+                "stage": str(r["stage"]),
+                "reason": str(r["reason"]),
+                "page": str(page_of.get(str(r["group"])) or ""),  # a group the replay cut short has one
+            }
+            for r in refused
+        ],
     )
 
 
