@@ -19,6 +19,12 @@ Across runs: the run merges the findings it found with the table's rows
 its status (new, ongoing, resolved). A group's *coverage* (its newest request, bounded by the incremental
 replay's late-arrival horizon, kept per group in the state file) tells whether a run looked at later time
 than the last one: only then can a finding that did not occur again be resolved.
+
+Killed at any point (``kill -9``), a rerun ends as an uninterrupted run: the state file names the version of
+``findings`` the run merges with (``merged_with``) before the table is overwritten, so a run killed between
+the overwrite and the state's update merges again with that version (time travel), never with its own rows
+(they would count as seen twice: ``ongoing``, not ``new``); and the state says when the findings suite of
+Great Expectations has not run on the table yet (``gx_done``), so a run killed in that step runs it again.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rebalance_replay.jobs.bookkeeping import utc, write_json
+from rebalance_replay.jobs.bookkeeping import crash_point, utc, write_json
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.errors import MissingTableError
 from rebalance_replay.schemas import (
@@ -87,6 +93,9 @@ KEYS = {
     "disputes": ("source_file", "line_no", "api"),
 }
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+#: the terminal's audit names at most this many new findings and groups, a line each (summary.json has
+#: them all): 20,000 groups in an hour were 20,000 lines
+TERMINAL_LINES = 50
 #: what the per-group function returns: one row a finding or unsupported rule, its JSON in ``payload``
 AUDIT_OUTPUT = TableDef(
     name="_audit_output",
@@ -405,17 +414,26 @@ class AuditResult:
                     f"  {t['rule_id'] + ' ' + t['rule']:<48} {t['severity']:<9} {t['new']:>4} "
                     f"{t['groups']:>6} {t['occurrences']:>11} {t['rebalance_time_caused_s']:>20.1f} s"
                 )
-        for f in self.new_findings:
+        new = self.new_findings
+        for f in new[:TERMINAL_LINES]:
             lines.append(f"  NEW {f['severity']} {f['rule_id']} {f['group_id']}: {f['summary']}")
+        if len(new) > TERMINAL_LINES:
+            lines.append(
+                f"  … {len(new) - TERMINAL_LINES} more new findings (summary.json audit.new_findings)"
+            )
         for rule_id, v in sorted(self.unsupported.items()):
             lines.append(
                 f"  {rule_id}: unsupported: {'; '.join(v['reasons'])} ({plural(v['groups'], 'group')})"
             )
-        for h in self.health:
+        for h in _worst_groups(self.health, TERMINAL_LINES):
             top = ", ".join(h["top_findings"]) or "no findings"
             lines.append(
                 f"  group {h['group_id']}: {plural(h['rebalances'], 'rebalance')}, "
                 f"{fmt_dur(h['rebalancing_s'] * 1000)} rebalancing; {top}"
+            )
+        if len(self.health) > TERMINAL_LINES:
+            lines.append(
+                f"  … {len(self.health) - TERMINAL_LINES} more groups (summary.json audit.health; the report)"
             )
         held = self.held_back(fmt_time)
         if held:
@@ -423,6 +441,23 @@ class AuditResult:
         if self.gx is not None:
             lines.append(f"  Great Expectations: {'ok' if self.gx.success else 'FAILED'}: findings_contract")
         return "\n".join(lines)
+
+
+def _worst_groups(health: Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """``health`` as it is when it has at most ``n`` groups; else the ``n`` with the worst finding, then
+    the most time rebalancing, in ``health``'s order."""
+    if len(health) <= n:
+        return list(health)
+
+    def rank(h: dict[str, Any]) -> tuple[int, float]:
+        worst = min(
+            (o for sev, o in SEVERITY_ORDER.items() for t in h["top_findings"] if t.endswith(f"({sev})")),
+            default=len(SEVERITY_ORDER),
+        )
+        return worst, -float(h["rebalancing_s"])
+
+    keep = {id(h) for h in sorted(health, key=rank)[:n]}
+    return [h for h in health if id(h) in keep]
 
 
 def rule_table(
@@ -481,6 +516,25 @@ def replay_horizon(warehouse: str) -> tuple[int | None, bool]:
 
 def _state_path(warehouse: str) -> Path:
     return Path(warehouse) / "_audit" / "state.json"
+
+
+def reset_state(warehouse: str) -> None:
+    """Forget what the audits evaluated: the next one evaluates every group (``audit --repair``)."""
+    _state_path(warehouse).unlink(missing_ok=True)
+
+
+def _previous_findings(store: DeltaStore, state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The findings the run merges with: the table as the last complete audit left it. A run killed after
+    overwriting the table but before recording its state left ``merged_with`` (the version it merged
+    with) in the state: that version, not the killed run's own rows."""
+    if not store.exists(FINDINGS):
+        return []
+    source = store
+    if "merged_with" in state and state["merged_with"] != store.version(FINDINGS):
+        if state["merged_with"] is None:  # the table did not exist before the killed run
+            return []
+        source = store.at(int(state["merged_with"]))
+    return [_json_ready(r.asDict(recursive=True)) for r in source.read(FINDINGS).collect()]
 
 
 def audit(
@@ -576,11 +630,7 @@ def audit(
                 "unsupported": sorted(unsupported_rows[g]),
                 "covered_ms": coverage.get(g, previous_coverage.get(g)),
             }
-        previous = (
-            [_json_ready(r.asDict(recursive=True)) for r in store.read(FINDINGS).collect()]
-            if store.exists(FINDINGS)
-            else []
-        )
+        previous = _previous_findings(store, state)
         run = lifecycle.AuditRun(
             now_ms=int(time.time() * 1000) if now_ms is None else now_ms,
             evaluated=frozenset(changed),
@@ -591,8 +641,14 @@ def audit(
         )
         rows = lifecycle.merge(previous, new_findings, run)
         df = findings_frame(spark, rows)
+        if "merged_with" not in state:  # written ahead: a rerun after a kill merges with the same rows
+            state["merged_with"] = store.version(FINDINGS)
+            write_json(state_file, state)
         store.overwrite(df, FINDINGS)
-        write_json(state_file, {"settings": settings_fp, "groups": dict(sorted(groups_state.items()))})
+        crash_point("audit:before_state")  # findings committed, the state not yet recorded
+        gx_due = config.report.great_expectations
+        state = {"settings": settings_fp, "groups": dict(sorted(groups_state.items())), "gx_done": not gx_due}
+        write_json(state_file, state)
     findings = lifecycle.ordered(
         _json_ready(r.asDict(recursive=True)) for r in store.read(FINDINGS).collect()
     )
@@ -617,7 +673,8 @@ def audit(
             [f for f in findings if (f.get("status") or "ongoing") in lifecycle.OPEN],
         ),
     )
-    if config.report.great_expectations and not up_to_date:
+    # the suite runs on a table it has not checked yet: this run's, or one a killed run left unchecked
+    if config.report.great_expectations and (not up_to_date or state.get("gx_done") is False):
         from rebalance_replay.jobs.expectations import FINDINGS_SUITE, findings_contract_frame, run_gx
 
         result.gx = run_gx(
@@ -626,6 +683,8 @@ def audit(
             min_agreement=config.validation.min_agreement,
             log=log,
         )
+        if state.get("gx_done") is False:
+            write_json(state_file, {**state, "gx_done": True})
     result.seconds = time.monotonic() - started
     return result
 

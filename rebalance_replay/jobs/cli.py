@@ -159,6 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
                 help="read the tables as they were: a Delta version of each table read, or an ISO 8601 "
                 "time (the last version committed at or before it); replay: with --from/--to/--group",
             )
+        if name in ("ingest", "replay", "audit", "run"):
+            p.add_argument(
+                "--repair",
+                action="store_true",
+                help=REPAIR_HELP[name],
+            )
         if name == "maintain":
             p.add_argument(
                 "--dry-run",
@@ -188,6 +194,21 @@ def build_parser() -> argparse.ArgumentParser:
                 "audit.*)",
             )
     return parser
+
+
+#: ``--repair``: what each command repairs of a damaged warehouse (rebalance_replay.jobs.damage)
+REPAIR_HELP = {
+    "ingest": "first repair a damaged requests, quarantine or ingest_files table (a data file missing, the "
+    "newest Delta log entry cut short): forget the source files whose rows were lost (or roll the batch "
+    "back) and read them again from --input, which must name them; the error of a damaged table says which",
+    "replay": "first repair a damaged predictions, transitions, rebalances or member_sessions table (missing "
+    "data files removed from the log, a cut newest log entry moved to WAREHOUSE/_damaged) and rebuild the "
+    "four from requests",
+    "audit": "first repair a damaged findings table (missing data files removed from the log, a cut newest "
+    "log entry moved to WAREHOUSE/_damaged) and audit every group again",
+    "run": "first repair every damaged table as ingest/replay/audit --repair do (--input must name the "
+    "source files whose rows were lost)",
+}
 
 
 def _rule_ids(text: str) -> tuple[str, ...]:
@@ -251,8 +272,23 @@ def write_summary(warehouse: str, updates: dict[str, Any]) -> Path:
             current = {}
     current.update(updates)
     current.setdefault("findings", {})
+    current["refused_groups"] = refused_groups(current)
     write_json(path, current, indent=2)
     return path
+
+
+#: the stages that may refuse a group (a setting's limit), in the order they run
+REFUSING_STAGES = ("replay", "report")
+
+
+def refused_groups(summary: dict[str, Any]) -> list[dict[str, str]]:
+    """``summary.json`` ``refused_groups``: every group a stage refused (``{group, stage, reason}``), from
+    the stages' own keys (``replay.refused_groups``, ``report.refused_groups``)."""
+    out = []
+    for stage in REFUSING_STAGES:
+        for r in (summary.get(stage) or {}).get("refused_groups") or []:
+            out.append({"group": str(r["group"]), "stage": stage, "reason": str(r["reason"])})
+    return out
 
 
 def _session(config: Config) -> Any:
@@ -424,6 +460,8 @@ def cmd_replay(args: argparse.Namespace, config: Config) -> int:
             print(line)
     print(result.this_run_line())  # what this run replayed, what it held back (the horizon in UTC)
     print(result.warehouse_line())  # the output tables after it
+    for line in result.refused_lines():  # a group too large to replay: why, the others went on
+        print(line)
     replayed = result.new_rows if result.replayed_rows is None else result.replayed_rows
     if result.bulk_validated and not result.up_to_date:
         print(
@@ -587,6 +625,8 @@ def cmd_report(args: argparse.Namespace, config: Config) -> int:
     target.mkdir(parents=True, exist_ok=True)
     write_summary(str(target), {"report": result.as_dict()})
     print(_report_line(result, scope=None if target == root else target.name))
+    for line in result.refused_lines():  # a group too large for a page: why, the others have theirs
+        print(line)
     return 0
 
 
@@ -693,6 +733,11 @@ def headline(summary: dict[str, Any]) -> str:
     audit = summary.get("audit") or {}
     if audit:
         done.append(plural((audit.get("status") or {}).get("new", 0), "new finding"))
+    refused = sorted({r["group"] for r in summary.get("refused_groups") or []})
+    if refused:
+        done.append(
+            f"{plural(len(refused), 'group')} refused ({', '.join(refused[:3])}: summary.json refused_groups)"
+        )
     agreement = summary.get("agreement")
     total = []
     if "requests" in summary:  # (a forensics run's summary has none: its requests are the warehouse's)
@@ -736,6 +781,26 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Config], int]] = {
 
 #: commands that write tables: each is a run (an id in summary.json and in its Delta commits)
 WRITING = ("ingest", "replay", "validate", "audit", "report", "run", "maintain")
+
+
+def _check_tables(args: argparse.Namespace, config: Config) -> None:
+    """Before Spark starts: a damaged table the command reads is a one-line error naming the table, the
+    file or version and the repair; with ``--repair`` the command repairs the tables it writes first."""
+    from rebalance_replay.jobs.damage import guard
+
+    def inputs() -> list[str]:
+        from rebalance_replay.jobs.ingest import resolve_inputs
+
+        return [f.path for f in resolve_inputs(config, args.input)]
+
+    guard(
+        config.storage.warehouse,
+        args.command,
+        repair_them=getattr(args, "repair", False),
+        inputs=inputs if getattr(args, "input", None) else None,
+        run_id=_STATE.get("run_id"),
+        say=_say,
+    )
 
 
 def _summary_dir(config: Config) -> str:
@@ -822,6 +887,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config.storage.warehouse, " ".join([PROG, args.command]), config.storage.lock_wait_s
         ):
             open_warehouse(config.storage.warehouse, config.output.redact, _say)
+            _check_tables(args, config)
             status = COMMANDS[args.command](args, config)
             _after(args.command, config)
             step = next_step(args, config) if status == 0 else None

@@ -5,6 +5,7 @@ the assets from their PyPI packages (XStatic-jQuery, XStatic-Bootstrap 4, XStati
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,18 @@ def _sources() -> dict[str, Path]:
     }
 
 
+def _files(path: Path) -> dict[str, int]:
+    """A file's or folder's files (relative name → size)."""
+    if path.is_file():
+        return {"": path.stat().st_size}
+    return {str(p.relative_to(path)): p.stat().st_size for p in path.rglob("*") if p.is_file()}
+
+
+def _same(src: Path, dst: Path) -> bool:
+    """The asset is in place whole (an earlier run's copy; one cut short by a kill is copied again)."""
+    return dst.exists() and dst.is_dir() == src.is_dir() and _files(dst) == _files(src)
+
+
 def make_offline(site: str | Path, log: Callable[[str], object] = print) -> list[str]:
     """Rewrite the Data Docs site under ``site`` (the folder of its index.html); returns the CDN pieces
     that were dropped (no local copy). Raises nothing for a missing site (returns [])."""
@@ -38,13 +51,21 @@ def make_offline(site: str | Path, log: Callable[[str], object] = print) -> list
     target = root / OFFLINE_DIR
     for rel, src in _sources().items():
         dst = target / rel
-        if dst.exists():
+        if _same(src, dst):
             continue
+        # copied beside and renamed into place: a run killed while copying leaves no half asset behind
         dst.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dst.with_name(dst.name + ".tmp")
+        if tmp.is_dir():  # an earlier run's, killed while copying
+            shutil.rmtree(tmp)
+        elif tmp.exists():
+            tmp.unlink()
         if src.is_dir():
-            shutil.copytree(src, dst)
+            shutil.copytree(src, tmp)
+            shutil.rmtree(dst, ignore_errors=True)
         else:
-            shutil.copyfile(src, dst)
+            shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
     dropped: set[str] = set()
     remaining = 0
     for page in root.rglob("*.html"):

@@ -61,6 +61,11 @@ class WarehouseVersionError(UserError, RuntimeError):
     """The warehouse was written by another version or with another redaction setting."""
 
 
+class DamagedTableError(UserError, RuntimeError):
+    """A table's Delta log or data files are not what the log says (a data file deleted, a log entry cut
+    short): the message names the table, the file or version, and the command that repairs it."""
+
+
 class JavaMissingError(UserError, RuntimeError):
     """No Java runtime to start Spark's JVM with."""
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from rebalance_replay.jobs.bookkeeping import crash_point
 from rebalance_replay.transforms.kafka_protocol import MAX_API_VERSION, STATE_CHANGING_APIS, ApiKey
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -404,6 +405,46 @@ def _docs_path(ctx: Any, root: Path) -> str | None:
     return str(fallback) if fallback.exists() else None
 
 
+def set_aside_unreadable(root: Path, log: Log = print) -> list[str]:
+    """Move the Great Expectations files under ``<root>/gx`` that cannot be read (a YAML or JSON file a
+    run killed while GX wrote it left cut short: GX would refuse to load its context on every later run)
+    to ``<root>/_damaged/gx-<time>/``; the suites, checkpoints and project file are made again from the
+    code by the run. The files moved, relative to ``gx``."""
+    import json
+
+    import yaml
+
+    gx_dir = root / "gx"
+    moved: list[str] = []
+    if not gx_dir.is_dir():
+        return moved
+    target = root / "_damaged" / f"gx-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    for path in sorted(gx_dir.rglob("*")):
+        if path.suffix not in (".json", ".yml") or not path.is_file() or "data_docs" in path.parts:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        except (ValueError, yaml.YAMLError):
+            data = None
+        if path.suffix == ".json" or path.name == "great_expectations.yml":
+            readable = isinstance(data, dict) and (path.suffix == ".json" or "config_version" in data)
+        else:  # another YAML file (config_variables.yml: comments only is fine)
+            readable = data is not None or not text.strip() or text.lstrip().startswith("#")
+        if readable:
+            continue
+        rel = path.relative_to(gx_dir)
+        (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target / rel)
+        moved.append(str(rel))
+    if moved:
+        log(
+            f"validate: Great Expectations: {len(moved)} file(s) under {gx_dir} could not be read (cut short "
+            f"by a run that was killed: {', '.join(moved[:3])}); moved to {target}, made again"
+        )
+    return moved
+
+
 def run_gx(
     root: str | Path,
     frames: Mapping[str, DataFrame],
@@ -426,6 +467,7 @@ def run_gx(
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
         root.mkdir(parents=True, exist_ok=True)
+        set_aside_unreadable(root, log)
         ctx = gx.get_context(mode="file", project_root_dir=str(root))
         if ctx.config.analytics_enabled is not False:
             ctx.enable_analytics(False)
@@ -460,6 +502,7 @@ def run_gx(
             )
             t0 = time.monotonic()
             run = checkpoint.run(batch_parameters={"dataframe": df})
+            crash_point(f"gx:{suite_name}")  # a suite's results and Data Docs written, the next not yet
             evaluated = 0
             failed: list[str] = []
             for vr in run.run_results.values():

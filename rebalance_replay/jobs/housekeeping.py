@@ -35,10 +35,14 @@ def new_run_id(command: str) -> str:
 
 
 def table_versions(store: DeltaStore) -> dict[str, int]:
-    """The latest version of every table the warehouse has."""
+    """The latest version of every table the warehouse has (a damaged one the command did not read is
+    left out: the commands that read it say so, ``rebalance_replay.jobs.damage``)."""
     out = {}
     for t in ALL_TABLES:
-        v = store.version(t)
+        try:
+            v = store.version(t)
+        except Exception:  # its log cannot be read: not this command's table
+            continue
         if v is not None:
             out[t.name] = v
     return out

@@ -561,6 +561,26 @@ def _plan_path(warehouse: str, batch_id: int) -> Path:
     return Path(warehouse) / "_ingest" / f"batch-{batch_id:08d}.json"
 
 
+def _floor_path(warehouse: str) -> Path:
+    return Path(warehouse) / "_ingest" / "batch-floor.json"
+
+
+def raise_batch_floor(warehouse: str, batch_id: int) -> None:
+    """Keep the next batch ids above ``batch_id`` although the progress rows of that batch go (a repair
+    that forgets source files deletes them): a new batch never takes the id of a committed one, whose
+    application transaction would make the new batch's commits look done."""
+    if batch_id > batch_floor(warehouse):
+        write_json(_floor_path(warehouse), {"batch_id": batch_id})
+
+
+def batch_floor(warehouse: str) -> int:
+    """The batch id the next batch must be above (0: none recorded)."""
+    try:
+        return int(json.loads(_floor_path(warehouse).read_text())["batch_id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
 def _side_dir(warehouse: str, batch_id: int) -> Path:
     """Where a batch's tasks leave their quarantined lines and per-slice counts (one file a slice)."""
     return Path(warehouse) / "_ingest" / f"batch-{batch_id:08d}-side"
@@ -638,7 +658,7 @@ def ingest(
     if len(files) != len(inputs):
         files = resolve_inputs(config, [str(f) for f in inputs])
     progress, last_batch, total = _progress(spark, store)
-    batch_id = last_batch + 1
+    batch_id = max(last_batch, batch_floor(warehouse)) + 1
     plan_file = _plan_path(warehouse, batch_id)
     copies: list[tuple[str, str]] = []
     if plan_file.exists():  # an earlier attempt of this batch died before recording its progress: redo it

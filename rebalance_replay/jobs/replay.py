@@ -60,6 +60,7 @@ def settings_from(config: Config) -> ReplaySettings:
         order_search_max=config.replay.order_search_max,
         order_search_lookahead_max=config.replay.order_search_lookahead_max,
         bulk=config.replay.bulk,
+        max_group_members=config.replay.max_group_members,
     )
 
 
@@ -117,10 +118,18 @@ def replay(
             f"replay: no requests table in {config.storage.warehouse}; run `rebalance-replay ingest` first"
         )
 
+    requests_id = store.table_id(REQUESTS)
+    foreign = manifest.requests_table_id not in (None, requests_id)
+    if foreign and not incremental and manifest.mode == "batch":
+        say(
+            f"replay: {dirs.manifest} was written for another requests table ({manifest.requests_table_id}; "
+            f"this warehouse's is {requests_id}): it was copied from elsewhere; replaying this warehouse's"
+        )
     if (
         not incremental
         and manifest.mode == "batch"
         and manifest.requests_version == requests_version
+        and not foreign
         and manifest.config == fingerprint
         and manifest.complete
     ):
@@ -134,6 +143,7 @@ def replay(
             groups=manifest.groups,
             bulk_validated=manifest.bulk_validated,
             kip848_groups=manifest.kip848_groups,
+            refused_groups=manifest.refused_groups,
             up_to_date=True,
             broker=broker,
         )
@@ -186,6 +196,7 @@ def replay(
                 mode="batch",
                 path=chosen,
                 requests_version=requests_version,
+                requests_table_id=requests_id,
                 config=fingerprint,
                 complete=True,
                 horizon_ms=horizon,
@@ -193,6 +204,7 @@ def replay(
                 groups=result.groups,
                 bulk_validated=result.bulk_validated,
                 kip848_groups=result.kip848_groups,
+                refused_groups=result.refused_groups,
             )
         )
     result.broker = broker

@@ -35,6 +35,8 @@ class ReplayResult:
     counts: dict[str, int] = field(default_factory=dict)
     groups: int = 0
     kip848_groups: list[str] = field(default_factory=list)
+    #: groups the replay refused (``replay.max_group_members``) → why, in one line
+    refused_groups: dict[str, str] = field(default_factory=dict)
     late_rows: int = 0
     #: requests validated in bulk (routine traffic, rebalance_replay.transforms.bulk)
     bulk_validated: int = 0
@@ -80,6 +82,7 @@ class ReplayResult:
                 "late_rows": self.late_rows,
                 "bulk_validated": self.bulk_validated,
                 "kip848_groups": self.kip848_groups,
+                "refused_groups": [{"group": g, "reason": r} for g, r in sorted(self.refused_groups.items())],
                 "seconds": round(self.seconds, 2),
                 "up_to_date": self.up_to_date,
                 "held_back": self.held_back,
@@ -128,6 +131,10 @@ class ReplayResult:
         """The output tables' rows in the warehouse after this run."""
         return f"replay: warehouse total: {counts_text(self.warehouse_counts)}"
 
+    def refused_lines(self) -> list[str]:
+        """One line per group the replay refused, with why (the other groups were replayed)."""
+        return [f"replay: refused group {g}: {r}" for g, r in sorted(self.refused_groups.items())]
+
 
 def counts_text(counts: Mapping[str, int]) -> str:
     """``14155 predictions, 301 transitions, 1 rebalance, 429 member sessions``."""
@@ -151,11 +158,15 @@ class ReplayManifest:
     # batch
     path: str | None = None
     requests_version: int | None = None
+    #: the Delta id of the ``requests`` table replayed (a manifest copied from another warehouse names
+    #: another table: not up to date)
+    requests_table_id: str | None = None
     complete: bool = False
     counts: dict[str, int] = field(default_factory=dict)
     groups: int = 0
     bulk_validated: int = 0
     kip848_groups: list[str] = field(default_factory=list)
+    refused_groups: dict[str, str] = field(default_factory=dict)
     # incremental
     runs: int | None = None
     #: the run closed the horizon (``--final``): nothing landed is held back
@@ -165,6 +176,7 @@ class ReplayManifest:
         "mode",
         "path",
         "requests_version",
+        "requests_table_id",
         "config",
         "complete",
         "horizon_ms",
@@ -172,6 +184,7 @@ class ReplayManifest:
         "groups",
         "bulk_validated",
         "kip848_groups",
+        "refused_groups",
     )
     _INCREMENTAL: ClassVar[tuple[str, ...]] = ("mode", "runs", "horizon_ms", "final", "config")
 
@@ -200,6 +213,43 @@ class ReplayDirs:
 
     def save_manifest(self, manifest: ReplayManifest) -> None:
         write_json(self.manifest, manifest.to_json(), indent=1)
+
+
+#: what a scheduled audit's state records of the tables it belongs to (their Delta ids)
+OWNER_KEYS: tuple[str, ...] = ("requests_table_id", "predictions_table_id")
+
+
+def foreign_checkpoint(recorded: Mapping[str, Any], actual: Mapping[str, str | None]) -> str | None:
+    """Why a scheduled audit's state (``recorded``) is not this warehouse's (``actual``: the Delta ids of
+    its tables, ``query_id``: the streaming query of the checkpoint folder), None when it is. A key the
+    state does not have (an older version wrote it) is not held against it."""
+    for key in (*OWNER_KEYS, "query_id"):
+        mine, theirs = actual.get(key), recorded.get(key)
+        if theirs is None or mine == theirs or (mine is None and key == "query_id"):
+            continue
+        if mine is None:
+            return (
+                f"was kept with a {key.removesuffix('_table_id')} table that is no longer in this warehouse"
+            )
+        if key == "query_id":
+            return (
+                f"holds the state of another streaming query ({mine}; this audit's is {theirs}): it was "
+                "copied from elsewhere"
+            )
+        table = key.removesuffix("_table_id")
+        return (
+            f"belongs to another warehouse (its {table} table id {theirs}, this warehouse's {mine}): it was "
+            "copied from elsewhere"
+        )
+    return None
+
+
+def checkpoint_query_id(checkpoint: Path) -> str | None:
+    """The id of the streaming query a Spark checkpoint folder belongs to (its ``metadata`` file)."""
+    try:
+        return str(json.loads((checkpoint / "metadata").read_text().splitlines()[0])["id"])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
 
 
 def _config_fingerprint(config: Config) -> str:
@@ -245,6 +295,7 @@ def _finish_result(
         late += s["late"] or 0
         bulk += s["bulk"] or 0
     kip848 = sorted(g for g, s in latest.items() if s["kip848"])
+    refused = {g: str(s["refused"]) for g, s in sorted(latest.items()) if s.get("refused")}
     return ReplayResult(
         mode,
         path,
@@ -253,6 +304,7 @@ def _finish_result(
         counts,
         groups=len(latest),
         kip848_groups=kip848,
+        refused_groups=refused,
         late_rows=late,
         bulk_validated=bulk,
         # each group holding rows has pending work, so it is called every run: its last status says all

@@ -17,6 +17,7 @@ RUNTIME = (
     errors.WarehouseBusyError,
     errors.WarehouseVersionError,
     errors.HistoryUnavailableError,
+    errors.DamagedTableError,
 )
 
 

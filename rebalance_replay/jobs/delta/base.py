@@ -152,6 +152,11 @@ class DeltaStore(ABC):
         """The latest committed version, None when the table does not exist."""
 
     @abstractmethod
+    def table_id(self, table: TableDef) -> str | None:
+        """The table's Delta id (its ``metaData.id``: unique per table, kept by every commit; a table made
+        again or copied from another warehouse has another), None when the table does not exist."""
+
+    @abstractmethod
     def transaction_version(self, table: TableDef, app_id: str) -> int | None:
         """The last ``txn_version`` committed under ``app_id`` (Delta's application transactions), None
         when there is none."""

@@ -232,6 +232,10 @@ class DeltaRsStore(DeltaStore):
         dt = self._load(table)
         return None if dt is None else int(dt.version())
 
+    def table_id(self, table: TableDef) -> str | None:
+        dt = self._load(table)
+        return None if dt is None else str(dt.metadata().id)
+
     def transaction_version(self, table: TableDef, app_id: str) -> int | None:
         dt = self._load(table)
         if dt is None:

@@ -199,6 +199,12 @@ class DeltaSparkStore(DeltaStore):
             raise SchemaEvolutionError(breaking_change_message(table, self.path(table), problems))
         return self._project(df, table)
 
+    def table_id(self, table: TableDef) -> str | None:
+        if not self.exists(table):
+            return None
+        row = self.spark.sql(f"DESCRIBE DETAIL {_sql_path(self.path(table))}").first()
+        return None if row is None else str(row["id"])
+
     def _partition_columns(self, table: TableDef) -> list[str]:
         """The table's partition columns (they never change in a Delta table: the latest say it)."""
         row = self.spark.sql(f"DESCRIBE DETAIL {_sql_path(self.path(table))}").first()
