@@ -16,7 +16,6 @@ import random
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
@@ -122,22 +121,17 @@ def test_the_generated_files(r24: str) -> None:
     assert "R23" not in tables_markdown()  # the findings table's doc names no last rule: nothing to edit
 
 
-class _Gx:
-    """Stands in for great_expectations: each expectation class gives back (its name, its arguments)."""
-
-    def __getattr__(self, name: str) -> Any:
-        return lambda **kw: (name, kw)
-
-
 def test_the_findings_contract_accepts_it(r24: str) -> None:
-    from rebalance_replay.jobs.expectations import _findings_expectations
+    from rebalance_replay.jobs.expectations import FINDINGS_SUITE, _checks
     from rebalance_replay.transforms.audit import rule_id_pattern
 
-    gx = argparse.Namespace(expectations=_Gx())
-    (regex,) = [kw for name, kw in _findings_expectations(gx) if name == "ExpectColumnValuesToMatchRegex"]
-    assert regex["regex"] == rule_id_pattern() and regex["description"] == "rule_id is R01…R24"
-    assert all(re.fullmatch(regex["regex"], i) for i in ("R01", "R09", "R10", "R23", r24))
-    assert not any(re.fullmatch(regex["regex"], i) for i in ("R00", "R25", "R2", "r24", "R240"))
+    (check,) = [
+        c for c in _checks(FINDINGS_SUITE, 0.99) if c.expectation == "expect_column_values_to_match_regex"
+    ]
+    assert check.description == "rule_id is R01…R24" and f"'{rule_id_pattern()}'" in str(check.bad)
+    pattern = rule_id_pattern()
+    assert all(re.fullmatch(pattern, i) for i in ("R01", "R09", "R10", "R23", r24))
+    assert not any(re.fullmatch(pattern, i) for i in ("R00", "R25", "R2", "r24", "R240"))
 
 
 def test_the_cli_and_the_audit_job(r24: str) -> None:
