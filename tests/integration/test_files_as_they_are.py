@@ -1,10 +1,11 @@
-"""Issue 29 part 2, "clocks and files as they are": one ``run`` over logs that hold every case at once —
-a broker clock stepped back inside one file, a coordinator move onto a broker whose clock is 3 s behind,
-the same rotated file present twice under two names, a gzip beside its uncompressed twin, a live file
-ending in half a line, an hour missing in the middle of a group's log — ends with exit 0 and no
-traceback, keeps the accounting identity, accounts for every odd line in the summary (quarantined with
-its reason, counted as a duplicate copy or as an incomplete last line, or an unscored answer naming the
-log gap), and gives the groups the damage did not touch the answers of a clean run of the same traffic.
+"""Issue 29 part 2, "clocks and files as they are" (with parts 1 and 3 mixed in: the test's docstring): one
+``run`` over logs that hold every case at once — a broker clock stepped back inside one file, a coordinator
+move onto a broker whose clock is 3 s behind, the same rotated file present twice under two names, a gzip
+beside its uncompressed twin, a live file ending in half a line, an hour missing in the middle of a group's
+log — ends with exit 0 and no traceback, keeps the accounting identity, accounts for every odd line in the
+summary (quarantined with its reason, counted as a duplicate copy or as an incomplete last line, or an
+unscored answer naming the log gap), and gives the groups the damage did not touch the answers of a clean
+run of the same traffic.
 
 The unit tests of each case: ``tests/unit/test_clock_steps.py`` (the stepped clock),
 ``tests/unit/test_real_kafka_replay.py`` (the skewed move on a real 3.7 recording; the log gap),
@@ -143,9 +144,15 @@ def _answers(wh: Path, logs: Path, group: str, *, times: bool = True) -> list[tu
     return sorted(rows)
 
 
-def test_a_run_over_clocks_and_files_as_they_are(
+def test_a_run_over_every_case_at_once(
     tmp_path: Path, spark: object, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The clocks and files above, with issue 29's other cases in the same ``run`` ("any mix"): impossible
+    derived values and damaged lines (part 1, ``simulator/mutations.py``) from broker-8, and a storm that
+    outgrows ``replay.max_group_members`` (part 3) on brokers 10-12; Great Expectations on."""
+    from simulator import adversarial
+    from simulator.mutations import base_lines, mutated_lines
+
     lines = traffic()
     assert sorted(lines) == ["broker-1", "broker-2", "broker-3", "broker-4"]
     clean_logs, clean_wh = tmp_path / "clean-logs", tmp_path / "clean-wh"
@@ -154,9 +161,15 @@ def test_a_run_over_clocks_and_files_as_they_are(
     assert main(["replay", "--warehouse", str(clean_wh)]) == 0
     logs, wh = tmp_path / "logs", tmp_path / "wh"
     case = write_logs(logs, lines, damaged=True)
+    fuzzed = mutated_lines(base_lines(), 2_000, 29)
+    _write(logs / "broker-8" / "kafka-request.log.2024-05-01-10", fuzzed)
+    storm = adversarial.by_broker(adversarial.storm(60, group="storm-dense", spread_ms=6_000, returning=0))
+    for n, (_, written) in enumerate(sorted(storm.items())):
+        _write(logs / f"broker-{10 + n}" / "kafka-request.log.2024-05-01-10", written)
     capsys.readouterr()
 
-    assert main(["run", "--input", str(logs), "--warehouse", str(wh)]) == 0
+    limit = "replay.max_group_members=50"
+    assert main(["run", "--input", str(logs), "--warehouse", str(wh), "--set", limit]) == 0
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     summary = json.loads((wh / "summary.json").read_text())
@@ -168,16 +181,25 @@ def test_a_run_over_clocks_and_files_as_they_are(
         assert counts["lines_read"] == (
             counts["requests"] + counts["quarantined"] + counts["other_api_lines"] + counts["other_lines"]
         )
-    assert this_run["lines_read"] == case["lines_read"]
+    storm_lines = sum(len(v) for v in storm.values())
+    assert this_run["lines_read"] == case["lines_read"] + len(fuzzed) + storm_lines
+
+    # every quarantined line has its reason: the fuzzed lines a reader cannot trust, and the stepped
+    # clock's lines (and only they) from broker-3
+    quarantine = read_table(wh / "quarantine")
+    assert len(quarantine) == summary["quarantined"] and all(q["reason"] for q in quarantine)
+    assert sum(this_run["quarantine_reasons"].values()) == this_run["quarantined"]
+    by_broker: dict[str, list[Any]] = {}
+    for q in quarantine:
+        by_broker.setdefault(Path(q["source_file"]).parent.name, []).append(q)
+    assert sorted(by_broker) == ["broker-3", "broker-8"]
+    assert len(by_broker["broker-8"]) > 200
 
     # a broker clock stepped back: the stepped lines, and only they, quarantined with the reason
     assert case["stepped_lines"], "the step must leave lines behind the file's clock"
-    quarantine = read_table(wh / "quarantine")
-    assert sorted((Path(q["source_file"]).parent.name, q["line_no"]) for q in quarantine) == [
-        ("broker-3", n) for n in case["stepped_lines"]
-    ]
-    assert all(q["reason"].startswith("line time out of order: ") for q in quarantine)
-    assert this_run["quarantine_reasons"] == {"line time out of order": len(case["stepped_lines"])}
+    stepped_q = by_broker["broker-3"]
+    assert sorted(q["line_no"] for q in stepped_q) == case["stepped_lines"]
+    assert all(q["reason"].startswith("line time out of order: ") for q in stepped_q)
     assert "quarantined lines by reason" in err
     stepped = [p for p in read_table(wh / "predictions") if p["group_id"] == "stepped"]
     assert len(stepped) == sum(
@@ -203,7 +225,10 @@ def test_a_run_over_clocks_and_files_as_they_are(
     # the hour missing: the gap group's answers after it are unscored naming the log gap, none is
     # counted against the model
     assert case["missing_hour"] > 100
-    gap_reasons = {k: n for k, n in summary["unscored_reasons"].items() if "log gap" in k}
+    # (the fuzzed lines' groups have log gaps of their own: a timestamp moved by days)
+    gap_reasons = {
+        k: n for k, n in summary["unscored_reasons"].items() if "log gap" in k and "consumer-gap-" in k
+    }
     assert gap_reasons, summary["unscored_reasons"]
     assert all(k.startswith("warm-up: log gap: no request of the group in the log for ") for k in gap_reasons)
     gap = [p for p in read_table(wh / "predictions") if p["group_id"] == "gap"]
@@ -218,3 +243,14 @@ def test_a_run_over_clocks_and_files_as_they_are(
     moved = [p for p in read_table(wh / "predictions") if p["group_id"] == "moving"]
     assert {p["broker_id"] for p in moved} == {"broker-1", "broker-2"}
     assert not [p for p in moved if p["scored"] and not p["matched"]]
+
+    # the storm: refused in one line from the member that outgrew the limit on, replayed up to it
+    assert {(r["group"], r["stage"]) for r in summary["refused_groups"]} == {("storm-dense", "replay")}
+    said = "replay: refused group storm-dense: 51 members at once"
+    assert any(x.startswith(said) for x in out.splitlines())
+    assert any(p["group_id"] == "storm-dense" for p in read_table(wh / "predictions"))
+
+    # Great Expectations ran on the tables; the requests contract holds (what breaks it is quarantined)
+    gx = summary["gx"]
+    assert gx["error"] is None and sorted(gx["suites"]) == ["outputs_contract", "requests_contract"]
+    assert gx["suites"]["requests_contract"] == {"evaluated": 6, "failed": [], "success": True}
