@@ -135,6 +135,21 @@ class _Out:
         self.response = response
 
 
+def _observed_error(obs: ObservedResponse | None) -> str | None:
+    """The observed answer's error (an OffsetCommit's: its first partition's)."""
+    if obs is None:
+        return None
+    err = obs.error
+    if err is None and obs.partition_errors:
+        err = obs.partition_errors[0][2]
+    return err
+
+
+def _move_error(obs: ObservedResponse | None) -> bool:
+    """Whether the observed answer says the group's coordinator moved or is loading it (§12, §16)."""
+    return _observed_error(obs) in MOVE_ERRORS
+
+
 def _protocol_inconsistent(requested: str | None, group_value: str | None, java: bool) -> bool:
     """SyncGroup v5+'s protocol type/name check: Scala's ``!group.protocolName.contains(name)`` also
     rejects a name when the group has none (between generations); Java's ``isProtocolInconsistent``
@@ -174,7 +189,9 @@ class CoordinatorEngine:
     ``onResignation`` (parked JoinGroup/SyncGroup answered NOT_COORDINATOR, state Dead, in-memory
     rebalance state and timers lost), then, when a request is answered normally again, loaded like
     ``onGroupLoaded`` from the last metadata the coordinator persisted (Stable with its members, each
-    with a fresh session deadline, or Empty) and the model is back in warm-up. While a
+    with a fresh session deadline, or Empty) and the model is back in warm-up. What the old
+    coordinator's timers wrote after its last normal answer is dropped when a member of its group shows
+    it had died by then (:meth:`_move_seen`: a dead broker persists nothing). While a
     COORDINATOR_LOAD_IN_PROGRESS episode lasts, Heartbeat is predicted NONE and Scala's SyncGroup
     REBALANCE_IN_PROGRESS (§3). Other external errors (authorization, ...) leave the model untouched.
     """
@@ -361,18 +378,25 @@ class CoordinatorEngine:
         fired yet. The replayer passes it only when the observed answer says so
         (``rebalance_replay.transforms.replay``, within ``validation.broker_lag_ms``)."""
         t = request.arrival_ms
+        book = self._book
+        if book.silent_move is not None or (not book.moved_episode and _move_error(request.observed)):
+            self._move_seen(request)
         if late_timers_from is None:
             self._handle(request, t)
             return
         self._advance(min(late_timers_from, t), inclusive=False)  # strictly before: those fire on time
-        self._handle(request, None)
+        served = self._handle(request, None)
         self._advance(t, late=t)
+        if served:  # the late timers ran at the broker that answered: alive then
+            self._served()
 
     def next_timer_deadline(self) -> int | None:
         """When the earliest armed timer is due (None: no timer)."""
         return self._timers.peek_deadline()
 
-    def _handle(self, request: GroupRequest, timers_until: int | None) -> None:
+    def _handle(self, request: GroupRequest, timers_until: int | None) -> bool:
+        """Fire the timers due by ``timers_until`` (None: none), then handle ``request``. Returns whether
+        the coordinator answered it normally (not an external error: :meth:`_served`)."""
         t = request.arrival_ms
         book = self._book
         now = book.now
@@ -398,7 +422,9 @@ class CoordinatorEngine:
             and self._fast_path
             and self._liveness(request, seq, t)
         ):
-            return
+            if book.written_since_served:
+                self._served()
+            return True
         group = self._group
         call = ParkedCall(
             seq,
@@ -408,7 +434,8 @@ class CoordinatorEngine:
             True,
             None,
         )
-        if not self._pre_handle(call):
+        served = not self._pre_handle(call)
+        if served:
             if api is ApiKey.HEARTBEAT:
                 self.classic_group_heartbeat(call)
             elif api is ApiKey.OFFSET_COMMIT:
@@ -425,6 +452,9 @@ class CoordinatorEngine:
         self._finish_op()
         if self._book.immediate:
             self._run_immediate(t)
+        if served:
+            self._served()
+        return served
 
     def _liveness(self, request: GroupRequest, seq: int, t: int) -> bool:
         """The hot path: an accepted Heartbeat/OffsetCommit of a known member of a Stable group whose
@@ -505,6 +535,7 @@ class CoordinatorEngine:
             or book.inferred_seen
             or book.parked
             or book.immediate
+            or book.silent_move is not None
             or not self.group_id
             or (book.now is not None and run.first_ms < book.now)
             or run.generations != (group.generation_id,)
@@ -545,6 +576,7 @@ class CoordinatorEngine:
         book.ev_seq = base + run.size - 1
         book.ev_ref = run.last_ref
         book.moved_episode = False
+        self._served()
         if run.last_commit_ms is not None:
             group.has_offsets = True
             group.last_commit_ms = run.last_commit_ms
@@ -595,25 +627,22 @@ class CoordinatorEngine:
 
     def unload(self, time_ms: int, cause: str = "coordinator resigned the offsets partition") -> None:
         """Partition unload (§16): parked JoinGroup/SyncGroup answered NOT_COORDINATOR, group → Dead.
-        The Dead group stays visible until :meth:`load` or the next group creation."""
+        The Dead group stays visible until :meth:`load` or the next group creation. The coordinator ran
+        until ``time_ms``: what its timers wrote by then is what the next coordinator loads."""
         self.advance_to(time_ms)
-        self._book.clock = time_ms
-        self._book.ev_seq = self._book.seq
-        self._book.ev_ref = None
-        self._unload(cause)
-        self._finish_op()
+        self._served()
+        self._resign(time_ms, cause)
 
     def moved_silently(self, cause: str) -> None:
-        """The group's requests are answered normally by another broker now, and no NOT_COORDINATOR was
-        seen in between: the old coordinator died (clients found the new one themselves). The group is
-        unloaded as of the model's clock (its timers died with that broker) and loaded from its last
-        persisted metadata by the next request (§16, as after an observed move). The model stays
-        confident: the new coordinator serves what was persisted, and its log has every request it
-        served (unlike an observed move, where answers before the group was loaded are missing)."""
-        now = self._book.now
-        if now is None or self._group is None or self._group.state == DEAD:
+        """The group's next request is answered normally by another broker, and no NOT_COORDINATOR was
+        seen in between: the old coordinator died or resigned (clients found the new one themselves).
+        Handled with that request (:meth:`_move_seen`): the group is unloaded and loaded from what the
+        old coordinator had persisted (§16, as after an observed move). The model stays confident: the
+        new coordinator serves what was persisted, and its log has every request it served (unlike an
+        observed move, where answers before the group was loaded are missing)."""
+        if self._book.now is None or self._group is None or self._group.state == DEAD:
             return
-        self.unload(now, cause)
+        self._book.silent_move = cause
 
     def load(self, time_ms: int) -> None:
         """Partition load (§16): the group comes back as Stable/Empty from its last persisted metadata,
@@ -1024,6 +1053,8 @@ class CoordinatorEngine:
                 if err in MOVE_ERRORS and not self._book.moved_episode:
                     self._book.moved_episode = True
                     self._coordinator_moved(err)
+                if err in MOVE_ERRORS and self._group is not None and self._group.state == DEAD:
+                    self._note_member_heard(req)
                 self.respond(
                     call,
                     PredictedResponse(
@@ -1048,6 +1079,7 @@ class CoordinatorEngine:
             self._book.moved_episode = False
             if self._group is not None and self._group.state == DEAD:
                 # the group is served again (another broker loaded it)
+                self._note_member_heard(req)
                 self._load_persisted("group served again after a coordinator move")
         if self._book.confident and self._book.inferred_seen and self._group is not None:
             silent = self._silent_inferred_member(self._group)
@@ -1147,6 +1179,101 @@ class CoordinatorEngine:
         self._book.last_discovery_ms = self._book.clock
         self.emit(EventKind.WARM_START, detail=f"not confident: {why}")
 
+    def _move_seen(self, request: GroupRequest) -> None:
+        """``request`` is the first the log shows answered by another coordinator (a NOT_COORDINATOR or
+        COORDINATOR_LOAD_IN_PROGRESS, or ``moved_silently``), before any timer due by its arrival fires.
+
+        Which of the old coordinator's timers ran? Those due by its last normal answer did (it answered
+        after them: alive). Past that answer the group's log cannot show the broker alive (where its own
+        log ends is in other groups' lines, which this replay does not see), and a dead broker persists
+        nothing. So a timer that would write (every session expired: Empty in a new generation) is taken
+        to have fired in no broker when a member of the group as the old coordinator left it is the one
+        heard from now: a live member that never learnt of its expiry, so that coordinator was not there
+        to answer it (a real 3.7 coordinator killed: its members at the new one 13.8 s later, past their
+        6 s sessions, accepted NONE; ``tests/data/real-kafka/3.7/failover``). The group is then unloaded
+        as of the old coordinator's last activity, and loaded as it persisted it then. When no such member
+        speaks (the group's members all gone: a live coordinator expired them and wrote the group Empty),
+        or when nothing would be written, its timers run until this request as on a live broker; the load
+        still takes the earlier snapshot if a member speaks before it (:meth:`_note_member_heard`)."""
+        book = self._book
+        silent, book.silent_move = book.silent_move, None
+        group = self._group
+        now, t = book.now, request.arrival_ms
+        if now is None or t < now or group is None or group.state == DEAD:
+            return
+        written = self._written_after_served(t)
+        if written and self._heard_member(request):
+            book.members_outlived = True
+            self._resign(now, silent or f"coordinator moved ({_observed_error(request.observed)} observed)")
+        elif silent is not None:
+            if written and self._timers.may_be_due(t):
+                self._advance(t)  # the old coordinator was alive: its timers ran until the move was seen
+                now = t
+            self._resign(now, silent)
+
+    def _written_after_served(self, until: int) -> bool:
+        """Whether the coordinator's timers wrote the group since its last normal answer, or would by
+        ``until`` (tried on a copy)."""
+        book = self._book
+        if book.written_since_served and book.persisted_served != book.persisted:
+            return True
+        if not self._timers.may_be_due(until):
+            return False
+        trial = self.fork()
+        trial._advance(until)
+        return trial._book.persisted != book.persisted
+
+    def _heard_member(self, request: GroupRequest) -> bool:
+        """Whether ``request`` comes from a member of the group as the model has it or as the coordinator
+        persisted it at its last normal answer."""
+        ids = {m.member_id for m in request.leave_members if m.member_id}
+        if request.member_id:
+            ids.add(request.member_id)
+        if not ids:
+            return False
+        group = self._group
+        if group is not None and not ids.isdisjoint(group.members):
+            return True
+        book = self._book
+        snapshot = book.persisted_served if book.written_since_served else book.persisted
+        members = None if snapshot is None else snapshot.get("members")
+        return isinstance(members, list) and any(
+            isinstance(m, dict) and m.get("member_id") in ids for m in members
+        )
+
+    def _note_member_heard(self, request: GroupRequest) -> None:
+        """After a move, before the group is loaded: a member of the group as the old coordinator last
+        served it speaks (:meth:`_move_seen`)."""
+        book = self._book
+        if book.written_since_served and not book.members_outlived and self._heard_member(request):
+            book.members_outlived = True
+
+    def _resign(self, at: int, cause: str) -> None:
+        """The coordinator gives the group up at ``at`` (§16)."""
+        book = self._book
+        book.clock = at
+        book.ev_seq = book.seq
+        book.ev_ref = None
+        self._unload(cause)
+        self._finish_op()
+
+    def _served(self) -> None:
+        """The coordinator answered a request normally: it was alive, and what it has written so far (its
+        timers' writes too) is what a coordinator taking the group over would load."""
+        book = self._book
+        if book.written_since_served:
+            book.written_since_served = False
+            book.persisted_served = None
+
+    def _write(self, snapshot: dict[str, object] | None) -> None:
+        """``storeGroup`` (None: the group's metadata deleted), keeping what was written as of the last
+        normal answer (:meth:`_move_seen`)."""
+        book = self._book
+        if not book.written_since_served:
+            book.persisted_served = book.persisted
+            book.written_since_served = True
+        book.persisted = snapshot
+
     def _coordinator_moved(self, err: str) -> None:
         self._unload(f"coordinator moved ({err} observed)")
         if self._group is not None and self.config.warm_start:
@@ -1183,7 +1310,15 @@ class CoordinatorEngine:
         self._timers.cancel_prefix(self._hb_prefix)
 
     def _load_persisted(self, why: str) -> None:
-        snapshot = self._book.persisted
+        book = self._book
+        snapshot = book.persisted
+        if book.written_since_served and book.members_outlived:
+            # the old coordinator's writes after its last answer were made by no broker (_move_seen)
+            snapshot = book.persisted_served
+            why = f"{why} (as the old coordinator persisted it at its last answer)"
+        book.persisted = snapshot
+        book.written_since_served = book.members_outlived = False
+        book.persisted_served = None
         if snapshot is None:
             self.install_group(None)
             self.emit(EventKind.WARM_START, detail=f"{why}: nothing persisted, group unknown")
@@ -1214,7 +1349,7 @@ class CoordinatorEngine:
 
     def persist(self, group: ClassicGroup) -> None:
         """``storeGroup``: remember what the coordinator wrote (restored on a coordinator move)."""
-        self._book.persisted = snapshot_group(group)
+        self._write(snapshot_group(group))
 
     def arm_offsets_expiration(self, group: ClassicGroup) -> None:
         """§11: an Empty group is deleted when it has no offsets left (next cleanup run) or when its
@@ -1232,7 +1367,7 @@ class CoordinatorEngine:
             DEAD, Cause(Trigger.OFFSETS_EXPIRED, "offsets expired: Empty group without offsets removed")
         )
         self.install_group(None)
-        self._book.persisted = None
+        self._write(None)
 
     # ============================================================================================
     # member ids
@@ -2410,3 +2545,4 @@ class CoordinatorEngine:
             return
         # an emitted call still parked was re-parked by reconciliation: reconcile the state only
         self._reconcile_late_answer(call, emit=not call.emitted)
+        self._served()  # the log has the broker's answer: it ran until then

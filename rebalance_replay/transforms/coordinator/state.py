@@ -228,6 +228,16 @@ class ReplayBook:
     loading: bool = False
     #: what the coordinator last wrote for the group (``serde.snapshot_group``)
     persisted: dict[str, object] | None = None
+    #: coordinator moves (§16): what the coordinator had written as of the last request it answered
+    #: normally, kept once something has been written since (``written_since_served``; its timers: the old
+    #: coordinator's last answer is where the log last shows it alive)
+    persisted_served: dict[str, object] | None = None
+    written_since_served: bool = False
+    #: a member of the group as its old coordinator left it spoke after the move: the old coordinator had
+    #: stopped at its last answer, and the new one loads ``persisted_served``
+    members_outlived: bool = False
+    #: ``moved_silently``: the next request is answered by another broker (the cause), not yet handled
+    silent_move: str | None = None
     #: track mode: parked calls by request seq; model notes (mismatch kinds) by request seq
     parked: dict[int, ParkedCall] = field(default_factory=dict)
     notes: dict[int, tuple[str, ...]] = field(default_factory=dict)
