@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from rebalance_replay.jobs.bookkeeping import crash_point
+from rebalance_replay.jobs.bookkeeping import crash_point, write_json
 from rebalance_replay.transforms.kafka_protocol import MAX_API_VERSION, STATE_CHANGING_APIS, ApiKey
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -143,6 +143,7 @@ class GxOutcome:
     data_docs: str | None
     seconds: float
     error: str | None = None  # GX itself failed (the job still succeeds)
+    checked_as_of: str | None = None  # the tables' versions were checked before: these are those results
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -152,7 +153,31 @@ class GxOutcome:
             "data_docs": self.data_docs,
             "seconds": round(self.seconds, 2),
             "error": self.error,
+            "checked_as_of": self.checked_as_of,
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> GxOutcome:
+        fields = ("suite", "expectation", "columns", "description", "unexpected_count", "observed_value")
+        failures = [
+            GxFailure(
+                **{k: f[k] for k in fields},
+                examples=list(f.get("examples") or []),
+                exception=f.get("exception"),
+            )
+            for f in d.get("failures") or []
+        ]
+        for f in failures:
+            object.__setattr__(f, "columns", tuple(f.columns))
+        return cls(
+            bool(d["success"]),
+            dict(d["suites"]),
+            failures,
+            d.get("data_docs"),
+            float(d.get("seconds") or 0.0),
+            d.get("error"),
+            d.get("checked_as_of"),
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -630,20 +655,67 @@ def set_aside_unreadable(root: Path, log: Log = print) -> list[str]:
     return moved
 
 
+LAST_CHECK = "last_check.json"  # under gx/uncommitted: the key and outcome of the last finished check
+
+
+def _check_key(tables_key: Mapping[str, Any], frames: Mapping[str, DataFrame], min_agreement: float) -> str:
+    """What a check's results depend on: the tables' versions, the threshold, and each contract's
+    expectations as declared now."""
+    import hashlib
+    import json
+
+    contracts = {
+        s: [(c.name, c.description, c.kind, str(c.bad)) for c in _checks(s, min_agreement)] for s in frames
+    }
+    text = json.dumps({"tables": tables_key, "contracts": contracts}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _last_check(path: Path, key: str) -> GxOutcome | None:
+    """The last finished check's outcome when it was made on ``key`` (and its Data Docs are still there)."""
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("key") != key:
+            return None
+        outcome = GxOutcome.from_dict(data["outcome"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if outcome.error is not None or (outcome.data_docs and not Path(outcome.data_docs).is_file()):
+        return None
+    outcome.seconds = 0.0
+    return outcome
+
+
 def run_gx(
     root: str | Path,
     frames: Mapping[str, DataFrame],
     *,
     min_agreement: float,
     log: Log = print,
+    tables_key: Mapping[str, Any] | None = None,
 ) -> GxOutcome:
     """Check each suite named in ``frames`` (``requests_contract`` / ``outputs_contract`` /
     ``findings_contract``) on its frame: its metrics measured in one Spark pass (:func:`contract_metrics`),
     judged by its Great Expectations suite through one checkpoint in a file context under ``<root>/gx``
     (a pandas batch of one row: the metrics), and Data Docs updated once, for this run's results only.
-    Never raises for GX's own problems: they come back as ``error`` with ``success=False``."""
+    Never raises for GX's own problems: they come back as ``error`` with ``success=False``.
+
+    ``tables_key``: what the frames were read from (each table's Delta version, the threshold): when the
+    last check of this GX folder finished on the same key and the same contracts, nothing changed since,
+    and its results stand (returned with ``checked_as_of``; no Spark job, no GX run) — a scheduled run
+    with no new data pays nothing here."""
     started = time.monotonic()
     root = Path(root)
+    last = root / "gx" / "uncommitted" / LAST_CHECK
+    key = None
+    if tables_key is not None:
+        key = _check_key(tables_key, frames, min_agreement)
+        kept = _last_check(last, key)
+        if kept is not None:
+            log(f"validate: GX: the tables are as checked at {kept.checked_as_of}: those results stand")
+            return kept
     suites: dict[str, dict[str, Any]] = {}
     failures: list[GxFailure] = []
     try:
@@ -731,7 +803,11 @@ def run_gx(
 
             make_offline(Path(docs).parent, log)
         success = all(s["success"] for s in suites.values())
-        return GxOutcome(success, suites, failures, docs, time.monotonic() - started)
+        outcome = GxOutcome(success, suites, failures, docs, time.monotonic() - started)
+        if key is not None:  # written last: a run killed before here checks again
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            write_json(last, {"key": key, "outcome": {**outcome.as_dict(), "checked_as_of": stamp}})
+        return outcome
     except Exception as e:  # GX trouble is reported, never fatal
         log(f"validate: Great Expectations failed: {type(e).__name__}: {e}")
         return GxOutcome(

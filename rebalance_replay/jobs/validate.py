@@ -182,7 +182,12 @@ class ValidationResult:
                 f"{name} {'ok' if s['success'] else 'FAILED'} ({plural(s['evaluated'], 'expectation')})"
                 for name, s in self.gx.suites.items()
             )
-            lines.append(f"  Great Expectations: {state} in {self.gx.seconds:.1f} s: {suites or 'no suite'}")
+            when = (
+                f"as checked at {self.gx.checked_as_of}, the tables unchanged since"
+                if self.gx.checked_as_of
+                else f"in {self.gx.seconds:.1f} s"
+            )
+            lines.append(f"  Great Expectations: {state} {when}: {suites or 'no suite'}")
             if self.gx.error:
                 lines.append(f"    error: {self.gx.error}")
             for f in self.gx.failures[:5]:
@@ -233,6 +238,10 @@ def validate(
         if config.report.great_expectations
         else None,
         log=log,
+        # a scheduled run whose tables did not change since the last check keeps its results
+        tables_key=None
+        if within is not None or not config.report.great_expectations
+        else {t.name: store.version(t) for t in (PREDICTIONS, REQUESTS, REBALANCES, TRANSITIONS, FINDINGS)},
     )
 
 
@@ -246,9 +255,11 @@ def validate_frames(
     min_agreement: float,
     gx_root: str | Path | None,
     log: Log = print,
+    tables_key: Mapping[str, Any] | None = None,
 ) -> ValidationResult:
     """The core of :func:`validate` on DataFrames. ``gx_root`` None skips Great Expectations; otherwise
-    the GX file context lives in ``<gx_root>/gx``."""
+    the GX file context lives in ``<gx_root>/gx``; ``tables_key``: what the frames were read from, for
+    :func:`run_gx` to keep the last results when nothing changed."""
     started = time.monotonic()
     result = _agreement(predictions, min_agreement)
     result.tables = {
@@ -268,7 +279,7 @@ def validate_frames(
         frames[OUTPUTS_SUITE] = outputs_contract_frame(predictions, rebalances, transitions)
         if findings is not None:
             frames[FINDINGS_SUITE] = findings_contract_frame(findings)
-        result.gx = run_gx(gx_root, frames, min_agreement=min_agreement, log=log)
+        result.gx = run_gx(gx_root, frames, min_agreement=min_agreement, log=log, tables_key=tables_key)
     for name, df in (("requests", requests), ("rebalances", rebalances), ("transitions", transitions)):
         if df is not None:
             result.tables[name] = df.count()

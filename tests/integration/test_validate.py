@@ -517,6 +517,22 @@ def test_validate_reads_the_warehouse(spark: Any, frames: dict[str, Any], wareho
         Path(s["data_docs"]) == warehouse / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
     )
     assert any("GX requests_contract: ok" in line for line in lines)
+    assert res.gx is not None and res.gx.checked_as_of is None
+    # nothing changed since: the last check's results stand, GX does not run again
+    lines.clear()
+    again = validate(spark, store, config, log=lines.append)
+    assert again.gx is not None and again.gx.checked_as_of is not None
+    assert again.gx.as_dict()["suites"] == res.gx.as_dict()["suites"] and again.gx_success is True
+    assert not any("GX requests_contract" in line for line in lines)
+    assert "those results stand" in "\n".join(lines) and "the tables unchanged since" in again.format_text()
+    # a table changed (a new version), or the threshold: checked again
+    store.append(frames[REBALANCES.name].limit(1), REBALANCES)
+    lines.clear()
+    changed = validate(spark, store, config, log=lines.append)
+    assert changed.gx is not None and changed.gx.checked_as_of is None
+    assert any("GX outputs_contract: ok" in line for line in lines)
+    stricter = load_config(overrides=["validation.min_agreement=0.71"], warehouse=str(warehouse))
+    assert validate(spark, store, stricter, log=_quiet).gx.checked_as_of is None  # type: ignore[union-attr]
     # report.great_expectations: false skips GX
     config = load_config(overrides=["report.great_expectations=false"], warehouse=str(warehouse))
     res = validate(spark, store, config, log=_quiet)
