@@ -3,9 +3,11 @@
 Flow: the driver discovers files and plans the slices not yet read (``ingest_files`` remembers how far
 each file identity was read) and cuts large rotated uncompressed files into slices at line starts
 (``input.max_slice_bytes``); Spark tasks read and parse the slices in parallel (``mapInArrow``), each
-line becoming a request row, a quarantine row, or a count (other APIs, other loggers). The routine
-JSON-era lines (heartbeats, offset commits) are typed a block at a time by ``transforms.columnar_log``,
-every other line by ``parse_line`` (``input.columnar_json``; the rows are the same either way).
+line becoming a request row, a quarantine row, or a count (other APIs, other loggers). Other APIs' JSON-era
+lines, most of a broker's request log, are told by their head alone (``request_log.other_api_line``: a
+substring test, no JSON parse) and counted by name; the routine JSON-era lines (heartbeats, offset commits)
+are typed a block at a time by ``transforms.columnar_log``, every other line by ``parse_line``
+(``input.columnar_json``; the rows are the same either way).
 
 One pass: the tasks write the request rows' parquet files themselves (``DeltaStore.task_stage``: Arrow's
 parquet writer in the Python worker, no row crossing to the JVM; an engine without it gets the rows as
@@ -64,7 +66,13 @@ from rebalance_replay.transforms.broker_facts import (
 from rebalance_replay.transforms.columnar_log import RoutineRows, parse_routine_lines
 from rebalance_replay.transforms.redaction import Redactor
 from rebalance_replay.transforms.report.units import plural
-from rebalance_replay.transforms.request_log import ClockGuard, LineKind, LineOutcome, parse_line
+from rebalance_replay.transforms.request_log import (
+    ClockGuard,
+    LineKind,
+    LineOutcome,
+    other_api_line,
+    parse_line,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -226,9 +234,11 @@ def parse_slices(
     """Read and parse slices, yielding task-output rows (requests, quarantine, one stats row a slice);
     with a ``redactor``, identifying values are replaced before they leave the task.
 
-    ``columnar`` (and no redactor): the routine JSON-era lines of each block of :data:`BLOCK_LINES` lines
-    are typed together (:func:`parse_routine_lines`) and come as one record batch of task-output rows;
-    every other line goes through ``parse_line`` as a row dict. The rows are the same either way."""
+    Other APIs' JSON-era lines are told by their head alone (:func:`other_api_line`: a substring test, no
+    JSON parse) and only counted, never parsed. ``columnar`` (and no redactor): the routine JSON-era lines
+    of each block of :data:`BLOCK_LINES` lines left to parse are typed together (:func:`parse_routine_lines`)
+    and come as one record batch of task-output rows; every other line goes through ``parse_line`` as a row
+    dict. The rows and counts are the same either way."""
     from zoneinfo import ZoneInfo
 
     tz = ZoneInfo(tz_name)
@@ -236,8 +246,8 @@ def parse_slices(
     ingest_date = ingested_at.date()
     for s in slices:
         stats = SliceStats()
-        n_req = n_q = n_oa = n_o = 0
-        other_api: dict[str, int] = {}
+        n_req = n_q = n_o = 0
+        other_api: dict[str, int] = {}  # other APIs' lines by API name
         evidence: dict[str, Any] = {}  # what the other lines tell about the broker (broker_facts)
         clock = ClockGuard()
         before = preceding_lines(s)  # the same guard whether the file is read in one slice or several
@@ -246,7 +256,10 @@ def parse_slices(
             (first + i, parse_line(line, tz).record) for i, line in enumerate(before) if _MARKER in line
         ]
         clock.stepped([(n, _int_or_none(r.get("completion_ms"))) for n, r in records if r is not None])
-        for block in _blocks(read_slice(s, stats), BLOCK_LINES if columnar and redact is None else 1):
+        # other APIs' lines (most of a request log) are counted as they are read, told by their head
+        # alone: only the rest is parsed, a block of BLOCK_LINES of them at a time
+        lines = _counting_other_apis(read_slice(s, stats), other_api, evidence)
+        for block in _blocks(lines, BLOCK_LINES if columnar and redact is None else 1):
             typed: dict[int, int] = {}  # block index -> row of routine.records
             routine = None
             if len(block) > 1:
@@ -289,11 +302,7 @@ def parse_slices(
                     }
                     yield q if redact is None else redact.quarantine_row(q)
                 elif out.kind is LineKind.OTHER_API:
-                    n_oa += 1
-                    name = out.api_name or "UNKNOWN"
-                    other_api[name] = other_api.get(name, 0) + 1
-                    if name == "API_VERSIONS":  # one a connection: the broker's versions per API
-                        merge_evidence(evidence, api_versions_evidence(line))
+                    _count_other_api(out.api_name or "UNKNOWN", line, other_api, evidence)
                 else:
                     n_o += 1
                     merge_evidence(evidence, other_line_evidence(line))
@@ -321,7 +330,7 @@ def parse_slices(
             "end_offset": stats.end_offset,
             "n_requests": n_req,
             "n_quarantined": n_q,
-            "n_other_api": n_oa,
+            "n_other_api": sum(other_api.values()),
             "n_other": n_o,
             "other_api_counts": json.dumps(other_api),
             "evidence": json.dumps(evidence, sort_keys=True) if evidence else None,
@@ -346,6 +355,27 @@ def _line_times(
         elif parsed[i].kind is LineKind.REQUEST and parsed[i].record is not None:
             times.append((line_no, _int_or_none(parsed[i].record.get("completion_ms"))))  # type: ignore[union-attr]
     return times
+
+
+def _counting_other_apis(
+    lines: Iterator[tuple[int, str]], counts: dict[str, int], evidence: dict[str, Any]
+) -> Iterator[tuple[int, str]]:
+    """``lines`` but other APIs' JSON-era lines, told by their head alone (:func:`other_api_line`: a
+    substring test, no JSON parse): those are counted into ``counts`` instead, as ``parse_line`` would
+    have them counted."""
+    for line_no, line in lines:
+        out = other_api_line(line)
+        if out is None:
+            yield line_no, line
+        else:
+            _count_other_api(out.api_name or "UNKNOWN", line, counts, evidence)
+
+
+def _count_other_api(name: str, line: str, counts: dict[str, int], evidence: dict[str, Any]) -> None:
+    """Count one other API's line by its API name."""
+    counts[name] = counts.get(name, 0) + 1
+    if name == "API_VERSIONS":  # one a connection: the broker's versions per API
+        merge_evidence(evidence, api_versions_evidence(line))
 
 
 _MARKER = "Completed request"

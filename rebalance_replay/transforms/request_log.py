@@ -16,6 +16,9 @@ Both line eras are read (see ``request-log-format.md``):
 Outcome of a line: ``REQUEST`` (a kept group-API request, typed record), ``QUARANTINE`` (a kept-API
 ``Completed request`` line that cannot be read, with a reason naming the field), ``OTHER_API``
 (a ``Completed request`` line of another API) or ``OTHER`` (any line without ``Completed request:``).
+Most lines of a broker's request log are other APIs' JSON-era lines: :func:`other_api_line` tells them
+(with ``parse_line``'s answer) from their head alone, a substring test and no JSON parse, so that ingest
+parses only the rest.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ __all__ = [
     "TextBytes",
     "TextField",
     "TextStruct",
+    "other_api_line",
     "parse_line",
     "split_connection",
     "text_struct",
@@ -928,6 +932,29 @@ def _other_api_name(key: int, line: str, b: int) -> str:
         m = _LOOSE_NAME.search(line, b, b + 1000)
         name = m.group(1) if m else f"UNKNOWN_API_{key}"
     return name
+
+
+#: the outcome of another API's line by its key as the broker writes it (no sign, no leading zero)
+_OTHER_API_OUTCOMES: dict[str, LineOutcome] = {
+    str(key): LineOutcome(LineKind.OTHER_API, api_name=name)
+    for key, name in KNOWN_API_NAMES.items()
+    if key not in _KEPT
+}
+
+
+def other_api_line(line: str) -> LineOutcome | None:
+    """What :func:`parse_line` says of a line that is another API's JSON-era ``Completed request`` line
+    (Fetch, Produce, Metadata, …: most of a broker's request log), told from the line's head alone —
+    the API key right after ``Completed request:{"isForwarded":…,"requestHeader":{"requestApiKey":`` —
+    without parsing its JSON, reading its timestamp or looking at the rest of the line: ``parse_line``
+    counts such a line as the API of that key whatever follows (broken JSON included). None when the head
+    does not tell: a kept API's line, a key Kafka does not name (or written with a sign or leading
+    zeros), the text era, another shape, any other line — those go through ``parse_line``."""
+    marker = line.find(_MARKER)
+    if marker < 0:
+        return None
+    m = _JSON_HEAD.match(line, marker + _MARKER_LEN)
+    return None if m is None else _OTHER_API_OUTCOMES.get(m.group(1))
 
 
 def _loose_api(line: str, b: int) -> tuple[int | None, str | None]:
