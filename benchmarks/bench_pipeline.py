@@ -1,7 +1,8 @@
 """The whole pipeline, stage by stage, side by side on ONE generated log, in ONE run.
 
     .venv/bin/python benchmarks/bench_pipeline.py [--lines 1000000] [--groups 200] [--members 5]
-        [--stages bare ingest model fast stateful validate run] [--in-process] [--set KEY=VALUE ...]
+        [--mixed [N]] [--stages bare bare_filtered duckdb ingest model fast stateful validate run]
+        [--repeat N] [--warm] [--before DIR] [--in-process] [--set KEY=VALUE ...]
         [--engines delta-rs delta-spark]
 
 ``--engines``: every stage that writes or reads the tables runs once per storage engine, side by side in
@@ -10,12 +11,28 @@ the same run (each engine its own warehouse, ``<data>/warehouse-<engine>``); row
 
 A heartbeat-dominated JSON-era log (the simulator's consumers heartbeat every 3 s and commit every 5 s;
 the generator of ``bench_replay.py``) of about ``--lines`` lines over ``--groups`` groups is generated once
-into ``benchmarks/.data/pipeline-l<lines>-g<groups>-m<members>/logs`` (reused by later runs). Then, in order:
+into ``benchmarks/.data/pipeline-l<lines>-g<groups>-m<members>/logs`` (reused by later runs).
+
+``--mixed N`` (N = 9 when given without a value; 0 or absent: the log above): a log shaped like a
+production ``kafka-request.log``, most of whose lines are other APIs': about ``--lines`` lines, one in
+N + 1 a group line (the generator's, each broker file's merged in time order) and after each group line N
+other-API lines (Kafka 3.7 JSON shapes as in ``tests/data/real-kafka/3.7``: Fetch from consumers and from
+follower brokers — ``replicaState.replicaId`` ≥ 0 —, Produce, Metadata, ApiVersions; their times between
+the group line's and the next one's; seeded, so the same every time), in
+``benchmarks/.data/pipeline-l<lines>-g<groups>-m<members>-x<N>/logs``.
+
+Then, in order:
 
 - ``bare``: the baseline: ``spark.read.text`` + ``from_json`` (request header, request, response, timings)
   + a parquet write of the same files — what Spark itself costs;
-- ``ingest_python`` / ``ingest_spark_writer``: the ingest with every line through ``parse_line``
-  (``input.columnar_json=false``) / with the request rows handed to Spark's parquet writer (what the
+- ``bare_filtered``: the baseline of a mixed log: ``spark.read.text`` → the API name (``regexp_extract`` of
+  ``requestApiKeyName``) → only the group APIs' lines (the APIs the product keeps) → ``from_json`` (the
+  bare pass's schema) → a parquet write;
+- ``duckdb``: DuckDB (``threads=2``; a dev dependency) on the same files: read them as lines
+  (``read_csv``, one column), keep the group APIs' lines by the same API name, parse their JSON
+  (``json_transform``, the bare pass's schema) and write parquet;
+- ``ingest_python`` / ``ingest_spark_writer``: the ingest with the routine lines through ``parse_line``
+  too (``input.columnar_json=false``) / with the request rows handed to Spark's parquet writer (what the
   delta-spark engine does) instead of written by the tasks themselves: the befores, in the same run;
 - ``ingest``: ``rebalance_replay.jobs.ingest.ingest`` into a fresh warehouse (``<data>/warehouse``);
 - ``model``: the replay baseline: the same coordinator model (``GroupReplayer``), one Python process, the
@@ -33,12 +50,21 @@ into ``benchmarks/.data/pipeline-l<lines>-g<groups>-m<members>/logs`` (reused by
 
 Each stage runs in its own subprocess (``--stage NAME --data DIR``: callable on its own against the same
 warehouse), timed inside the subprocess around the stage only (the JVM start is not counted, except for
-``run``); the parent samples the RSS of the subprocess tree from ``/proc`` every 0.2 s: the driver JVM,
-the driver's Python, and the Python workers (peak of the largest one, and of their sum). ``--in-process``
-runs every stage in this process with one SparkSession instead (no per-stage memory figures).
+``run``; a Spark stage's first job — Python workers, JIT — is, unless ``--warm``: then a trivial job with
+Python workers runs in the stage's session before its clock starts); the parent samples the RSS of the
+subprocess tree from ``/proc`` every 0.2 s: the driver JVM, the driver's Python, and the Python workers
+(peak of the largest one, and of their sum). ``--in-process`` runs every stage in this process with one
+SparkSession instead (no per-stage memory figures). ``--repeat N`` runs the stages N times, in rotation
+(so that a busy spell on a shared machine falls on all of them), and shows each stage's median time, its
+runs' times in the note. ``--before DIR``: each stage that runs the product's code (all but the baselines
+``bare``, ``bare_filtered``, ``duckdb``) runs twice in each rotation, first with the code of the checkout
+at DIR (e.g. ``git archive <commit> | tar -x -C DIR``, this script copied into ``DIR/benchmarks``, the
+data dir linked), then with this one's: rows ``<stage> (before)`` and ``<stage>``, on the same log, under
+the same load (a replay stage reads the warehouse the last ingest wrote).
 
-Ratios: line stages (bare, ingest, run) as time ÷ the bare pass's time (target: ingest ≤ 1.5); replay
-stages as events/s ÷ the single-process model's events/s (targets: fast ≥ 1.6, stateful ≥ 1.0).
+Ratios, on every row: the stage's time ÷ the baseline's (``bare``; ``bare_filtered`` with ``--mixed``) and
+÷ ``duckdb``'s (targets: ingest ≤ 1.5× bare; on the mixed log, ingest ≤ 2.5× duckdb); replay stages also
+as events/s ÷ the single-process model's events/s (targets: fast ≥ 1.6, stateful ≥ 1.0).
 Not a test: the numbers depend on the machine; results go into ``benchmarks/README.md``.
 """
 
@@ -55,6 +81,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +90,8 @@ sys.path.insert(0, str(ROOT))
 
 STAGES = (
     "bare",
+    "bare_filtered",
+    "duckdb",
     "ingest_python",
     "ingest_spark_writer",
     "ingest",
@@ -74,9 +103,11 @@ STAGES = (
     "audit",
     "run",
 )
+#: the baselines: no product code (``--before`` does not run them twice)
+BASELINES = ("bare", "bare_filtered", "duckdb")
 #: stages that neither write nor read a Delta table
-ENGINE_FREE = ("bare", "model", "model_columns")
-LINE_STAGES = ("bare", "ingest_python", "ingest_spark_writer", "ingest", "run")
+ENGINE_FREE = ("bare", "bare_filtered", "duckdb", "model", "model_columns")
+LINE_STAGES = ("bare", "bare_filtered", "duckdb", "ingest_python", "ingest_spark_writer", "ingest", "run")
 # the bare pass's schema: what a hand-written Spark job over these logs would declare
 BARE_SCHEMA = (
     "isForwarded boolean, "
@@ -113,24 +144,346 @@ class StageResult:
 # ----------------------------------------------------------------------------------------------------
 
 
-def data_dir(lines: int, groups: int, members: int) -> Path:
-    return ROOT / "benchmarks" / ".data" / f"pipeline-l{lines}-g{groups}-m{members}"
+def data_dir(lines: int, groups: int, members: int, mixed: int = 0) -> Path:
+    suffix = f"-x{mixed}" if mixed else ""
+    return ROOT / "benchmarks" / ".data" / f"pipeline-l{lines}-g{groups}-m{members}{suffix}"
 
 
-def ensure_log(data: Path, lines: int, groups: int, members: int) -> int:
-    """Generate the log once; returns its number of lines."""
+def ensure_log(data: Path, lines: int, groups: int, members: int, mixed: int = 0) -> tuple[int, int]:
+    """Generate the log once (``mixed``: with that many other-API lines per group line, see
+    :func:`generate_mixed`); returns (its lines, its group lines)."""
     marker = data / "log-ok.json"
     if marker.exists():
-        return int(json.loads(marker.read_text())["lines"])
+        d = json.loads(marker.read_text())
+        return int(d["lines"]), int(d.get("group_lines", d["lines"]))
     from benchmarks.bench_replay import generate
 
     shutil.rmtree(data, ignore_errors=True)
     t = time.perf_counter()
-    n = generate(data / "logs", lines, groups, members)
-    print(f"generated {n:,} lines in {time.perf_counter() - t:.1f}s", flush=True)
+    if mixed:
+        n, n_group = generate_mixed(data / "logs", lines, groups, members, mixed)
+    else:
+        n = n_group = generate(data / "logs", lines, groups, members)
+    print(f"generated {n:,} lines ({n_group:,} group lines) in {time.perf_counter() - t:.1f}s", flush=True)
     data.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({"lines": n}))
-    return n
+    marker.write_text(json.dumps({"lines": n, "group_lines": n_group, "mixed": mixed}))
+    return n, n_group
+
+
+# ----------------------------------------------------------------------------------------------------
+# The mixed-API log (--mixed N): the group lines of the log above with N other-API lines per group line
+# ----------------------------------------------------------------------------------------------------
+
+#: the APIs the product keeps (``ApiKey``): what ``bare_filtered`` and ``duckdb`` keep of a mixed log
+GROUP_API_NAMES = (
+    "OFFSET_COMMIT",
+    "FIND_COORDINATOR",
+    "JOIN_GROUP",
+    "HEARTBEAT",
+    "LEAVE_GROUP",
+    "SYNC_GROUP",
+    "DESCRIBE_GROUPS",
+    "CONSUMER_GROUP_HEARTBEAT",
+)
+#: the other-API lines of a mixed log, by share: what a broker's request log is mostly made of
+MIXED_SHARES = (
+    ("fetch_consumer", 0.38),
+    ("fetch_follower", 0.30),
+    ("produce", 0.24),
+    ("metadata", 0.06),
+    ("api_versions", 0.02),
+)
+MIXED_SEED = 30  # issue 30
+_BROKERS = ("broker-1", "broker-2", "broker-3")
+_DATA_TOPICS = ("orders", "payments", "clicks", "inventory", "audit-events", "sessions", "shipments")
+_CLIENT_INFO_JAVA = '{"softwareName":"apache-kafka-java","softwareVersion":"3.7.1"}'
+_CLIENT_INFO_UNKNOWN = '{"softwareName":"unknown","softwareVersion":"unknown"}'
+# the API_VERSIONS answer of a 3.7 broker's data-plane listener (a real one: tests/data/real-kafka/3.7)
+_API_VERSIONS_KEYS = (
+    (0, 0, 10), (1, 0, 16), (2, 0, 8), (3, 0, 12), (8, 0, 9), (9, 0, 9), (10, 0, 4), (11, 0, 9),
+    (12, 0, 4), (13, 0, 5), (14, 0, 5), (15, 0, 5), (16, 0, 4), (17, 0, 1), (18, 0, 3), (19, 0, 7),
+    (20, 0, 6), (21, 0, 2), (22, 0, 4), (23, 0, 4), (24, 0, 4), (25, 0, 3), (26, 0, 3), (27, 0, 1),
+    (28, 0, 3), (29, 0, 3), (30, 0, 3), (31, 0, 3), (32, 0, 4), (33, 0, 2), (34, 0, 2), (35, 0, 4),
+    (36, 0, 2), (37, 0, 3), (38, 0, 3), (39, 0, 2), (40, 0, 2), (41, 0, 3), (42, 0, 2), (43, 0, 2),
+    (44, 0, 1), (45, 0, 0), (46, 0, 0), (47, 0, 0), (48, 0, 1), (49, 0, 1), (50, 0, 0), (51, 0, 0),
+    (55, 0, 1), (57, 0, 1), (60, 0, 1), (61, 0, 0), (64, 0, 0), (65, 0, 0), (66, 0, 0), (68, 0, 0),
+    (74, 0, 0),
+)  # fmt: skip
+
+
+class MixedLines:
+    """Other-API ``Completed request`` lines in the JSON shapes a Kafka 3.7 broker writes (the shapes of
+    the recordings in ``tests/data/real-kafka/3.7``: Fetch v16 from consumers and from follower brokers —
+    ``replicaState.replicaId`` ≥ 0 —, Produce v9, Metadata v12, ApiVersions v3), seeded."""
+
+    def __init__(self, broker: str, seed: int) -> None:
+        import random
+
+        self.rng = random.Random(f"{seed}:{broker}")
+        self.broker = broker
+        self.node = int(broker.rsplit("-", 1)[1])
+        self.corr = 0
+        rng = self.rng
+        # topic ids are 22-character URL-safe base64 uuids
+        alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+        self.topic_ids = {t: "".join(rng.choice(alphabet) for _ in range(22)) for t in _DATA_TOPICS}
+        self.offsets: dict[tuple[str, int], int] = {}
+        kinds, weights = zip(*MIXED_SHARES, strict=True)
+        self.kinds, self.weights = list(kinds), list(weights)
+        self.api_versions = ",".join(
+            f'{{"apiKey":{k},"minVersion":{lo},"maxVersion":{hi}}}' for k, lo, hi in _API_VERSIONS_KEYS
+        )
+        self._ts_cache: tuple[int, str] = (-1, "")
+
+    def _ts(self, ms: int) -> str:
+        sec, milli = divmod(ms, 1000)
+        if self._ts_cache[0] != sec:
+            t = datetime.fromtimestamp(sec, tz=UTC)
+            self._ts_cache = (sec, f"{t:%Y-%m-%d %H:%M:%S}")
+        return f"{self._ts_cache[1]},{milli:03d}"
+
+    def _timings(self, total: float, remote: float = 0.0) -> str:
+        from simulator.log_render import java_double as jd
+
+        rng = self.rng
+        queue = round(rng.uniform(0.02, 0.4), 3)
+        send = round(rng.uniform(0.05, 0.6), 3)
+        resp_q = round(rng.uniform(0.02, 0.15), 3)
+        local = round(max(total - remote - queue - send - resp_q, 0.05), 3)
+        return (
+            f'"totalTimeMs":{jd(total)},"requestQueueTimeMs":{jd(queue)},"localTimeMs":{jd(local)},'
+            f'"remoteTimeMs":{jd(remote)},"throttleTimeMs":0,"responseQueueTimeMs":{jd(resp_q)},'
+            f'"sendTimeMs":{jd(send)}'
+        )
+
+    def _line(
+        self,
+        ms: int,
+        key: int,
+        name: str,
+        version: int,
+        client: str,
+        conn: str,
+        req: str,
+        resp: str,
+        timings: str,
+        info: str,
+    ) -> str:
+        self.corr += 1
+        return (
+            f"[{self._ts(ms)}] DEBUG Completed request:"
+            f'{{"isForwarded":false,"requestHeader":{{"requestApiKey":{key},"requestApiVersion":{version},'
+            f'"correlationId":{self.corr},"clientId":"{client}","requestApiKeyName":"{name}"}},'
+            f'"request":{req},"response":{resp},"connection":"{conn}",{timings},'
+            f'"securityProtocol":"PLAINTEXT","principal":"User:ANONYMOUS","listener":"PLAINTEXT",'
+            f'"clientInformation":{info}}} (kafka.request.logger)'
+        )
+
+    def _conn(self, client_host: str) -> str:
+        port = 40000 + self.rng.randrange(20000)
+        return f"10.0.0.{self.node}:9092-{client_host}:{port}-{self.rng.randrange(1, 9)}"
+
+    def _partitions(self, n: int) -> list[tuple[str, int]]:
+        topics = self.rng.sample(_DATA_TOPICS, min(len(_DATA_TOPICS), max(1, (n + 5) // 6)))
+        return sorted({(self.rng.choice(topics), self.rng.randrange(12)) for _ in range(n)})
+
+    def _advance(self, tp: tuple[str, int]) -> tuple[int, int]:
+        before = self.offsets.get(tp, self.rng.randrange(10_000_000))
+        after = before + self.rng.randrange(0, 400)
+        self.offsets[tp] = after
+        return before, after
+
+    def _fetch(self, ms: int, follower: bool) -> str:
+        rng = self.rng
+        # an incremental fetch session lists the partitions that changed (or none)
+        n = rng.choice((0, 1, 1, 2, 2, 3, 4, 6, 8, 12, 16) if follower else (0, 0, 1, 1, 2, 3, 4, 6))
+        parts = self._partitions(n) if n else []
+        by_topic: dict[str, list[str]] = {}
+        answers: dict[str, list[str]] = {}
+        for topic, p in parts:
+            before, after = self._advance((topic, p))
+            by_topic.setdefault(topic, []).append(
+                f'{{"partition":{p},"currentLeaderEpoch":{rng.randrange(3)},"fetchOffset":{before},'
+                f'"lastFetchedEpoch":-1,"logStartOffset":{-1 if not follower else 0},'
+                f'"partitionMaxBytes":1048576}}'
+            )
+            size = 0 if after == before else rng.randrange(200, 60_000)
+            answers.setdefault(topic, []).append(
+                f'{{"partitionIndex":{p},"errorCode":0,"highWatermark":{after},"lastStableOffset":{after},'
+                f'"logStartOffset":0,"abortedTransactions":null,"preferredReadReplica":-1,'
+                f'"recordsSizeInBytes":{size}}}'
+            )
+        topics = ",".join(
+            f'{{"topicId":"{self.topic_ids[t]}","partitions":[{",".join(ps)}]}}' for t, ps in by_topic.items()
+        )
+        responses = ",".join(
+            f'{{"topicId":"{self.topic_ids[t]}","partitions":[{",".join(ps)}]}}' for t, ps in answers.items()
+        )
+        session = rng.randrange(1, 2**31)
+        epoch = rng.randrange(1, 5000)
+        if follower:
+            replica = rng.choice([b for b in (1, 2, 3) if b != self.node])
+            head = f'"replicaState":{{"replicaId":{replica},"replicaEpoch":{rng.randrange(1, 40)}}},'
+            client, conn, info = (
+                f"broker-{replica}-fetcher-0",
+                self._conn(f"10.0.0.{replica}"),
+                _CLIENT_INFO_UNKNOWN,
+            )
+            max_bytes = 10485760
+        else:
+            head = ""
+            client = f"consumer-{rng.choice(('etl', 'billing', 'search', 'alerts'))}-{rng.randrange(1, 40)}"
+            conn, info, max_bytes = (
+                self._conn(f"10.2.{rng.randrange(8)}.{rng.randrange(2, 250)}"),
+                _CLIENT_INFO_JAVA,
+                52428800,
+            )
+        req = (
+            f'{{{head}"maxWaitMs":500,"minBytes":1,"maxBytes":{max_bytes},'
+            f'"isolationLevel":{rng.choice((0, 1))},'
+            f'"sessionId":{session},"sessionEpoch":{epoch},"topics":[{topics}],"forgottenTopicsData":[],'
+            f'"rackId":""}}'
+        )
+        resp = f'{{"throttleTimeMs":0,"errorCode":0,"sessionId":{session},"responses":[{responses}]}}'
+        remote = round(rng.uniform(0, 500.0), 3) if not parts or rng.random() < 0.5 else 0.0
+        total = round(remote + rng.uniform(0.3, 6.0), 3)
+        return self._line(ms, 1, "FETCH", 16, client, conn, req, resp, self._timings(total, remote), info)
+
+    def _produce(self, ms: int) -> str:
+        rng = self.rng
+        parts = self._partitions(rng.choice((1, 1, 1, 2, 2, 3, 4)))
+        data: dict[str, list[str]] = {}
+        answers: dict[str, list[str]] = {}
+        for topic, p in parts:
+            before, _ = self._advance((topic, p))
+            data.setdefault(topic, []).append(
+                f'{{"index":{p},"recordsSizeInBytes":{rng.randrange(300, 16_000)}}}'
+            )
+            answers.setdefault(topic, []).append(
+                f'{{"index":{p},"errorCode":0,"baseOffset":{before},"logAppendTimeMs":-1,"logStartOffset":0,'
+                f'"recordErrors":[],"errorMessage":null}}'
+            )
+        req = (
+            '{"transactionalId":null,"acks":-1,"timeoutMs":30000,"topicData":['
+            + ",".join(f'{{"name":"{t}","partitionData":[{",".join(ps)}]}}' for t, ps in data.items())
+            + "]}"
+        )
+        resp = (
+            '{"responses":['
+            + ",".join(f'{{"name":"{t}","partitionResponses":[{",".join(ps)}]}}' for t, ps in answers.items())
+            + '],"throttleTimeMs":0}'
+        )
+        service = rng.choice(("orders-svc", "payments-svc", "tracker", "inventory-sync"))
+        client = f"producer-{service}-{rng.randrange(1, 30)}"
+        remote = round(rng.uniform(1.0, 12.0), 3)  # acks=-1: waiting for the followers
+        total = round(remote + rng.uniform(0.3, 3.0), 3)
+        conn = self._conn(f"10.3.{rng.randrange(8)}.{rng.randrange(2, 250)}")
+        return self._line(
+            ms, 0, "PRODUCE", 9, client, conn, req, resp, self._timings(total, remote), _CLIENT_INFO_JAVA
+        )
+
+    def _metadata(self, ms: int) -> str:
+        rng = self.rng
+        topics = rng.sample(_DATA_TOPICS, rng.randrange(1, 3))
+        req = (
+            '{"topics":['
+            + ",".join(f'{{"topicId":"AAAAAAAAAAAAAAAAAAAAAA","name":"{t}"}}' for t in topics)
+            + '],"allowAutoTopicCreation":true,"includeTopicAuthorizedOperations":false}'
+        )
+        brokers = ",".join(f'{{"nodeId":{b},"host":"broker-{b}","port":9092,"rack":null}}' for b in (1, 2, 3))
+        answers = []
+        for t in topics:
+            parts = ",".join(
+                f'{{"errorCode":0,"partitionIndex":{p},"leaderId":{1 + (p % 3)},"leaderEpoch":{p % 4},'
+                f'"replicaNodes":[1,2,3],"isrNodes":[1,2,3],"offlineReplicas":[]}}'
+                for p in range(12)
+            )
+            answers.append(
+                f'{{"errorCode":0,"name":"{t}","topicId":"{self.topic_ids[t]}","isInternal":false,'
+                f'"partitions":[{parts}],"topicAuthorizedOperations":-2147483648}}'
+            )
+        resp = (
+            f'{{"throttleTimeMs":0,"brokers":[{brokers}],"clusterId":"9-8lbZO1QfSD2__WJ3H1mw",'
+            f'"controllerId":1,"topics":[{",".join(answers)}]}}'
+        )
+        client = f"consumer-{rng.choice(('etl', 'billing', 'search', 'alerts'))}-{rng.randrange(1, 40)}"
+        total = round(rng.uniform(0.5, 6.0), 3)
+        conn = self._conn(f"10.2.{rng.randrange(8)}.{rng.randrange(2, 250)}")
+        return self._line(
+            ms, 3, "METADATA", 12, client, conn, req, resp, self._timings(total), _CLIENT_INFO_JAVA
+        )
+
+    def _api_versions(self, ms: int) -> str:
+        rng = self.rng
+        req = '{"clientSoftwareName":"apache-kafka-java","clientSoftwareVersion":"3.7.1"}'
+        resp = (
+            f'{{"errorCode":0,"apiKeys":[{self.api_versions}],"throttleTimeMs":0,"supportedFeatures":'
+            '[{"name":"metadata.version","minVersion":1,"maxVersion":19}],"finalizedFeaturesEpoch":8,'
+            '"finalizedFeatures":[{"name":"metadata.version","maxVersionLevel":19,"minVersionLevel":19}]}'
+        )
+        total = round(rng.uniform(0.5, 4.0), 3)
+        conn = self._conn(f"10.2.{rng.randrange(8)}.{rng.randrange(2, 250)}")
+        client = f"consumer-{rng.choice(('etl', 'billing', 'search', 'alerts'))}-{rng.randrange(1, 40)}"
+        return self._line(
+            ms, 18, "API_VERSIONS", 3, client, conn, req, resp, self._timings(total), _CLIENT_INFO_UNKNOWN
+        )
+
+    def line(self, ms: int) -> str:
+        kind = self.rng.choices(self.kinds, self.weights)[0]
+        if kind == "fetch_consumer":
+            return self._fetch(ms, follower=False)
+        if kind == "fetch_follower":
+            return self._fetch(ms, follower=True)
+        if kind == "produce":
+            return self._produce(ms)
+        if kind == "metadata":
+            return self._metadata(ms)
+        return self._api_versions(ms)
+
+
+def _line_ms(line: str) -> int:
+    """Epoch ms of a generated line's ``[yyyy-MM-dd HH:mm:ss,SSS]`` (UTC)."""
+    t = datetime.strptime(line[1:20], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+    return int(t.timestamp()) * 1000 + int(line[21:24])
+
+
+def generate_mixed(out: Path, lines: int, groups: int, members: int, mixed: int) -> tuple[int, int]:
+    """A mixed-API log of about ``lines`` lines: the group lines of ``bench_replay.generate`` (about
+    ``lines / (mixed + 1)`` of them, same groups and brokers), each broker file's merged in time order
+    (each group's own order kept), and ``mixed`` other-API lines (:class:`MixedLines`) after each group
+    line, their times spread between it and the next. Returns (lines, group lines)."""
+    import heapq
+
+    from benchmarks.bench_replay import T0
+    from simulator.clients import simulate, steady_group
+    from simulator.log_render import complete_record, render_line
+
+    per_group = lines / (mixed + 1) / groups
+    minutes = per_group / (members * (1 / 3 + 1 / 5)) / 60  # as bench_replay.generate
+    by_broker: dict[str, list[list[tuple[int, str]]]] = {b: [] for b in _BROKERS}
+    for g in range(groups):
+        broker = _BROKERS[g % len(_BROKERS)]
+        cfg = steady_group(f"bench-{g:05d}", members, minutes, start_ms=T0 + g * 10, broker_id=broker)
+        rendered = []
+        for rec in simulate(cfg):
+            fields = {k: v for k, v in rec.items() if not k.startswith("_")}
+            line = render_line(complete_record(fields, kafka_version="3.7"), kafka_version="3.7", tz=UTC)
+            rendered.append((_line_ms(line), line))
+        by_broker[broker].append(rendered)
+    n = n_group = 0
+    for broker, group_lines in by_broker.items():
+        merged = list(heapq.merge(*group_lines, key=lambda x: x[0]))
+        other = MixedLines(broker, MIXED_SEED)
+        (out / broker).mkdir(parents=True, exist_ok=True)
+        with open(out / broker / "kafka-request.log", "w", encoding="utf-8") as f:
+            for i, (ms, line) in enumerate(merged):
+                f.write(line + "\n")
+                nxt = merged[i + 1][0] if i + 1 < len(merged) else ms + 50
+                times = sorted(other.rng.randint(ms, max(ms, nxt)) for _ in range(mixed))
+                f.write("".join(other.line(t) + "\n" for t in times))
+                n += 1 + mixed
+                n_group += 1
+    return n, n_group
 
 
 def _engine(overrides: list[str]) -> str | None:
@@ -186,6 +539,116 @@ def stage_bare(data: Path, overrides: list[str]) -> StageResult:
     return StageResult("bare", secs, _n_lines(data), "lines", "read.text + from_json + parquet write")
 
 
+_TS_RE = r"^\[([^\]]+)\] (\w+) "
+_BODY_RE = r"Completed request:(\{.*\}) \(kafka\.request\.logger\)$"
+_API_NAME_RE = r'"requestApiKeyName":"([A-Z_]+)"'
+
+
+def _parquet_rows(out: Path) -> int:
+    """Rows of a parquet file, or of the parquet files of a folder (read from their footers)."""
+    import pyarrow.parquet as pq
+
+    files = [out] if out.is_file() else list(out.rglob("*.parquet"))
+    return sum(pq.read_metadata(f).num_rows for f in files)
+
+
+def stage_bare_filtered(data: Path, overrides: list[str]) -> StageResult:
+    """The bare pass that keeps only the group APIs' lines: ``spark.read.text`` → the API name
+    (``regexp_extract``) → filter → ``from_json`` → parquet write (the baseline of a mixed log)."""
+    from pyspark.sql import functions as F
+
+    spark = _spark(overrides)
+    out = data / "bare-filtered-out"
+    shutil.rmtree(out, ignore_errors=True)
+    t = time.perf_counter()
+    text = spark.read.text(str(data / "logs"), recursiveFileLookup=True)
+    kept = text.filter(F.regexp_extract("value", _API_NAME_RE, 1).isin(*GROUP_API_NAMES))
+    parsed = kept.select(
+        F.regexp_extract("value", _TS_RE, 1).alias("ts"),
+        F.from_json(F.regexp_extract("value", _BODY_RE, 1), BARE_SCHEMA).alias("j"),
+    ).select("ts", "j.*")
+    parsed.write.parquet(str(out))
+    secs = time.perf_counter() - t
+    rows = _parquet_rows(out)
+    shutil.rmtree(out, ignore_errors=True)
+    note = f"read.text + API name + filter + from_json + parquet write; {rows:,} rows"
+    return StageResult("bare_filtered", secs, _n_lines(data), "lines", note)
+
+
+def _duckdb_type(ddl: str) -> Any:
+    """A Spark DDL type (of :data:`BARE_SCHEMA`) as a DuckDB ``json_transform`` structure."""
+    ddl = ddl.strip()
+    scalars = {
+        "boolean": "BOOLEAN",
+        "int": "INTEGER",
+        "bigint": "BIGINT",
+        "double": "DOUBLE",
+        "string": "VARCHAR",
+    }
+    if ddl in scalars:
+        return scalars[ddl]
+    if ddl.startswith("array<"):
+        return [_duckdb_type(ddl[6:-1])]
+    if ddl.startswith("struct<"):
+        return _duckdb_struct(ddl[7:-1], ":")
+    raise ValueError(f"no DuckDB type for {ddl!r}")
+
+
+def _duckdb_struct(fields: str, sep: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    depth, start = 0, 0
+    for i, c in enumerate(fields + ","):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        elif c == "," and depth == 0:
+            name, _, ddl = fields[start:i].strip().partition(sep)
+            out[name.strip()] = _duckdb_type(ddl)
+            start = i + 1
+    return out
+
+
+def stage_duckdb(data: Path, overrides: list[str]) -> StageResult:
+    """DuckDB (threads=2) on the same files: read them as lines, keep the group APIs' lines (the API
+    name by ``regexp_extract``), parse their JSON (``json_transform``, the bare pass's schema) and write
+    parquet."""
+    import duckdb
+
+    out = data / "duckdb-out.parquet"
+    out.unlink(missing_ok=True)
+    files = sorted(str(f) for f in (data / "logs").rglob("*") if f.is_file())
+    structure = json.dumps(_duckdb_struct(BARE_SCHEMA, " "))
+    names = ", ".join(f"'{n}'" for n in GROUP_API_NAMES)
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    t = time.perf_counter()
+    # one VARCHAR column a line: a delimiter no line holds, no quoting
+    lines = (
+        "read_csv(?, columns = {'line': 'VARCHAR'}, header = false, delim = '\x01', quote = '', "
+        "escape = '', auto_detect = false, max_line_size = 16777216)"
+    )
+    con.execute(
+        f"""
+        COPY (
+            SELECT ts, unnest(j) FROM (
+                SELECT regexp_extract(line, '{_TS_RE}', 1) AS ts,
+                       json_transform(regexp_extract(line, '{_BODY_RE}', 1), '{structure}') AS j
+                FROM {lines}
+                WHERE regexp_extract(line, '{_API_NAME_RE}', 1) IN ({names})
+            )
+        ) TO '{out}' (FORMAT parquet)
+        """,
+        [files],
+    )
+    secs = time.perf_counter() - t
+    con.close()
+    rows = _parquet_rows(out)
+    out.unlink(missing_ok=True)
+    note = f"threads=2: read_csv lines + API name + filter + json_transform + parquet write; {rows:,} rows"
+    return StageResult("duckdb", secs, _n_lines(data), "lines", note)
+
+
 def _ingest_stage(
     name: str, warehouse: str, data: Path, overrides: list[str], task_files: bool = True
 ) -> StageResult:
@@ -201,7 +664,7 @@ def _ingest_stage(
     t = time.perf_counter()
     res = ingest(spark, store, config, [str(data / "logs")], log=lambda m: None)
     secs = time.perf_counter() - t
-    how = "columnar routine lines" if config.input.columnar_json else "every line through parse_line"
+    how = "columnar routine lines" if config.input.columnar_json else "routine lines through parse_line"
     how += ", the tasks write the files" if task_files else ", Spark's parquet writer"
     note = f"{res.run.requests:,} requests, {res.run.quarantined} quarantined, {how}"
     return StageResult(name, secs, res.run.lines_read, "lines", note)
@@ -212,8 +675,9 @@ def stage_ingest(data: Path, overrides: list[str]) -> StageResult:
 
 
 def stage_ingest_python(data: Path, overrides: list[str]) -> StageResult:
-    """The ingest with the per-line Python parser only (``input.columnar_json=false``), into a warehouse
-    of its own that is removed afterwards: the before of the columnar parser, in the same invocation."""
+    """The ingest with the routine lines through the per-line parser too (``input.columnar_json=false``),
+    into a warehouse of its own that is removed afterwards: the before of the columnar parser, in the same
+    invocation."""
     try:
         return _ingest_stage(
             "ingest_python", "warehouse-python", data, [*overrides, "input.columnar_json=false"]
@@ -351,8 +815,25 @@ def stage_run(data: Path, overrides: list[str]) -> StageResult:
     return StageResult("run", secs, _n_lines(data), "lines", "CLI, JVM start included; " + head[5:80])
 
 
+#: the stages ``--warm`` warms up (a SparkSession's stages; ``run`` starts its own JVM)
+WARMED = tuple(s for s in STAGES if s not in ("duckdb", "run"))
+
+
+def warm_up(overrides: list[str]) -> None:
+    """A SparkSession's first job with Python workers (``mapInArrow``): what every Spark stage's first
+    job pays once per session — the Python workers' start, the JVM's Arrow and code generation warming —
+    done before the clock starts (``--warm``)."""
+
+    def same(batches: Any) -> Any:
+        yield from batches
+
+    _spark(overrides).range(0, 4, 1, 2).mapInArrow(same, "id long").collect()
+
+
 STAGE_FUNCS: dict[str, Callable[[Path, list[str]], StageResult]] = {
     "bare": stage_bare,
+    "bare_filtered": stage_bare_filtered,
+    "duckdb": stage_duckdb,
     "ingest_python": stage_ingest_python,
     "ingest_spark_writer": stage_ingest_spark_writer,
     "ingest": stage_ingest,
@@ -371,9 +852,9 @@ STAGE_FUNCS: dict[str, Callable[[Path, list[str]], StageResult]] = {
 # ----------------------------------------------------------------------------------------------------
 
 
-def _env() -> dict[str, str]:
+def _env(root: Path = ROOT) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = str(root) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("GX_ANALYTICS_ENABLED", "false")
     return env
 
@@ -455,12 +936,24 @@ class RssSampler:
             self.peak[k] = max(self.peak[k], v)
 
 
-def run_subprocess(stage: str, data: Path, overrides: list[str]) -> StageResult:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--stage", stage, "--data", str(data)]
+def run_subprocess(
+    stage: str, data: Path, overrides: list[str], warm: bool = False, root: Path = ROOT
+) -> StageResult:
+    """One stage in a subprocess, with the code of the checkout at ``root`` (``--before``: another one)."""
+    cmd = [
+        sys.executable,
+        str(root / "benchmarks" / "bench_pipeline.py"),
+        "--stage",
+        stage,
+        "--data",
+        str(data),
+    ]
+    if warm:
+        cmd.append("--warm")
     for o in overrides:
         cmd += ["--set", o]
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        cmd, cwd=root, env=_env(root), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     with RssSampler(proc.pid) as sampler:
         stdout, stderr = proc.communicate()
@@ -480,26 +973,30 @@ def _mb(b: int | None) -> str:
     return "-" if not b else f"{b / 2**20:,.0f}"
 
 
-def format_table(results: list[StageResult]) -> str:
+def format_table(results: list[StageResult], mixed: int = 0) -> str:
+    """The results as a markdown table. Every row: its time ÷ the baseline's (``bare``; on a mixed log
+    ``bare_filtered``, the Spark pass that also drops the other APIs' lines) and ÷ ``duckdb``'s; replay
+    stages also their events/s ÷ the single-process model's."""
     by = {r.stage: r for r in results}
-    bare, model = by.get("bare"), by.get("model")
+    base_name = "bare_filtered" if mixed else "bare"
+    base, duck, model = by.get(base_name), by.get("duckdb"), by.get("model")
     head = (
-        "| stage | seconds | lines/s or events/s | ratio | driver JVM MB | driver Py MB | "
-        "worker max MB | workers sum MB | note |"
+        f"| stage | seconds | lines/s or events/s | × {base_name} time | × duckdb time | × model ev/s | "
+        "driver JVM MB | driver Py MB | worker max MB | workers sum MB | note |"
     )
-    rows = [head, "|" + "---|" * 9]
+    rows = [head, "|" + "---|" * 11]
     for r in results:
-        if r.unit == "lines":
-            ratio = f"{r.seconds / bare.seconds:.2f}× bare time" if bare else "-"
-        else:
-            ratio = f"{r.rate / model.rate:.2f}× model ev/s" if model else "-"
-            if r.stage in ("validate", "audit"):
-                ratio = "-"
+        vs_base = f"{r.seconds / base.seconds:.2f}×" if base else "-"
+        vs_duck = f"{r.seconds / duck.seconds:.2f}×" if duck else "-"
+        vs_model = "-"
+        if r.unit == "events" and model and r.stage.split(" ")[0] not in ("validate", "audit"):
+            vs_model = f"{r.rate / model.rate:.2f}×"
         mem = " | ".join(
             _mb(r.rss.get(k)) for k in ("driver_jvm", "driver_python", "worker_max", "workers_sum")
         )
         rows.append(
-            f"| {r.stage} | {r.seconds:.1f} | {r.rate:,.0f} {r.unit}/s | {ratio} | {mem} | {r.note} |"
+            f"| {r.stage} | {r.seconds:.1f} | {r.rate:,.0f} {r.unit}/s | {vs_base} | {vs_duck} | {vs_model} "
+            f"| {mem} | {r.note} |"
         )
     return "\n".join(rows)
 
@@ -531,7 +1028,35 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lines", type=int, default=1_000_000)
     p.add_argument("--groups", type=int, default=200)
     p.add_argument("--members", type=int, default=5)
+    p.add_argument(
+        "--mixed",
+        type=int,
+        nargs="?",
+        const=9,
+        default=0,
+        metavar="N",
+        help="N other-API lines (Fetch, Produce, Metadata, ApiVersions) per group line (default 9)",
+    )
     p.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES))
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run the stages N times, in rotation; the table shows each stage's median time",
+    )
+    p.add_argument(
+        "--warm",
+        action="store_true",
+        help="before each Spark stage's clock starts, one trivial job with Python workers (not counted)",
+    )
+    p.add_argument(
+        "--before",
+        type=Path,
+        metavar="DIR",
+        help="also run the product's stages with the code of the checkout at DIR (e.g. an older commit's "
+        "`git archive`, this script copied in), each right before this checkout's: rows '<stage> (before)'",
+    )
     p.add_argument("--in-process", action="store_true", help="all stages in this process, one SparkSession")
     p.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY=VALUE")
     p.add_argument(
@@ -546,6 +1071,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     if args.stage:  # one stage, in this process, against <data>
+        if args.warm and args.stage in WARMED:
+            warm_up(args.overrides)
         res = STAGE_FUNCS[args.stage](Path(args.data), args.overrides)
         payload = {
             "stage": res.stage,
@@ -557,32 +1084,74 @@ def main(argv: list[str] | None = None) -> int:
         print("RESULT " + json.dumps(payload), flush=True)
         return 0
 
-    data = data_dir(args.lines, args.groups, args.members)
-    n = ensure_log(data, args.lines, args.groups, args.members)
-    print(f"log: {n:,} lines, {args.groups} groups × {args.members} members in {data / 'logs'}", flush=True)
+    data = data_dir(args.lines, args.groups, args.members, args.mixed)
+    n, n_group = ensure_log(data, args.lines, args.groups, args.members, args.mixed)
+    kind = (
+        f", {n_group:,} of them group lines ({args.mixed} other-API lines a group line)" if args.mixed else ""
+    )
+    print(
+        f"log: {n:,} lines{kind}, {args.groups} groups × {args.members} members in {data / 'logs'}",
+        flush=True,
+    )
     print(f"machine: {machine()}", flush=True)
     results = []
-    plan: list[tuple[str, str | None]] = []
+    if args.before is not None and args.in_process:
+        p.error("--before runs stages in subprocesses: not with --in-process")
+    plan: list[tuple[str, str | None, Path | None]] = []
     for engine in args.engines or [None]:
         for stage in [s for s in STAGES if s in args.stages]:
             if engine is not None and engine != args.engines[0] and stage in ENGINE_FREE:
                 continue  # no table written or read: the same for both engines
-            plan.append((stage, engine))
-    for stage, engine in plan:
-        overrides = args.overrides + ([f"storage.engine={engine}"] if engine else [])
-        t = time.perf_counter()
-        if args.in_process:
-            res = STAGE_FUNCS[stage](data, overrides)
-        else:
-            res = run_subprocess(stage, data, overrides)
-        if engine is not None and stage not in ENGINE_FREE:
-            res.stage = f"{stage} ({engine})"
-        results.append(res)
-        wall = time.perf_counter() - t
-        print(f"  {stage}: {res.seconds:.1f}s ({res.rate:,.0f} {res.unit}/s), wall {wall:.0f}s", flush=True)
+            if args.before is not None and stage not in BASELINES:
+                plan.append((stage, engine, args.before.resolve()))
+            plan.append((stage, engine, None))
+    for _ in range(args.repeat):
+        for stage, engine, tree in plan:
+            overrides = args.overrides + ([f"storage.engine={engine}"] if engine else [])
+            t = time.perf_counter()
+            if args.in_process:
+                if args.warm and stage in WARMED:
+                    warm_up(overrides)
+                res = STAGE_FUNCS[stage](data, overrides)
+            else:
+                res = run_subprocess(stage, data, overrides, args.warm, tree or ROOT)
+            tags = [engine] if engine is not None and stage not in ENGINE_FREE else []
+            tags += ["before"] if tree is not None else []
+            if tags:
+                res.stage = f"{stage} ({', '.join(tags)})"
+            results.append(res)
+            wall = time.perf_counter() - t
+            print(
+                f"  {res.stage}: {res.seconds:.1f}s ({res.rate:,.0f} {res.unit}/s), wall {wall:.0f}s",
+                flush=True,
+            )
     print()
-    print(format_table(results))
+    if args.warm:
+        print("warm: each Spark stage's session ran one trivial Python job before its clock started")
+    if args.repeat > 1:
+        print(f"median of {args.repeat} runs per stage (run in rotation)")
+    print(format_table(medians(results), args.mixed))
     return 0
+
+
+def medians(results: list[StageResult]) -> list[StageResult]:
+    """One row a stage, in first-run order: its median time (each run's time in the note when it ran more
+    than once), the peak of each memory figure over its runs, the last run's note."""
+    import statistics
+
+    by: dict[str, list[StageResult]] = {}
+    for r in results:
+        by.setdefault(r.stage, []).append(r)
+    out = []
+    for stage, runs in by.items():
+        last = runs[-1]
+        note = last.note
+        if len(runs) > 1:
+            note += "; runs: " + " / ".join(f"{r.seconds:.1f}" for r in runs) + " s"
+        rss = {k: max(r.rss.get(k, 0) for r in runs) for k in last.rss}
+        secs = statistics.median(r.seconds for r in runs)
+        out.append(StageResult(stage, secs, last.units, last.unit, note, rss))
+    return out
 
 
 if __name__ == "__main__":
