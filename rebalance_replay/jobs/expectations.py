@@ -322,18 +322,35 @@ class Check:
     columns: tuple[str, ...]
     description: str
     kind: str = "rows"  # rows | unique | mean
-    bad: Column | None = None
+    bad: Callable[[], Column] | None = None  # built when measured (a Spark session is running then)
     bounds: tuple[float, float] = (0.0, 0.0)
+    pattern: str | None = None  # a rows check of a regex every non-null value of columns[0] matches
 
     @property
     def name(self) -> str:
         return f"{self.expectation}({', '.join(self.columns)})"
 
+    def condition(self) -> Column | None:
+        """The Spark condition of a row that breaks the check (None: not a row check)."""
+        from pyspark.sql import functions as F
 
-def _in_set(column: str, values: Iterable[str]) -> tuple[Column, tuple[str, ...]]:
+        if self.pattern is not None:
+            column = F.col(self.columns[0])
+            return column.isNotNull() & ~column.rlike(self.pattern)
+        return None if self.bad is None else self.bad()
+
+
+def _in_set(column: str, values: Iterable[str]) -> tuple[Callable[[], Column], tuple[str, ...]]:
     from pyspark.sql import functions as F
 
-    return F.col(column).isNotNull() & ~F.col(column).isin(list(values)), (column,)
+    kept = list(values)
+    return lambda: F.col(column).isNotNull() & ~F.col(column).isin(kept), (column,)
+
+
+def _negative(column: str) -> Callable[[], Column]:
+    from pyspark.sql import functions as F
+
+    return lambda: F.col(column) < 0
 
 
 def _requests_checks() -> list[Check]:
@@ -346,7 +363,7 @@ def _requests_checks() -> list[Check]:
             "expect_column_values_to_be_null",
             ("missing_keys",),
             f"the row keys ({', '.join(REQUEST_KEYS)}) are never null",
-            bad=F.col("missing_keys").isNotNull(),
+            bad=lambda: F.col("missing_keys").isNotNull(),
         ),
         Check(
             "rows_with_other_api",
@@ -360,21 +377,21 @@ def _requests_checks() -> list[Check]:
             "expect_column_pair_values_a_to_be_greater_than_b",
             ("completion_ms", "arrival_ms"),
             "arrival_ms ≤ completion_ms",
-            bad=F.col("completion_ms") < F.col("arrival_ms"),
+            bad=lambda: F.col("completion_ms") < F.col("arrival_ms"),
         ),
         Check(
             "rows_with_invalid_version",
             "expect_column_values_to_be_in_set",
             ("version_valid",),
             "0 ≤ api_version ≤ MAX_API_VERSION of the row's API",
-            bad=F.col("version_valid").isNotNull() & ~F.col("version_valid"),
+            bad=lambda: F.col("version_valid").isNotNull() & ~F.col("version_valid"),
         ),
         Check(
             "group_requests_without_group",
             "expect_column_values_to_not_be_null",
             ("group_id",),
             "group_id is present on every classic group API request",
-            bad=F.col("api_name").isin(list(GROUP_API_NAMES)) & F.col("group_id").isNull(),
+            bad=lambda: F.col("api_name").isin(list(GROUP_API_NAMES)) & F.col("group_id").isNull(),
         ),
         Check(
             "rows_sharing_a_line",
@@ -404,7 +421,7 @@ def _outputs_checks(min_agreement: float) -> list[Check]:
                 "expect_column_values_to_be_between",
                 (c,),
                 f"rebalance {c} ≥ 0",
-                bad=F.col(c) < 0,
+                bad=_negative(c),
             )
             for c in ("total_duration_ms", "join_phase_ms", "sync_phase_ms")
         ],
@@ -413,14 +430,14 @@ def _outputs_checks(min_agreement: float) -> list[Check]:
             "expect_column_pair_values_a_to_be_greater_than_b",
             ("generation_to", "generation_from"),
             "rebalance generation_to ≥ generation_from",
-            bad=F.col("generation_to") < F.col("generation_from"),
+            bad=lambda: F.col("generation_to") < F.col("generation_from"),
         ),
         Check(
             "transitions_with_generation_going_back",
             "expect_column_pair_values_a_to_be_greater_than_b",
             ("transition_generation_id", "previous_generation_id"),
             "per group, transition generations never decrease",
-            bad=F.col("transition_generation_id") < F.col("previous_generation_id"),
+            bad=lambda: F.col("transition_generation_id") < F.col("previous_generation_id"),
         ),
         Check(
             "predictions_sharing_a_seq",
@@ -444,14 +461,14 @@ def _findings_checks() -> list[Check]:
             "expect_column_values_to_be_between",
             ("evidence_rows",),
             "every finding has evidence rows",
-            bad=F.col("evidence_rows") < 1,
+            bad=lambda: F.col("evidence_rows") < 1,
         ),
         Check(
             "findings_ending_before_they_start",
             "expect_column_pair_values_a_to_be_greater_than_b",
             ("window_end_ms", "window_start_ms"),
             "window_start_ms ≤ window_end_ms",
-            bad=F.col("window_end_ms") < F.col("window_start_ms"),
+            bad=lambda: F.col("window_end_ms") < F.col("window_start_ms"),
         ),
         Check(
             "findings_with_other_severity",
@@ -465,14 +482,14 @@ def _findings_checks() -> list[Check]:
             "expect_column_values_to_be_between",
             ("confidence",),
             "confidence in [0, 1]",
-            bad=(F.col("confidence") < 0) | (F.col("confidence") > 1),
+            bad=lambda: (F.col("confidence") < 0) | (F.col("confidence") > 1),
         ),
         Check(
             "findings_with_unknown_rule",
             "expect_column_values_to_match_regex",
             ("rule_id",),
             f"rule_id is {rule_ids_text()}",
-            bad=F.col("rule_id").isNotNull() & ~F.col("rule_id").rlike(rule_id_pattern()),
+            pattern=rule_id_pattern(),
         ),
     ]
 
@@ -509,7 +526,8 @@ def contract_metrics(frame: DataFrame, checks: list[Check]) -> ContractMetrics:
     if len(uniques) > 1:
         raise ValueError("one uniqueness check per contract")
     unique = uniques[0] if uniques else None
-    flags = {c.key: F.coalesce(c.bad, F.lit(False)).cast("long") for c in rows_checks if c.bad is not None}
+    conditions = {c.key: c.condition() for c in rows_checks}
+    flags = {k: F.coalesce(v, F.lit(False)).cast("long") for k, v in conditions.items() if v is not None}
     parts: dict[str, Column] = {"n": F.count(F.lit(1))}
     parts |= {k: F.sum(v) for k, v in flags.items()}
     for m in means:
@@ -665,7 +683,11 @@ def _check_key(tables_key: Mapping[str, Any], frames: Mapping[str, DataFrame], m
     import json
 
     contracts = {
-        s: [(c.name, c.description, c.kind, str(c.bad)) for c in _checks(s, min_agreement)] for s in frames
+        suite: [
+            (c.name, c.description, c.kind, str(c.condition()), c.bounds)
+            for c in _checks(suite, min_agreement)
+        ]
+        for suite in frames
     }
     text = json.dumps({"tables": tables_key, "contracts": contracts}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
