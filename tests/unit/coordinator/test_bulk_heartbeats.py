@@ -271,3 +271,16 @@ def test_another_members_session_expiring_inside_a_heartbeat_run_is_expired_as_o
     assert rebalance["members_after"] == [A]
     ended = {(s["member_id"], s["generation_id"]): s for s in expected["member_sessions"]}
     assert (ended[(B, 1)]["end_reason"], ended[(B, 1)]["ended_ms"] - T0) == ("session_expiry", B_EXPIRES)
+
+
+def test_the_hot_path_switched_off_takes_nothing_in_bulk(monkeypatch: Any) -> None:
+    """With the hot path off (the tests' switch to compare both paths), no run is taken in bulk: every
+    request goes through ``handle``, and the tables are those of the one-by-one replay."""
+    from rebalance_replay.transforms.coordinator.engine import CoordinatorEngine
+
+    rows = log_rows()
+    one_by_one, _ = _replay(rows, columns=False)
+    monkeypatch.setattr(CoordinatorEngine, "_fast_path", False)
+    in_columns, _ = _replay(rows, columns=True)
+    assert [r for o in in_columns for t in o.prediction_tables for r in t.to_pylist()] == []
+    assert _tables(in_columns) == _tables(one_by_one)
