@@ -158,17 +158,16 @@ class GxOutcome:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> GxOutcome:
-        fields = ("suite", "expectation", "columns", "description", "unexpected_count", "observed_value")
+        fields = ("suite", "expectation", "description", "unexpected_count", "observed_value")
         failures = [
             GxFailure(
                 **{k: f[k] for k in fields},
+                columns=tuple(f["columns"]),
                 examples=list(f.get("examples") or []),
                 exception=f.get("exception"),
             )
             for f in d.get("failures") or []
         ]
-        for f in failures:
-            object.__setattr__(f, "columns", tuple(f.columns))
         return cls(
             bool(d["success"]),
             dict(d["suites"]),
