@@ -35,9 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,12 +44,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_pipeline import RssSampler, _env, _mb, cli_run_cmd, machine  # noqa: E402
+from benchmarks.bench_pipeline import RUN_STAGES, RssSampler, _mb, cli_run_cmd, machine, run_cli_staged  # noqa: E402
 
 SHAPES = ("storm", "metadata", "groups")
 FULL = {"storm": 100_000, "metadata": 1 << 20, "groups": 20_000}
 #: the CLI's stages in the order ``run`` does them; each prints its stdout lines when it is done
-STAGES = ("ingest", "replay", "validate", "audit", "report")
+STAGES = RUN_STAGES
 
 
 @dataclass
@@ -121,34 +119,23 @@ def run_shape(shape: str, size: int, overrides: list[str], root: Path = DATA_ROO
     wh = logs.parent / "warehouse"
     shutil.rmtree(wh, ignore_errors=True)
     cmd = cli_run_cmd(logs, wh, ["report.great_expectations=false", *overrides])
-    env = _env()
-    env["PYTHONUNBUFFERED"] = "1"  # the stages' lines as they are printed
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    err: list[str] = []
-    reader = threading.Thread(target=lambda: err.extend(proc.stderr or ()), daemon=True)
-    reader.start()
-    out: list[str] = []
-    ended: dict[str, float] = {}
-    sampler = StageSampler(proc.pid)
-    with sampler:
-        for line in proc.stdout or ():
-            out.append(line)
-            stage = sampler.stage
-            if stage in STAGES and line.startswith(f"{stage}:"):  # the stage's first line: it is done
-                ended[stage] = time.perf_counter()
-                i = STAGES.index(stage)
-                sampler.stage = STAGES[i + 1] if i + 1 < len(STAGES) else "end"
-        code = proc.wait()
-    reader.join()
-    seconds = time.perf_counter() - t0
-    rows, start = [], t0
+    samplers: list[StageSampler] = []
+
+    def sample(pid: int) -> StageSampler:
+        samplers.append(StageSampler(pid))
+        return samplers[0]
+
+    def switch(stage: str) -> None:
+        samplers[0].stage = stage
+
+    run = run_cli_staged(cmd, sample, switch)
+    sampler, code, out, err, seconds = samplers[0], run.code, run.out, run.err, run.total
+    rows = []
     for stage in STAGES:
         row = StageRow(stage, rss=sampler.peaks.get(stage, {}))
-        if stage in ended:
-            row.seconds, row.exit, start = ended[stage] - start, "0", ended[stage]
-        elif stage == sampler.stage:  # the run ended in it
-            row.seconds, row.exit = time.perf_counter() - start, str(code)
+        if stage in run.seconds:
+            row.seconds = run.seconds[stage]
+            row.exit = str(run.code) if stage == run.last else "0"
         rows.append(row)
     summary_path = wh / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}

@@ -71,6 +71,7 @@ Not a test: the numbers depend on the machine; results go into ``benchmarks/READ
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -799,6 +800,59 @@ def cli_run_cmd(logs: Path, warehouse: Path, overrides: list[str]) -> list[str]:
     return cmd
 
 
+#: the CLI ``run``'s stages in order; each prints a first line ``<stage>: …`` when it is done
+RUN_STAGES = ("ingest", "replay", "validate", "audit", "report")
+
+
+@dataclass
+class CliRun:
+    code: int
+    out: list[str]
+    err: list[str]
+    #: each stage's seconds (its first line's time − the previous one's; ingest's from the command's start,
+    #: the JVM's start included); the stage the run ended in, up to its end
+    seconds: dict[str, float]
+    total: float
+    #: the stage the run was in when it ended ("end" after the last)
+    last: str
+
+
+def run_cli_staged(
+    cmd: list[str],
+    sampler: Callable[[int], RssSampler] | None = None,
+    on_stage: Callable[[str], None] = lambda s: None,
+) -> CliRun:
+    """Run the CLI ``cmd`` (a ``run``), timing each of :data:`RUN_STAGES` by when its first line is printed;
+    ``sampler`` (given the command's pid) samples its memory while it runs; ``on_stage`` is told each stage
+    as it begins (the first when the command starts)."""
+    env = _env()
+    env["PYTHONUNBUFFERED"] = "1"  # the stages' lines as they are printed
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err: list[str] = []
+    reader = threading.Thread(target=lambda: err.extend(proc.stderr or ()), daemon=True)
+    reader.start()
+    out: list[str] = []
+    seconds: dict[str, float] = {}
+    stage, start = RUN_STAGES[0], t0
+    with sampler(proc.pid) if sampler else contextlib.nullcontext():
+        on_stage(stage)
+        for line in proc.stdout or ():
+            out.append(line)
+            if stage in RUN_STAGES and line.startswith(f"{stage}:"):  # the stage's first line: it is done
+                now = time.perf_counter()
+                seconds[stage], start = now - start, now
+                i = RUN_STAGES.index(stage)
+                stage = RUN_STAGES[i + 1] if i + 1 < len(RUN_STAGES) else "end"
+                on_stage(stage)
+        code = proc.wait()
+    reader.join()
+    end = time.perf_counter()
+    if stage in RUN_STAGES:  # the run ended in it
+        seconds[stage] = end - start
+    return CliRun(code, out, err, seconds, end - t0, stage)
+
+
 def stage_run(data: Path, overrides: list[str]) -> StageResult:
     engine = _engine(overrides)
     wh = data / ("warehouse-run" + (f"-{engine}" if engine else ""))
@@ -806,13 +860,14 @@ def stage_run(data: Path, overrides: list[str]) -> StageResult:
     cmd = cli_run_cmd(data / "logs", wh, overrides)
     if engine == "delta-spark":
         cmd += ["--set", f"storage.delta_spark_ivy={ROOT / '.cache' / 'ivy'}"]
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True)
-    secs = time.perf_counter() - t
-    if proc.returncode != 0:
-        raise RuntimeError(f"run failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    head = next((ln for ln in proc.stdout.splitlines() if ln.startswith("run: ")), "")
-    return StageResult("run", secs, _n_lines(data), "lines", "CLI, JVM start included; " + head[5:80])
+    run = run_cli_staged(cmd)
+    if run.code != 0:
+        raise RuntimeError(f"run failed ({run.code}): {''.join(run.err)[-2000:]}")
+    head = next((ln for ln in run.out if ln.startswith("run: ")), "").rstrip()
+    shares = " · ".join(f"{s} {v / run.total:.0%}" for s, v in run.seconds.items())
+    return StageResult(
+        "run", run.total, _n_lines(data), "lines", f"CLI, JVM start included; {shares}; {head[5:80]}"
+    )
 
 
 #: the stages ``--warm`` warms up (a SparkSession's stages; ``run`` starts its own JVM)
@@ -973,29 +1028,31 @@ def _mb(b: int | None) -> str:
     return "-" if not b else f"{b / 2**20:,.0f}"
 
 
-def format_table(results: list[StageResult], mixed: int = 0) -> str:
+def format_table(results: list[StageResult], mixed: int = 0, groups: int = 0) -> str:
     """The results as a markdown table. Every row: its time ÷ the baseline's (``bare``; on a mixed log
-    ``bare_filtered``, the Spark pass that also drops the other APIs' lines) and ÷ ``duckdb``'s; replay
-    stages also their events/s ÷ the single-process model's."""
+    ``bare_filtered``, the Spark pass that also drops the other APIs' lines) and ÷ ``duckdb``'s, and its
+    time a group (``groups``: the log's); replay stages also their events/s ÷ the single-process model's."""
     by = {r.stage: r for r in results}
     base_name = "bare_filtered" if mixed else "bare"
     base, duck, model = by.get(base_name), by.get("duckdb"), by.get("model")
     head = (
-        f"| stage | seconds | lines/s or events/s | × {base_name} time | × duckdb time | × model ev/s | "
-        "driver JVM MB | driver Py MB | worker max MB | workers sum MB | note |"
+        f"| stage | seconds | ms a group | lines/s or events/s | × {base_name} time | × duckdb time | "
+        "× model ev/s | driver JVM MB | driver Py MB | worker max MB | workers sum MB | note |"
     )
-    rows = [head, "|" + "---|" * 11]
+    rows = [head, "|" + "---|" * 12]
     for r in results:
         vs_base = f"{r.seconds / base.seconds:.2f}×" if base else "-"
         vs_duck = f"{r.seconds / duck.seconds:.2f}×" if duck else "-"
         vs_model = "-"
         if r.unit == "events" and model and r.stage.split(" ")[0] not in ("validate", "audit"):
             vs_model = f"{r.rate / model.rate:.2f}×"
+        per_group = f"{r.seconds / groups * 1000:,.2f}" if groups else "-"
         mem = " | ".join(
             _mb(r.rss.get(k)) for k in ("driver_jvm", "driver_python", "worker_max", "workers_sum")
         )
         rows.append(
-            f"| {r.stage} | {r.seconds:.1f} | {r.rate:,.0f} {r.unit}/s | {vs_base} | {vs_duck} | {vs_model} "
+            f"| {r.stage} | {r.seconds:.1f} | {per_group} | {r.rate:,.0f} {r.unit}/s | {vs_base} | {vs_duck} "
+            f"| {vs_model} "
             f"| {mem} | {r.note} |"
         )
     return "\n".join(rows)
@@ -1130,7 +1187,7 @@ def main(argv: list[str] | None = None) -> int:
         print("warm: each Spark stage's session ran one trivial Python job before its clock started")
     if args.repeat > 1:
         print(f"median of {args.repeat} runs per stage (run in rotation)")
-    print(format_table(medians(results), args.mixed))
+    print(format_table(medians(results), args.mixed, args.groups))
     return 0
 
 

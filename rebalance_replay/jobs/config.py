@@ -306,6 +306,14 @@ class ReplayConfig:
         "known member of the Stable generation, no timer firing in between), one by one otherwise. The "
         "output is the same either way; false sends every request through the model one by one.",
     )
+    bulk_min_rows: int = setting(
+        128,
+        "...only for a call (a group's rows in one micro-batch or fast-path group) of at least this many "
+        "rows: below it, taking the rows one by one costs less than setting up columns (a quiet group of "
+        "a few dozen requests: ~4.6 ms against ~8 ms of CPU; benchmarks/README.md). The output is the "
+        "same either way.",
+        minimum=0,
+    )
     cooperative_protocols: tuple[str, ...] = setting(
         ("cooperative-sticky",),
         "Assignment protocols under which a member's rejoin soon after a rebalance is a cooperative "

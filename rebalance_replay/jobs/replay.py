@@ -60,6 +60,7 @@ def settings_from(config: Config) -> ReplaySettings:
         order_search_max=config.replay.order_search_max,
         order_search_lookahead_max=config.replay.order_search_lookahead_max,
         bulk=config.replay.bulk,
+        bulk_min_rows=config.replay.bulk_min_rows,
         max_group_members=config.replay.max_group_members,
     )
 

@@ -65,7 +65,7 @@ def fast_function(
             out = replayer.process(int(rows.column("arrival_ms")[-1].as_py()))
             predictions, rest = split_output(replayer, out)
             outputs.append(predictions)
-            side.add(rest)
+            side.add_batch(rest)
             produced += predictions.num_rows
             parts.clear()
             waiting = 0
@@ -77,7 +77,7 @@ def fast_function(
             out = _step(replayer, pa.concat_tables([*parts, tick]))
             predictions, rest = split_output(replayer, out)
             outputs.append(predictions)
-            side.add(rest)
+            side.add_batch(rest)
             produced += predictions.num_rows
             parts.clear()
             waiting = 0

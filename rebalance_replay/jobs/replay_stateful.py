@@ -36,6 +36,7 @@ from rebalance_replay.jobs.replay_wire import (
     _status_rows,
     _step,
     _write_side,
+    side_table,
     split_output,
     unpack,
 )
@@ -76,7 +77,7 @@ def stateful_function(settings: ReplaySettings, side_dir: str) -> Callable[..., 
         out = _step(replayer, rows)
         state.update((replayer.to_bytes(),))
         predictions, rest = split_output(replayer, out)
-        _write_side(side_dir, f"call-{uuid.uuid4().hex}", [rest])
+        _write_side(side_dir, f"call-{uuid.uuid4().hex}", [side_table([rest])])
         yield predictions.to_pandas(integer_object_nulls=True, date_as_object=True)
 
     return fn

@@ -168,35 +168,56 @@ def _shaped(table: pa.Table, schema: pa.Schema, given: Mapping[str, pa.Array] | 
     return arrow_table(schema, table.num_rows, {**columns, **(given or {})})
 
 
-def split_output(replayer: GroupReplayer, out: ReplayOutput) -> tuple[pa.Table, pa.Table]:
+#: A call's output other than its ``predictions`` rows: rows by kind (the small tables' and the group's
+#: one ``status`` row), kept as dicts until :func:`side_table` makes them columns (many calls at once).
+SideBatch = dict[str, list[dict[str, Any]]]
+
+_PREDICTIONS_SCHEMA = PREDICTIONS.arrow_schema()
+_KIND_SCHEMAS = {kind: t.arrow_schema() for kind, t in OUTPUT_TABLES.items()}
+
+
+def split_output(replayer: GroupReplayer, out: ReplayOutput) -> tuple[pa.Table, SideBatch]:
     """One call's output as (its ``predictions`` rows, in that table's schema; everything else — the
-    small tables' rows and the group's status row — in the union schema)."""
-    schema = PREDICTIONS.arrow_schema()
+    small tables' rows and the group's status row — as rows by kind, for :func:`side_table`)."""
+    schema = _PREDICTIONS_SCHEMA
     tables = [_shaped(t, schema) for t in out.prediction_tables]
     if out.rows["predictions"]:
         tables.append(pa.Table.from_pylist(out.rows["predictions"], schema=schema))
-    predictions = pa.concat_tables(tables) if tables else schema.empty_table()
-    parts = []
-    for kind in OUTPUT_KINDS:
-        rows = out.rows[kind]
-        if rows and kind != "predictions":
-            parts.append(
-                _as_union(pa.Table.from_pylist(rows, schema=OUTPUT_TABLES[kind].arrow_schema()), kind)
-            )
-    status = {
-        "group_id": replayer.group_id,
-        "pending": replayer.has_pending_work,
-        "kip848": replayer.kip848,
-        "refused": replayer.refused,
-        "replayed": out.replayed,
-        "late": out.late,
-        "bulk": sum(t.num_rows for t in out.prediction_tables),
-        "predicted": predictions.num_rows,
-        # rows fed but not replayed yet (arrived at or after the call's horizon): the next run's
-        "held": len(replayer.buffer) + sum(t.num_rows for t in replayer.pending),
+    if not tables:
+        predictions = schema.empty_table()
+    else:
+        predictions = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+    side: SideBatch = {
+        kind: out.rows[kind] for kind in OUTPUT_KINDS if kind != "predictions" and out.rows[kind]
     }
-    parts.append(_as_union(pa.Table.from_pylist([status]), "status"))
-    return predictions, pa.concat_tables(parts)
+    side["status"] = [
+        {
+            "group_id": replayer.group_id,
+            "pending": replayer.has_pending_work,
+            "kip848": replayer.kip848,
+            "refused": replayer.refused,
+            "replayed": out.replayed,
+            "late": out.late,
+            "bulk": sum(t.num_rows for t in out.prediction_tables),
+            "predicted": predictions.num_rows,
+            # rows fed but not replayed yet (arrived at or after the call's horizon): the next run's
+            "held": len(replayer.buffer) + sum(t.num_rows for t in replayer.pending),
+        }
+    ]
+    return predictions, side
+
+
+def side_table(batches: Sequence[SideBatch]) -> pa.Table:
+    """Calls' side rows (:func:`split_output`) as one table in the union schema: each kind's rows made
+    columns once for all the calls (a call's own tables of the union's ~100 columns cost more than the
+    replay of a quiet group)."""
+    parts = []
+    for kind in (*OUTPUT_KINDS, "status"):
+        rows = [r for b in batches for r in b.get(kind, ())]
+        if rows:
+            schema = _KIND_SCHEMAS.get(kind)
+            parts.append(_as_union(pa.Table.from_pylist(rows, schema=schema), kind))
+    return pa.concat_tables(parts) if parts else _UNION_SCHEMA.empty_table()
 
 
 def _step(replayer: GroupReplayer, rows: pa.Table) -> ReplayOutput:
@@ -213,16 +234,17 @@ def _step(replayer: GroupReplayer, rows: pa.Table) -> ReplayOutput:
 
 
 class SideRows:
-    """Side rows (union schema) kept in memory, a call's at a time: compacted every :attr:`EVERY` calls
-    into one table. A call's rows are a few small tables of the union's ~100 columns, each column's
-    buffers allocated on their own: kept as they come, 20,000 one-member groups held ~240 KB each (4.8 GB
-    for a fast-path task or a micro-batch's side files), compacted what their rows take (~7 KB)."""
+    """Side rows kept in memory: calls' rows by kind (:meth:`add_batch`) made columns every :attr:`EVERY`
+    calls, tables read back (:meth:`add`, union schema) compacted every :attr:`EVERY` into one. Kept as
+    they come, 20,000 one-member groups held ~240 KB each in small tables of the union's ~100 columns
+    (4.8 GB for a fast-path task or a micro-batch's side files), compacted what their rows take (~7 KB)."""
 
     EVERY = 256
 
     def __init__(self) -> None:
         self.blocks: list[pa.Table] = []
         self.recent: list[pa.Table] = []
+        self.batches: list[SideBatch] = []
 
     def add(self, table: pa.Table) -> None:
         self.recent.append(table)
@@ -230,8 +252,15 @@ class SideRows:
             self.blocks.append(pa.concat_tables(self.recent).combine_chunks())
             self.recent = []
 
+    def add_batch(self, batch: SideBatch) -> None:
+        self.batches.append(batch)
+        if len(self.batches) >= self.EVERY:
+            self.blocks.append(side_table(self.batches))
+            self.batches = []
+
     def tables(self) -> list[pa.Table]:
-        return [*self.blocks, *self.recent]
+        pending = [side_table(self.batches)] if self.batches else []
+        return [*self.blocks, *self.recent, *pending]
 
 
 def _write_side(side_dir: str, name: str, tables: Sequence[pa.Table]) -> None:

@@ -188,7 +188,12 @@ def arrow_table(schema: pa.Schema, n: int, columns: Mapping[str, Any]) -> pa.Tab
     names, cast to its types); every other column null."""
     import pyarrow as pa
 
-    arrays = [columns[f.name].cast(f.type) if f.name in columns else pa.nulls(n, f.type) for f in schema]
+    arrays = [
+        (a if a.type == f.type else a.cast(f.type))
+        if (a := columns.get(f.name)) is not None
+        else pa.nulls(n, f.type)
+        for f in schema
+    ]
     return pa.Table.from_arrays(arrays, schema=schema)
 
 

@@ -99,6 +99,9 @@ class ReplaySettings:
     #: rows fed as columns (:meth:`GroupReplayer.feed_table`) get bulk validation of routine traffic
     #: (rebalance_replay.transforms.bulk); False: every request through the model one by one
     bulk: bool = True
+    #: ...for a call of at least this many rows; a smaller one is fed one by one (the output is the same,
+    #: the cost lower: ``replay.bulk_min_rows``); 0: columns whatever the size
+    bulk_min_rows: int = 0
     #: a group with more members and pending members (KIP-394: joiners given a member id, not back yet) at
     #: once is refused (:attr:`GroupReplayer.refused`); 0: no limit (``replay.max_group_members``)
     max_group_members: int = 0
@@ -1047,9 +1050,10 @@ class GroupReplayer:
     def feed_table(self, table: pa.Table) -> None:
         """Buffer a group's rows given as Arrow columns (at least ``REPLAY_COLUMNS``; rows without an
         ``api_key`` are ticks and those of other APIs are ignored, as in :meth:`feed`). With
-        ``settings.bulk`` they stay columns, and :meth:`process` validates routine runs of heartbeats in
-        bulk; else they become rows for :meth:`feed`."""
-        if not self.settings.bulk:
+        ``settings.bulk`` they stay columns (a call of at least ``settings.bulk_min_rows`` rows), and
+        :meth:`process` validates routine runs of heartbeats in bulk; else they become rows for
+        :meth:`feed`."""
+        if not self.settings.bulk or table.num_rows < self.settings.bulk_min_rows:
             self.feed(table.to_pylist())
             return
         api = table.column("api_key")

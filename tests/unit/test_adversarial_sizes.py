@@ -137,13 +137,13 @@ def test_side_rows_of_thousands_of_small_groups_are_kept_compact(tmp_path: Path)
     rows take."""
     import pyarrow as pa
 
-    from rebalance_replay.jobs.replay_wire import _read_side, _write_side, split_output
+    from rebalance_replay.jobs.replay_wire import _read_side, _write_side, side_table, split_output
     from rebalance_replay.transforms.replay import ReplayOutput
 
     settings = ReplaySettings(coordinator=CoordinatorConfig(kafka_version=KAFKA_VERSION))
     for i in range(600):  # a status row each, as a group whose call emitted no small-table rows
         _, rest = split_output(GroupReplayer(f"app-{i:05d}", settings), ReplayOutput())
-        _write_side(str(tmp_path), f"call-{i:05d}", [rest])
+        _write_side(str(tmp_path), f"call-{i:05d}", [side_table([rest])])
     before = pa.total_allocated_bytes()
     side = _read_side(tmp_path)
     held = pa.total_allocated_bytes() - before
@@ -223,3 +223,42 @@ def test_the_overview_of_twenty_thousand_groups_shows_the_worst_and_stays_small(
     every = build_overview({}, groups[:3], [], agreement=[], data_docs=None, title="t", timeline=timeline[:3])
     assert (every.groups_total, every.groups_shown, len(every.timeline)) == (3, 3, 3)
     assert "the timeline and the tables below show" not in overview_html(every)
+
+
+def test_side_rows_kept_as_rows_are_the_calls_own_tables() -> None:
+    """A fast-path task keeps each call's side rows (the small tables' rows, the status row) as rows and
+    makes them columns once every ``SideRows.EVERY`` calls: the same rows, column for column, as each
+    call's own union-schema table (what a stateful call writes)."""
+    import pyarrow as pa
+
+    from rebalance_replay.jobs.replay_wire import SideRows, side_table, split_output
+    from simulator.adversarial import many_groups
+
+    settings = ReplaySettings(coordinator=CoordinatorConfig(kafka_version=KAFKA_VERSION))
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in parse_rows(by_broker(many_groups(SideRows.EVERY + 7))):  # one compaction and a remainder
+        groups.setdefault(str(r["group_id"]), []).append(r)
+    kept, own = SideRows(), []
+    for group_id, rows in sorted(groups.items()):
+        replayer = GroupReplayer(group_id, settings)
+        replayer.feed(rows)
+        out = replayer.process(max(int(r["completion_ms"]) for r in rows) + 1)
+        fin = replayer.finish()
+        for kind in ("transitions", "rebalances", "member_sessions"):
+            out.extend(kind, fin.rows[kind])
+        _, rest = split_output(replayer, out)
+        kept.add_batch(rest)
+        own.append(side_table([rest]))
+    together = pa.concat_tables(kept.tables())
+    assert len(kept.tables()) == 2
+
+    def canon(t: pa.Table) -> list[str]:
+        return sorted(repr(sorted(r.items())) for r in t.to_pylist())
+
+    expected = pa.concat_tables(own)
+    assert together.schema == expected.schema
+    assert canon(together) == canon(expected)
+    kinds = set(expected.column("kind").to_pylist())
+    assert {"status", "transitions", "rebalances", "member_sessions"} <= kinds, kinds
+    status = [r for r in together.to_pylist() if r["kind"] == "status"]
+    assert sorted(r["group_id"] for r in status) == sorted(groups)

@@ -15,6 +15,7 @@ these tests prove the bulk path equivalent to the per-request one, not either of
 from __future__ import annotations
 
 import gzip
+import itertools
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
@@ -254,3 +255,32 @@ def test_the_model_takes_a_run_only_when_every_request_would_be_accepted() -> No
     # a member silent past its deadline: its session timer fires inside a later run
     late = (r.model.now_ms or 0) + session + 1
     assert r.model.bulk_heartbeats(_run(r, late, 3000, 3)) is None
+
+
+def test_small_calls_go_one_by_one_with_the_same_output() -> None:
+    """``bulk_min_rows``: a call of fewer rows is fed one by one (setting up columns costs more than the
+    replay of a quiet group's few dozen requests), a call of that many or more as columns; calls of both
+    kinds in one group's life (rows buffered by a small call, then a large one) give the same output and
+    state as the per-request path."""
+    groups = _by_group(_corpus("logs"))
+    g, rows = max(groups.items(), key=lambda kv: len(kv[1]))
+    threshold = 200
+    ordered = sorted(rows, key=lambda x: int(x["arrival_ms"]))
+    # calls of ~50 rows and of ~600 in turn (a horizon is an arrival time: ties keep a call together)
+    cuts, at = [], 0
+    for size in itertools.cycle((50, 600)):
+        at += size
+        if at >= len(ordered):
+            break
+        cuts.append(int(ordered[at]["arrival_ms"]))
+    horizons = [*sorted(set(cuts)), max(int(x["completion_ms"]) for x in rows) + 1]
+    assert len(horizons) >= 5
+    settings = ReplaySettings(coordinator=CoordinatorConfig(kafka_version="3.7"), bulk_min_rows=threshold)
+    assert replay_both(g, rows, settings, horizons) > 0
+
+    r = GroupReplayer(g, settings)
+    r.feed_table(pa.Table.from_pylist(ordered[: threshold - 1], schema=REPLAY_SCHEMA))
+    assert not r.pending and len(r.buffer) > 0  # below the threshold: rows
+    r = GroupReplayer(g, settings)
+    r.feed_table(pa.Table.from_pylist(ordered[:threshold], schema=REPLAY_SCHEMA))
+    assert r.pending and not r.buffer  # at the threshold: columns
