@@ -119,10 +119,12 @@ def test_files_mixing_two_clocks_line_by_line_are_not_a_step() -> None:
     assert guard.stepped([(n, b if n % 3 else a) for n in range(1, 100)]) == {}
 
 
-def test_a_step_is_found_the_same_when_the_file_is_read_in_pieces(tmp_path: Path) -> None:
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Berlin"])
+def test_a_step_is_found_the_same_when_the_file_is_read_in_pieces(tmp_path: Path, zone: str) -> None:
     """A large file is read in several slices (``split_slice``), each in a task of its own: each piece
-    starts its guard from the lines just before it (``preceding_lines``), so the step is found as in one
-    slice even when the piece boundary falls inside the stepped stretch."""
+    starts its guard from the lines just before it (``preceding_lines``, read in the file's zone like the
+    piece itself: else a broker logging in local time would show a step of its offset at every cut), so
+    the step is found as in one slice even when the piece boundary falls inside the stepped stretch."""
     from rebalance_replay.jobs.log_files import split_slice
 
     with gzip.open(REAL / "kafka-request.log.gz", "rt") as f:
@@ -139,7 +141,7 @@ def test_a_step_is_found_the_same_when_the_file_is_read_in_pieces(tmp_path: Path
 
     def quarantined(slices: list[Any]) -> dict[int, str]:
         at = datetime(2026, 1, 1, tzinfo=UTC)
-        rows = [r for r in parse_slices(slices, "UTC", at) if isinstance(r, dict)]
+        rows = [r for r in parse_slices(slices, zone, at) if isinstance(r, dict)]
         return {r["line_no"]: r["quarantine_reason"] for r in rows if r["row_kind"] == "quarantine"}
 
     one = quarantined([whole])

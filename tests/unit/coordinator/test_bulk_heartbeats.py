@@ -284,3 +284,27 @@ def test_the_hot_path_switched_off_takes_nothing_in_bulk(monkeypatch: Any) -> No
     in_columns, _ = _replay(rows, columns=True)
     assert [r for o in in_columns for t in o.prediction_tables for r in t.to_pylist()] == []
     assert _tables(in_columns) == _tables(one_by_one)
+
+
+def test_a_pending_silent_move_is_not_taken_in_bulk() -> None:
+    """Another broker answering the group normally (``moved_silently``) is handled with the group's next
+    request — the group unloaded and loaded from what the old coordinator persisted (§16): a heartbeat
+    run must not be taken past it in bulk. The same run is taken in bulk without the move."""
+    from rebalance_replay.transforms import bulk
+
+    rows = log_rows()
+    before = [r for r in rows if r["arrival_ms"] - T0 < 15_000]
+    run_rows = [r for r in rows if r["arrival_ms"] - T0 >= 15_000]
+    assert len(run_rows) == 8 and all(r["api_key"] == int(ApiKey.HEARTBEAT) for r in run_rows)
+    table = pa.Table.from_pylist(run_rows, schema=REPLAY_SCHEMA)
+
+    def bulk_taken(move: bool) -> int | None:
+        replayer = GroupReplayer(GROUP, ReplaySettings(coordinator=CoordinatorConfig(kafka_version="3.7")))
+        replayer.feed(before)
+        replayer.process(T0 + 15_000)
+        if move:
+            replayer.model.moved_silently("its requests are answered by broker-2 now, by broker-1 before")
+        return replayer.model.bulk_heartbeats(bulk.summarize(table, 0, table.num_rows).model)
+
+    assert bulk_taken(move=False) is not None
+    assert bulk_taken(move=True) is None

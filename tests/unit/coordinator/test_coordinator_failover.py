@@ -262,3 +262,23 @@ def test_a_member_heard_before_the_load_outlived_the_old_coordinator() -> None:
     after = [p for p in preds if p.request.arrival_ms >= 18_500]
     assert [p.response.error for p in after] == ["NONE", "NONE"]
     assert model.state is GroupState.STABLE and model.generation_id == 1
+
+
+def test_an_unload_names_its_cause_in_the_dead_transition() -> None:
+    """``unload``'s cause (the replay gives the move it saw) is the Dead transition's cause; without one,
+    Kafka's: the coordinator resigned the offsets partition."""
+    for cause, expected in [
+        ("the group's requests are answered NOT_COORDINATOR by broker-1", None),
+        (None, "coordinator resigned the offsets partition"),
+    ]:
+        model, _, _ = run(two_stable(), until=6_000)
+        model.drain()
+        if cause is None:
+            model.unload(6_000)
+        else:
+            model.unload(6_000, cause)
+        _, events = model.drain()
+        dead = [e for e in events if e.kind is EventKind.TRANSITION and e.state is GroupState.DEAD]
+        assert [(e.from_state, e.time_ms, e.cause) for e in dead] == [
+            (GroupState.STABLE, 6_000, expected or cause)
+        ]
