@@ -682,6 +682,7 @@ def audit(
             {FINDINGS_SUITE: findings_contract_frame(store.read(FINDINGS))},
             min_agreement=config.validation.min_agreement,
             log=log,
+            keep_results=config.report.gx_keep_results,
         )
         if state.get("gx_done") is False:
             write_json(state_file, {**state, "gx_done": True})

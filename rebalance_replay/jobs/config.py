@@ -390,6 +390,13 @@ class ReportConfig:
     """Reports."""
 
     great_expectations: bool = setting(True, "Run the Great Expectations checkpoints and write Data Docs.")
+    gx_keep_results: int = setting(
+        72,
+        "Great Expectations keeps the results of this many last checks of each suite, and their Data Docs "
+        "pages; older ones are deleted before the Data Docs are built (a page is ~180 KB: 30 days of "
+        "hourly runs kept ~390 MB, and an index listing 2,160 checks). 0: keep every one.",
+        minimum=0,
+    )
     max_group_members: int = setting(
         2000,
         "A group whose page would draw more member ids than this (each a lane, or a span on one: a "

@@ -36,8 +36,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -672,6 +673,25 @@ def set_aside_unreadable(root: Path, log: Log = print) -> list[str]:
     return moved
 
 
+def prune_results(root: Path, keep: int, suites: Sequence[str]) -> int:
+    """Delete all but the last ``keep`` results of each of ``suites`` under ``<root>/gx/uncommitted``
+    (``validations/<suite>/<run name>/<run time>/``, run times in ISO form: newest last in name order),
+    with their Data Docs pages (the same path under ``data_docs/local_site/validations``): the index,
+    built next, lists what is left. Returns how many results were deleted."""
+    base = root / "gx" / "uncommitted"
+    deleted = 0
+    for suite in suites:
+        runs = sorted(
+            (p for p in (base / "validations" / suite).glob("*/*") if p.is_dir()), key=lambda p: p.name
+        )
+        for old in runs[: max(0, len(runs) - keep)]:
+            page = base / "data_docs" / "local_site" / old.relative_to(base)
+            shutil.rmtree(page, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True)
+            deleted += 1
+    return deleted
+
+
 LAST_CHECK = "last_check.json"  # under gx/uncommitted: the key and outcome of the last finished check
 
 
@@ -716,6 +736,7 @@ def run_gx(
     min_agreement: float,
     log: Log = print,
     tables_key: Mapping[str, Any] | None = None,
+    keep_results: int = 0,
 ) -> GxOutcome:
     """Check each suite named in ``frames`` (``requests_contract`` / ``outputs_contract`` /
     ``findings_contract``) on its frame: its metrics measured in one Spark pass (:func:`contract_metrics`),
@@ -726,7 +747,10 @@ def run_gx(
     ``tables_key``: what the frames were read from (each table's Delta version, the threshold): when the
     last check of this GX folder finished on the same key and the same contracts, nothing changed since,
     and its results stand (returned with ``checked_as_of``; no Spark job, no GX run) — a scheduled run
-    with no new data pays nothing here."""
+    with no new data pays nothing here.
+
+    ``keep_results``: only the results of the last this many checks of each suite are kept, with their
+    Data Docs pages (:func:`prune_results`; 0: all)."""
     started = time.monotonic()
     root = Path(root)
     last = root / "gx" / "uncommitted" / LAST_CHECK
@@ -816,6 +840,12 @@ def run_gx(
             log(
                 f"validate: GX {suite_name}: {'ok' if run.success else 'FAILED'} "
                 f"({evaluated} expectations on {metrics.rows:,} rows, {time.monotonic() - t0:.1f}s)"
+            )
+        pruned = prune_results(root, keep_results, tuple(frames)) if keep_results else 0
+        if pruned:
+            log(
+                f"validate: GX: {pruned} older results and their Data Docs pages deleted "
+                f"(kept the last {keep_results} of each suite)"
             )
         ctx.build_data_docs(resource_identifiers=built)  # this run's pages and the index, nothing older
         docs = _docs_path(ctx, root)

@@ -234,6 +234,7 @@ def validate(
         transitions=_read_optional(store, TRANSITIONS),
         findings=_read_optional(store, FINDINGS),
         min_agreement=config.validation.min_agreement,
+        gx_keep_results=config.report.gx_keep_results,
         gx_root=(config.storage.warehouse if within is None else within.folder)
         if config.report.great_expectations
         else None,
@@ -256,6 +257,7 @@ def validate_frames(
     gx_root: str | Path | None,
     log: Log = print,
     tables_key: Mapping[str, Any] | None = None,
+    gx_keep_results: int = 0,
 ) -> ValidationResult:
     """The core of :func:`validate` on DataFrames. ``gx_root`` None skips Great Expectations; otherwise
     the GX file context lives in ``<gx_root>/gx``; ``tables_key``: what the frames were read from, for
@@ -279,7 +281,14 @@ def validate_frames(
         frames[OUTPUTS_SUITE] = outputs_contract_frame(predictions, rebalances, transitions)
         if findings is not None:
             frames[FINDINGS_SUITE] = findings_contract_frame(findings)
-        result.gx = run_gx(gx_root, frames, min_agreement=min_agreement, log=log, tables_key=tables_key)
+        result.gx = run_gx(
+            gx_root,
+            frames,
+            min_agreement=min_agreement,
+            log=log,
+            tables_key=tables_key,
+            keep_results=gx_keep_results,
+        )
     for name, df in (("requests", requests), ("rebalances", rebalances), ("transitions", transitions)):
         if df is not None:
             result.tables[name] = df.count()

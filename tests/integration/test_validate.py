@@ -416,6 +416,34 @@ def test_gx_passes_writes_data_docs_and_reruns_in_the_same_context(
     print(f"GX rerun {res2.gx.seconds:.1f}s")
 
 
+def test_gx_keeps_the_last_results_of_each_suite_and_the_index_lists_only_them(
+    frames: dict[str, Any], tmp_path: Path
+) -> None:
+    """``report.gx_keep_results``: an hourly audit checks 24 times a day; each check's results and Data Docs
+    page (~180 KB) would stay forever, and the index list every one. The last ``keep`` of each suite stay,
+    the index names exactly them."""
+    base = tmp_path / "gx" / "uncommitted"
+
+    def kept(suite: str) -> list[str]:
+        return sorted(p.name for p in (base / "validations" / suite).glob("*/*"))
+
+    runs: dict[str, list[str]] = {REQUESTS_SUITE: [], OUTPUTS_SUITE: []}
+    for agreement in (0.75, 0.5, 0.25):  # a change each time: each is checked anew
+        res = run(frames, tmp_path, min_agreement=agreement, gx_keep_results=2)
+        assert res.gx is not None and res.gx.error is None
+        for suite in runs:
+            runs[suite] = sorted({*runs[suite], *kept(suite)})
+    index = (base / "data_docs" / "local_site" / "index.html").read_text()
+    for suite, seen in runs.items():
+        assert len(seen) == 3, seen  # each check made a result
+        assert kept(suite) == seen[1:]  # the oldest is gone, the last two stay
+        pages = sorted(
+            p.name for p in (base / "data_docs" / "local_site" / "validations" / suite).glob("*/*")
+        )
+        assert pages == seen[1:]
+        assert seen[0] not in index and all(ts in index for ts in seen[1:]), suite
+
+
 def test_gx_broken_requests_table_is_reported_by_name(
     spark: Any, frames: dict[str, Any], tmp_path: Path
 ) -> None:
