@@ -195,7 +195,7 @@ MIXED_SHARES = (
     ("api_versions", 0.02),
 )
 MIXED_SEED = 30  # issue 30
-_BROKERS = ("broker-1", "broker-2", "broker-3")
+
 _DATA_TOPICS = ("orders", "payments", "clicks", "inventory", "audit-events", "sessions", "shipments")
 _CLIENT_INFO_JAVA = '{"softwareName":"apache-kafka-java","softwareVersion":"3.7.1"}'
 _CLIENT_INFO_UNKNOWN = '{"softwareName":"unknown","softwareVersion":"unknown"}'
@@ -442,38 +442,16 @@ class MixedLines:
         return self._api_versions(ms)
 
 
-def _line_ms(line: str) -> int:
-    """Epoch ms of a generated line's ``[yyyy-MM-dd HH:mm:ss,SSS]`` (UTC)."""
-    t = datetime.strptime(line[1:20], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
-    return int(t.timestamp()) * 1000 + int(line[21:24])
-
-
 def generate_mixed(out: Path, lines: int, groups: int, members: int, mixed: int) -> tuple[int, int]:
     """A mixed-API log of about ``lines`` lines: the group lines of ``bench_replay.generate`` (about
     ``lines / (mixed + 1)`` of them, same groups and brokers), each broker file's merged in time order
     (each group's own order kept), and ``mixed`` other-API lines (:class:`MixedLines`) after each group
     line, their times spread between it and the next. Returns (lines, group lines)."""
-    import heapq
+    from benchmarks.bench_replay import broker_lines
 
-    from benchmarks.bench_replay import T0
-    from simulator.clients import simulate, steady_group
-    from simulator.log_render import complete_record, render_line
-
-    per_group = lines / (mixed + 1) / groups
-    minutes = per_group / (members * (1 / 3 + 1 / 5)) / 60  # as bench_replay.generate
-    by_broker: dict[str, list[list[tuple[int, str]]]] = {b: [] for b in _BROKERS}
-    for g in range(groups):
-        broker = _BROKERS[g % len(_BROKERS)]
-        cfg = steady_group(f"bench-{g:05d}", members, minutes, start_ms=T0 + g * 10, broker_id=broker)
-        rendered = []
-        for rec in simulate(cfg):
-            fields = {k: v for k, v in rec.items() if not k.startswith("_")}
-            line = render_line(complete_record(fields, kafka_version="3.7"), kafka_version="3.7", tz=UTC)
-            rendered.append((_line_ms(line), line))
-        by_broker[broker].append(rendered)
     n = n_group = 0
-    for broker, group_lines in by_broker.items():
-        merged = list(heapq.merge(*group_lines, key=lambda x: x[0]))
+    for broker, group_lines in broker_lines(lines / (mixed + 1), groups, members).items():
+        merged = list(group_lines)
         other = MixedLines(broker, MIXED_SEED)
         (out / broker).mkdir(parents=True, exist_ok=True)
         with open(out / broker / "kafka-request.log", "w", encoding="utf-8") as f:

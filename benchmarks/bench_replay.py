@@ -12,9 +12,11 @@ Not a test: numbers depend on the machine (2 cores here).
 from __future__ import annotations
 
 import argparse
+import heapq
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,27 +31,45 @@ from simulator.log_render import complete_record, render_line  # noqa: E402
 T0 = int(datetime(2024, 5, 1, tzinfo=UTC).timestamp() * 1000)
 
 
-def generate(out: Path, requests: int, groups: int, members: int) -> int:
+BROKERS = ("broker-1", "broker-2", "broker-3")
+
+
+def line_ms(line: str) -> int:
+    """Epoch ms of a generated line's ``[yyyy-MM-dd HH:mm:ss,SSS]`` (UTC)."""
+    t = datetime.strptime(line[1:20], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+    return int(t.timestamp()) * 1000 + int(line[21:24])
+
+
+def _rendered(cfg: Any) -> Iterator[tuple[int, str]]:
+    for rec in simulate(cfg):
+        fields = {k: v for k, v in rec.items() if not k.startswith("_")}
+        line = render_line(complete_record(fields, kafka_version="3.7"), kafka_version="3.7", tz=UTC)
+        yield line_ms(line), line
+
+
+def broker_lines(requests: float, groups: int, members: int) -> dict[str, Iterator[tuple[int, str]]]:
+    """About ``requests`` request lines of ``groups`` steady groups of ``members`` consumers (a group's
+    coordinator: one of three brokers in turn), as each broker writes its file: (epoch ms, line) in time
+    order — the groups' lines merged, each group's own order kept (a file written group after group steps
+    its clock back at every group: ingest quarantines such lines, issue 29)."""
     # ~ (1/3 + 1/5) requests per member per second
-    per_group = requests / groups
-    minutes = per_group / (members * (1 / 3 + 1 / 5)) / 60
-    brokers = [f"broker-{b}" for b in (1, 2, 3)]
-    files = {}
-    for broker in brokers:
-        (out / broker).mkdir(parents=True, exist_ok=True)
-        files[broker] = open(out / broker / "kafka-request.log", "w", encoding="utf-8")  # noqa: SIM115
-    n = 0
+    minutes = requests / groups / (members * (1 / 3 + 1 / 5)) / 60
+    per_broker: dict[str, list[Iterator[tuple[int, str]]]] = {b: [] for b in BROKERS}
     for g in range(groups):
-        broker = brokers[g % len(brokers)]
+        broker = BROKERS[g % len(BROKERS)]
         cfg = steady_group(f"bench-{g:05d}", members, minutes, start_ms=T0 + g * 10, broker_id=broker)
-        for rec in simulate(cfg):
-            fields = {k: v for k, v in rec.items() if not k.startswith("_")}
-            files[broker].write(
-                render_line(complete_record(fields, kafka_version="3.7"), kafka_version="3.7", tz=UTC) + "\n"
-            )
-            n += 1
-    for f in files.values():
-        f.close()
+        per_broker[broker].append(_rendered(cfg))
+    return {b: heapq.merge(*its, key=lambda x: x[0]) for b, its in per_broker.items()}
+
+
+def generate(out: Path, requests: int, groups: int, members: int) -> int:
+    n = 0
+    for broker, lines in broker_lines(requests, groups, members).items():
+        (out / broker).mkdir(parents=True, exist_ok=True)
+        with open(out / broker / "kafka-request.log", "w", encoding="utf-8") as f:
+            for _, line in lines:
+                f.write(line + "\n")
+                n += 1
     return n
 
 
