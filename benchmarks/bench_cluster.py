@@ -63,6 +63,9 @@ def run_on_cluster(workers: int, cores: int, memory: str, logs: Path, overrides:
         with StandaloneCluster(work / "cluster", workers_n=workers, cores=cores, memory=memory) as cluster:
             os.environ["PYSPARK_PYTHON"] = sys.executable
             run = run_cli_staged(submit_cmd(cluster.master_url, logs, work / "warehouse", overrides))
+        # the run's terminal, for a look afterwards
+        (logs.parent / f"cluster-{workers}-stdout.txt").write_text("".join(run.out))
+        (logs.parent / f"cluster-{workers}-stderr.txt").write_text("".join(run.err))
         if run.code != 0:
             raise RuntimeError(f"{workers} worker(s): run failed ({run.code}): {''.join(run.err)[-3000:]}")
         return run

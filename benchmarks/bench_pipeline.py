@@ -778,7 +778,7 @@ def cli_run_cmd(logs: Path, warehouse: Path, overrides: list[str]) -> list[str]:
     return cmd
 
 
-#: the CLI ``run``'s stages in order; each prints a first line ``<stage>: …`` when it is done
+#: the CLI ``run``'s stages in order; each prints ``<stage>: this run…`` when it is done
 RUN_STAGES = ("ingest", "replay", "validate", "audit", "report")
 
 
@@ -800,7 +800,8 @@ def run_cli_staged(
     sampler: Callable[[int], RssSampler] | None = None,
     on_stage: Callable[[str], None] = lambda s: None,
 ) -> CliRun:
-    """Run the CLI ``cmd`` (a ``run``), timing each of :data:`RUN_STAGES` by when its first line is printed;
+    """Run the CLI ``cmd`` (a ``run``), timing each of :data:`RUN_STAGES` by when its ``<stage>: this run``
+    line is printed (its end: under ``spark-submit`` its progress lines come on stdout before it);
     ``sampler`` (given the command's pid) samples its memory while it runs; ``on_stage`` is told each stage
     as it begins (the first when the command starts)."""
     env = _env()
@@ -817,10 +818,15 @@ def run_cli_staged(
         on_stage(stage)
         for line in proc.stdout or ():
             out.append(line)
-            if stage in RUN_STAGES and line.startswith(f"{stage}:"):  # the stage's first line: it is done
+            if stage not in RUN_STAGES:
+                continue
+            i = RUN_STAGES.index(stage)
+            later = [s for s in RUN_STAGES[i + 1 :] if line.startswith(f"{s}:")]
+            # a stage's end: its "<stage>: this run…" line (its progress lines come before it), or the
+            # first line of a later stage (one that says nothing of this run)
+            if line.startswith(f"{stage}: this run") or later:
                 now = time.perf_counter()
                 seconds[stage], start = now - start, now
-                i = RUN_STAGES.index(stage)
                 stage = RUN_STAGES[i + 1] if i + 1 < len(RUN_STAGES) else "end"
                 on_stage(stage)
         code = proc.wait()
