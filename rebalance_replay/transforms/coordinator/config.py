@@ -13,7 +13,6 @@ need), ``"X.Y.Z"`` an exact release. ``"2.8"`` therefore has the pending-sync ti
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -40,7 +39,6 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 ASSUMED_REBALANCE_TIMEOUT_MS = 300_000
 
 
-@functools.lru_cache(maxsize=64)  # asked on every request (a property of the config); a regex each time
 def modelled_version(text: str) -> Version:
     """The version the model runs as (bare ``"X.Y"``: the last patch); ValueError outside 2.2 … 4.x."""
     v = parse_kafka_version(text)
