@@ -48,8 +48,6 @@ from benchmarks.bench_pipeline import RUN_STAGES, RssSampler, _mb, cli_run_cmd, 
 
 SHAPES = ("storm", "metadata", "groups")
 FULL = {"storm": 100_000, "metadata": 1 << 20, "groups": 20_000}
-#: the CLI's stages in the order ``run`` does them; each prints its stdout lines when it is done
-STAGES = RUN_STAGES
 
 
 @dataclass
@@ -80,7 +78,7 @@ class StageSampler(RssSampler):
 
     def __init__(self, root: int) -> None:
         super().__init__(root)
-        self.stage = STAGES[0]
+        self.stage = RUN_STAGES[0]
         self.total = dict(self.peak)
         self.peaks: dict[str, dict[str, int]] = {}
 
@@ -119,19 +117,15 @@ def run_shape(shape: str, size: int, overrides: list[str], root: Path = DATA_ROO
     wh = logs.parent / "warehouse"
     shutil.rmtree(wh, ignore_errors=True)
     cmd = cli_run_cmd(logs, wh, ["report.great_expectations=false", *overrides])
-    samplers: list[StageSampler] = []
-
-    def sample(pid: int) -> StageSampler:
-        samplers.append(StageSampler(pid))
-        return samplers[0]
+    sampler = StageSampler(0)  # the run's pid is set when it starts
 
     def switch(stage: str) -> None:
-        samplers[0].stage = stage
+        sampler.stage = stage
 
-    run = run_cli_staged(cmd, sample, switch)
-    sampler, code, out, err, seconds = samplers[0], run.code, run.out, run.err, run.total
+    run = run_cli_staged(cmd, sampler, switch)
+    code, out, err, seconds = run.code, run.out, run.err, run.total
     rows = []
-    for stage in STAGES:
+    for stage in RUN_STAGES:
         row = StageRow(stage, rss=sampler.peaks.get(stage, {}))
         if stage in run.seconds:
             row.seconds = run.seconds[stage]

@@ -195,7 +195,6 @@ MIXED_SHARES = (
     ("api_versions", 0.02),
 )
 MIXED_SEED = 30  # issue 30
-
 _DATA_TOPICS = ("orders", "payments", "clicks", "inventory", "audit-events", "sessions", "shipments")
 _CLIENT_INFO_JAVA = '{"softwareName":"apache-kafka-java","softwareVersion":"3.7.1"}'
 _CLIENT_INFO_UNKNOWN = '{"softwareName":"unknown","softwareVersion":"unknown"}'
@@ -787,8 +786,8 @@ class CliRun:
     code: int
     out: list[str]
     err: list[str]
-    #: each stage's seconds (its first line's time − the previous one's; ingest's from the command's start,
-    #: the JVM's start included); the stage the run ended in, up to its end
+    #: each stage's seconds (the time of its "<stage>: this run" line − the previous stage's; ingest's from
+    #: the command's start, the JVM's start included); the stage the run ended in, up to its end
     seconds: dict[str, float]
     total: float
     #: the stage the run was in when it ended ("end" after the last)
@@ -797,13 +796,13 @@ class CliRun:
 
 def run_cli_staged(
     cmd: list[str],
-    sampler: Callable[[int], RssSampler] | None = None,
+    sampler: RssSampler | None = None,
     on_stage: Callable[[str], None] = lambda s: None,
 ) -> CliRun:
     """Run the CLI ``cmd`` (a ``run``), timing each of :data:`RUN_STAGES` by when its ``<stage>: this run``
     line is printed (its end: under ``spark-submit`` its progress lines come on stdout before it);
-    ``sampler`` (given the command's pid) samples its memory while it runs; ``on_stage`` is told each stage
-    as it begins (the first when the command starts)."""
+    ``sampler`` samples the command's memory while it runs (its root set to the command's pid);
+    ``on_stage`` is told each stage as it begins (the first when the command starts)."""
     env = _env()
     env["PYTHONUNBUFFERED"] = "1"  # the stages' lines as they are printed
     t0 = time.perf_counter()
@@ -814,7 +813,9 @@ def run_cli_staged(
     out: list[str] = []
     seconds: dict[str, float] = {}
     stage, start = RUN_STAGES[0], t0
-    with sampler(proc.pid) if sampler else contextlib.nullcontext():
+    if sampler is not None:
+        sampler.root = proc.pid
+    with sampler if sampler is not None else contextlib.nullcontext():
         on_stage(stage)
         for line in proc.stdout or ():
             out.append(line)

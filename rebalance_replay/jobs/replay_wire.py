@@ -183,10 +183,7 @@ def split_output(replayer: GroupReplayer, out: ReplayOutput) -> tuple[pa.Table, 
     tables = [_shaped(t, schema) for t in out.prediction_tables]
     if out.rows["predictions"]:
         tables.append(pa.Table.from_pylist(out.rows["predictions"], schema=schema))
-    if not tables:
-        predictions = schema.empty_table()
-    else:
-        predictions = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+    predictions = pa.concat_tables(tables) if tables else schema.empty_table()
     side: SideBatch = {
         kind: out.rows[kind] for kind in OUTPUT_KINDS if kind != "predictions" and out.rows[kind]
     }
