@@ -4,8 +4,10 @@
 Each group's rows of ``requests``, ``rebalances``, ``member_sessions`` and ``transitions`` are brought
 together (one stacked frame: ``group_id``, ``kind``, the ``requests`` columns the rules read as typed
 columns with their nested columns reduced in the JVM to one JSON string on the few rows that fill them,
-the other tables' few rows as JSON) and handed to the pure rules by ``groupBy("group_id").applyInArrow``;
-the findings come back as JSON and are typed with ``from_json`` against the ``findings`` schema.
+the other tables' few rows as JSON), partitioned by group and sorted within each partition
+(:func:`~rebalance_replay.jobs.group_runs.grouped_partitions`: no Arrow stream and Python call a group, as
+``applyInArrow`` would pay) and handed to the pure rules by ``mapInArrow``, a group at a time; the
+findings come back as JSON and are typed with ``from_json`` against the ``findings`` schema.
 
 Incremental: a fingerprint per group (row counts and a hash of the row keys of the four tables) and
 one of the run (audit settings, broker bounds, the rules' source) are kept in
@@ -33,7 +35,7 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from rebalance_replay.jobs.bookkeeping import crash_point, utc, write_json
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.errors import MissingTableError
+from rebalance_replay.jobs.group_runs import grouped_partitions
 from rebalance_replay.schemas import (
     FINDINGS,
     MEMBER_SESSIONS,
@@ -113,6 +116,8 @@ def broker_bounds(config: Config) -> BrokerBounds:
     )
 
 
+#: the audit function hands its output rows to Spark this many at a time
+OUTPUT_BATCH_ROWS = 10_000
 #: the other input tables' columns the rules read (their rows are few: each crosses as one JSON string)
 TABLE_COLUMNS = {
     "rebalances": REBALANCE_COLUMNS,
@@ -168,76 +173,117 @@ def stacked_inputs(frames: dict[str, DataFrame]) -> DataFrame:
     return out
 
 
-def requests_of(table: pa.Table) -> list[Req]:
-    """The :class:`Req` of a stacked table's ``requests`` rows (see :func:`stacked_inputs`)."""
-    import pyarrow.compute as pc
-
-    if "nested" not in table.column_names:
-        return []
-    part = table.filter(pc.equal(table.column("kind"), "requests"))
-    plain = [part.column(c).to_pylist() for c in REQUEST_COLUMNS]
-    out = []
-    for values, nested in zip(zip(*plain, strict=True), part.column("nested").to_pylist(), strict=True):
-        if nested is None:
-            out.append(Req(*values))
+def stacked_rows(table: pa.Table) -> Iterator[tuple[str, str, Req | dict[str, Any]]]:
+    """(group id, kind, row) of each row of a stacked table (see :func:`stacked_inputs`), in its order: a
+    :class:`Req` for a ``requests`` row, the other table's row as a dict. Each column is converted once
+    for the whole table (a filter and a conversion per group and kind were most of a quiet group's cost)."""
+    names = set(table.column_names)
+    n = table.num_rows
+    groups = table.column("group_id").to_pylist()
+    kinds = table.column("kind").to_pylist()
+    nothing: list[Any] = [None] * n
+    payloads = table.column("payload").to_pylist() if "payload" in names else nothing
+    if "nested" in names:  # the requests columns: on every row (null on the other tables' rows)
+        nested = table.column("nested").to_pylist()
+        plain: Iterable[tuple[Any, ...]] = zip(
+            *(table.column(c).to_pylist() for c in REQUEST_COLUMNS), strict=True
+        )
+    else:
+        nested = nothing
+        plain = nothing
+    for group_id, kind, payload, extra, values in zip(groups, kinds, payloads, nested, plain, strict=True):
+        if kind != "requests":
+            yield group_id, kind, json.loads(payload)
             continue
-        n = json.loads(nested)
-        out.append(
+        if extra is None:
+            yield group_id, kind, Req(*values)
+            continue
+        more = json.loads(extra)
+        yield (
+            group_id,
+            kind,
             Req.from_parts(
                 dict(zip(REQUEST_COLUMNS, values, strict=True)),
-                protocol_names=n.get("protocol_names") or (),
-                leave_members=n.get("leave_members") or (),
-                commit_errors=n.get("commit_errors") or (),
-                assignments=n.get("assignments") or (),
-            )
+                protocol_names=more.get("protocol_names") or (),
+                leave_members=more.get("leave_members") or (),
+                commit_errors=more.get("commit_errors") or (),
+                assignments=more.get("assignments") or (),
+            ),
         )
-    return out
+
+
+def inputs_of(
+    group_id: str, rows: Sequence[tuple[str, Req | dict[str, Any]]], broker: BrokerBounds
+) -> GroupInputs:
+    """One group's :class:`GroupInputs` from its (kind, row) pairs (:func:`stacked_rows`)."""
+    requests: list[Req] = []
+    others: dict[str, list[dict[str, Any]]] = {k: [] for k in TABLE_COLUMNS}
+    for kind, row in rows:
+        if isinstance(row, Req):
+            requests.append(row)
+        else:
+            others[kind].append(row)
+    return GroupInputs.build(
+        group_id,
+        requests=requests,
+        rebalances=[Rebalance.from_row(r) for r in others["rebalances"]],
+        sessions=[Session.from_row(r) for r in others["member_sessions"]],
+        transitions=[Transition.from_row(r) for r in others["transitions"]],
+        broker=broker,
+        disputes=[Dispute.from_row(r) for r in others["disputes"]],
+    )
 
 
 def group_inputs(group_id: str, table: pa.Table, broker: BrokerBounds) -> GroupInputs:
     """One group's :class:`GroupInputs` from its rows of the stacked frame (:func:`stacked_inputs`)."""
-    import pyarrow.compute as pc
+    return inputs_of(group_id, [(kind, row) for _g, kind, row in stacked_rows(table)], broker)
 
-    rows: dict[str, list[dict[str, Any]]] = {k: [] for k in TABLE_COLUMNS}
-    if "payload" in table.column_names:
-        kinds = table.column("kind")
-        others = table.filter(pc.not_equal(kinds, "requests"))
-        for kind, payload in zip(
-            others.column("kind").to_pylist(), others.column("payload").to_pylist(), strict=True
-        ):
-            rows[kind].append(json.loads(payload))
-    return GroupInputs.build(
-        group_id,
-        requests=requests_of(table),
-        rebalances=[Rebalance.from_row(r) for r in rows["rebalances"]],
-        sessions=[Session.from_row(r) for r in rows["member_sessions"]],
-        transitions=[Transition.from_row(r) for r in rows["transitions"]],
-        broker=broker,
-        disputes=[Dispute.from_row(r) for r in rows["disputes"]],
-    )
+
+def group_output(
+    inputs: GroupInputs, settings: AuditSettings, only: tuple[str, ...] | None
+) -> list[dict[str, str]]:
+    """One group's rows of :data:`AUDIT_OUTPUT`: its findings, its coverage (newest request), the rules
+    it cannot support."""
+    gid = inputs.group_id
+    result = evaluate(inputs, settings, only)
+    rows = [{"group_id": gid, "kind": "finding", "payload": f.to_json()} for f in result.findings]
+    newest = max((r.arrival_ms for r in inputs.requests), default=None)
+    rows.append({"group_id": gid, "kind": "coverage", "payload": json.dumps({"newest_ms": newest})})
+    rows += [
+        {"group_id": gid, "kind": "unsupported", "payload": json.dumps({"rule_id": r, "reason": why})}
+        for r, why in result.unsupported
+    ]
+    return rows
 
 
 def audit_function(
     settings: AuditSettings, only: tuple[str, ...] | None, broker: BrokerBounds
-) -> Callable[[pa.Table], pa.Table]:
-    """The per-group function for ``applyInArrow``: findings and unsupported rules as JSON rows."""
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function over the stacked frame's partitions, each sorted by group
+    (:func:`~rebalance_replay.jobs.group_runs.grouped_partitions`): a group's rows are gathered across
+    batches until the next group's begin, then its findings and unsupported rules come out as JSON rows."""
 
-    def fn(table: pa.Table) -> pa.Table:
+    def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        rows: list[dict[str, str]] = []
-        if table.num_rows:
-            gid = str(table.column("group_id")[0].as_py())
-            inputs = group_inputs(gid, table, broker)
-            result = evaluate(inputs, settings, only)
-            rows = [{"group_id": gid, "kind": "finding", "payload": f.to_json()} for f in result.findings]
-            newest = max((r.arrival_ms for r in inputs.requests), default=None)
-            rows.append({"group_id": gid, "kind": "coverage", "payload": json.dumps({"newest_ms": newest})})
-            rows += [
-                {"group_id": gid, "kind": "unsupported", "payload": json.dumps({"rule_id": r, "reason": why})}
-                for r, why in result.unsupported
-            ]
-        return pa.Table.from_pylist(rows, schema=AUDIT_OUTPUT.arrow_schema())
+        schema = AUDIT_OUTPUT.arrow_schema()
+        out: list[dict[str, str]] = []
+        current: str | None = None
+        rows: list[tuple[str, Req | dict[str, Any]]] = []
+        for batch in batches:
+            for group_id, kind, row in stacked_rows(pa.Table.from_batches([batch])):
+                if group_id != current:
+                    if current is not None:
+                        out += group_output(inputs_of(current, rows, broker), settings, only)
+                    current, rows = group_id, []
+                rows.append((kind, row))
+            if len(out) >= OUTPUT_BATCH_ROWS:
+                yield from pa.Table.from_pylist(out, schema=schema).to_batches()
+                out = []
+        if current is not None:
+            out += group_output(inputs_of(current, rows, broker), settings, only)
+        if out:
+            yield from pa.Table.from_pylist(out, schema=schema).to_batches()
 
     return fn
 
@@ -610,8 +656,8 @@ def audit(
         unsupported_rows: dict[str, list[list[str]]] = {g: [] for g in changed}
         if stacked is not None:
             out = (
-                stacked.groupBy("group_id")
-                .applyInArrow(audit_function(settings, only, broker), AUDIT_OUTPUT.spark_schema())
+                grouped_partitions(stacked)
+                .mapInArrow(audit_function(settings, only, broker), AUDIT_OUTPUT.spark_schema())
                 .collect()
             )
             for row in out:

@@ -3,17 +3,15 @@ boundaries handled in the function: no per-key overhead, for large backfills."""
 
 from __future__ import annotations
 
-import itertools
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from rebalance_replay.jobs.group_runs import grouped_partitions, key_runs
 from rebalance_replay.jobs.replay_run import ReplayResult, _finish_result, _write_small
 from rebalance_replay.jobs.replay_wire import (
     _FEED_SCHEMA,
@@ -84,13 +82,7 @@ def fast_function(
 
         for batch in batches:
             table = unpack(pa.Table.from_batches([batch]))
-            group = table.column("group_id").combine_chunks()
-            codes = np.asarray(pc.dictionary_encode(group).indices.to_numpy(zero_copy_only=False))
-            cuts = [0, *(np.flatnonzero(np.diff(codes)) + 1).tolist(), table.num_rows]
-            for a, b in itertools.pairwise(cuts):
-                if a == b:
-                    continue
-                group_id = group[a].as_py()
+            for group_id, a, b in key_runs(table.column("group_id")):
                 if replayer is None or group_id != replayer.group_id:
                     if replayer is not None:
                         finish_group()
@@ -135,8 +127,7 @@ def _replay_fast(
 
     side_dir = work / f"fast-{uuid.uuid4().hex[:12]}"
     feed = rows.withColumn("bucket_end_ms", F.lit(horizon).cast("long")).withColumn("final", F.lit(True))
-    n = max(1, spark.sparkContext.defaultParallelism * 2)
-    ordered = pack(feed).repartition(n, "group_id").sortWithinPartitions("group_id", *SORT_COLUMNS)
+    ordered = grouped_partitions(pack(feed), *SORT_COLUMNS)
     predictions = ordered.mapInArrow(fast_function(settings, str(side_dir)), PREDICTIONS.spark_schema())
     try:
         written = store.write(predictions, PREDICTIONS, "overwrite")

@@ -314,7 +314,21 @@ class GroupInputs:
             tuple(sorted(requests, key=lambda r: (r.arrival_ms, r.completion_ms, r.source_file, r.line_no))),
             tuple(sorted(rebalances, key=lambda r: r.rebalance_seq)),
             tuple(sorted(sessions, key=lambda s: (s.joined_ms, s.member_id, s.generation_id))),
-            tuple(sorted(transitions, key=lambda t: (t.seq, t.time_ms))),
+            # one request's transitions share seq and time (the last member leaving: Stable →
+            # PreparingRebalance → Empty): the generation then the states tell them apart
+            tuple(
+                sorted(
+                    transitions,
+                    key=lambda t: (
+                        t.seq,
+                        t.time_ms,
+                        t.generation_id,
+                        t.from_state,
+                        t.to_state,
+                        t.member_id or "",
+                    ),
+                )
+            ),
             broker or BrokerBounds(),
             tuple(sorted(disputes, key=lambda d: (d.source_file, d.line_no, d.api))),
         )
