@@ -245,7 +245,8 @@ class Trial(Protocol[Node]):
 
     def close(self, node: Node) -> tuple[int, Hashable]:
         """At the end of the tie: the disagreements the state shows (the provisional ones made final) and
-        the state's fingerprint (what later answers depend on)."""
+        the state's fingerprint (what later answers depend on). ``node`` is used up (a closed order is
+        never extended: the trial may run what follows the tie on it instead of on a copy)."""
         ...
 
     def key(self, node: Node) -> Hashable:

@@ -840,16 +840,21 @@ class _TieTrial:
 
     def close(self, node: GroupCoordinatorModel) -> tuple[int, Hashable]:
         score = 2 * self._provisional(node) + self._deadline(node)
+        end = self._answers_depend_on(node)
         if self.after or self.lookahead_until is not None:
-            score += self._lookahead(node)[0]
-        return score, self._answers_depend_on(node)
+            score += self._lookahead(node, consume=True)[0]
+        return score, end
 
     def key(self, node: GroupCoordinatorModel) -> Hashable:
         return node.fingerprint()
 
     def run(self, order: Sequence[int]) -> tuple[int, Hashable]:
-        score, end, _ = self.outcome(order)
-        return score, end
+        model = self.model.fork()
+        for i in order:
+            model.handle(self.requests[i])
+        predictions, _ = model.drain()
+        extra, end = self.close(model)
+        return self._disagreements(predictions) + extra, end
 
     @staticmethod
     def _answers_depend_on(model: GroupCoordinatorModel) -> Hashable:
@@ -873,12 +878,13 @@ class _TieTrial:
 
     # -- scoring -------------------------------------------------------------------------------------
     def _lookahead(
-        self, node: GroupCoordinatorModel
+        self, node: GroupCoordinatorModel, *, consume: bool = False
     ) -> tuple[int, dict[tuple[str, int] | None, PredictedResponse], set[tuple[str, int]]]:
         """The disagreements of the requests that follow the tie, on a copy of ``node`` (the state after an
-        order of the tie), up to when the last of the tie's answers was logged; the answers predicted
-        meanwhile (request ref → response); and the requests still held then."""
-        model = node.fork()
+        order of the tie; ``consume``: on ``node`` itself, which nothing uses afterwards), up to when the
+        last of the tie's answers was logged; the answers predicted meanwhile (request ref → response); and
+        the requests still held then."""
+        model = node if consume else node.fork()
         for request in self.after:
             self.handle(model, request)
         until = self.lookahead_until
@@ -899,14 +905,6 @@ class _TieTrial:
                         bad += 2  # held by the model although the broker had answered it by then
         return bad, {p.request.ref: p.response for p in predictions}, held
 
-    def outcome(self, order: Sequence[int]) -> tuple[int, Hashable, GroupCoordinatorModel]:
-        model = self.model.fork()
-        for i in order:
-            model.handle(self.requests[i])
-        predictions, _ = model.drain()
-        extra, end = self.close(model)
-        return self._disagreements(predictions) + extra, end, model
-
     def differing(self, order: Sequence[int], other: Sequence[int]) -> list[int]:
         """The requests (indexes) whose answers differ between two orders (the tie's, then the
         lookahead's), or are still to come after it in either (then they depend on the state the order
@@ -918,7 +916,7 @@ class _TieTrial:
             for i in o:
                 model.handle(self.requests[i])
             predictions, _ = model.drain()
-            _, later, still = self._lookahead(model)
+            _, later, still = self._lookahead(model, consume=True)
             answers.append({**{p.request.ref: p.response for p in predictions}, **later})
             held |= still
         first, second = answers
