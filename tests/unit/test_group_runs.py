@@ -102,7 +102,9 @@ def test_stacked_rows_give_back_each_groups_inputs() -> None:
     assert sorted(by) == sorted(inputs)
     nested = 0
     for gid, gi in inputs.items():
-        assert inputs_of(gid, by[gid], broker) == gi, gid
+        got = inputs_of(gid, by[gid], broker)
+        assert got.group_id == gid
+        assert got == gi, gid
         nested += sum(1 for r in gi.requests if _nested(r) is not None)
     assert nested, "some requests have nested columns"
     assert any(gi.rebalances for gi in inputs.values()) and any(gi.sessions for gi in inputs.values())
@@ -120,5 +122,6 @@ def test_the_audit_function_gathers_groups_across_batches(batch_rows: int) -> No
     ).to_pylist()
     want = [row for gi in inputs.values() for row in group_output(gi, settings, None)]
     assert sorted(map(json.dumps, got)) == sorted(map(json.dumps, want))
+    assert {r["group_id"] for r in got} == set(inputs)  # each group's rows name it
     assert sum(r["kind"] == "finding" for r in got) >= 15
     assert sum(r["kind"] == "coverage" for r in got) == len(inputs)
