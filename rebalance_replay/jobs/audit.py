@@ -648,7 +648,7 @@ def audit(
         unchanged = len(fps) - len(changed)
         log(f"audit: evaluating {plural(len(changed), 'group')} with new rows ({unchanged} unchanged)")
         stacked = None
-        if len(changed) == len(fps):  # every group (a first audit, new settings): no join
+        if changed and len(changed) == len(fps):  # every group (a first audit, new settings): no join
             stacked = stacked_inputs(frames)
         elif changed:  # the changed groups' rows (a semi join: there may be many groups)
             wanted = spark.createDataFrame([(g,) for g in changed], "group_id string")
