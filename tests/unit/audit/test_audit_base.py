@@ -13,7 +13,7 @@ from rebalance_replay.transforms.audit.base import (
     rebalances_caused_by,
 )
 from rebalance_replay.transforms.audit.config import R02Settings
-from rebalance_replay.transforms.audit.model import Rebalance, Req
+from rebalance_replay.transforms.audit.model import Rebalance, Req, Transition
 
 
 def _rb(seq: int, *, duration: int | None = 500, **kw: object) -> Rebalance:
@@ -88,6 +88,7 @@ def test_a_findings_window_spans_its_evidence_unless_given() -> None:
     f = make_finding(gi, R02Settings(), 10, evidence=[_req(3000), _req(1000)], **common)  # type: ignore[arg-type]
     assert (f.window_start_ms, f.window_end_ms) == (1000, 3000)
     assert (f.rule_id, f.rule) == ("R02", "session-timeout-eviction")  # the rule of the settings given
+    assert gi.group_id == f.group_id == "g"
     f = make_finding(
         gi, R02Settings(), 10, evidence=[_req(1000)], window=(500, 2500), rebalance_seqs=[0], **common
     )  # type: ignore[arg-type]
@@ -128,3 +129,20 @@ def test_answered_as_member_reads_the_brokers_answer() -> None:
     assert answered_as_member(req("HEARTBEAT", "UNKNOWN_MEMBER_ID", member="m2"), "m1") is None
     assert answered_as_member(req("OFFSET_COMMIT", "NONE", generation=-1), "m1") is None
     assert answered_as_member(req("OFFSET_COMMIT", "UNKNOWN_MEMBER_ID", generation=None), "m1") is None
+
+
+def test_one_requests_transitions_come_in_one_order_whatever_order_they_came_in() -> None:
+    """The last member leaving moves Stable → PreparingRebalance → Empty in one request (same seq and
+    time; Kafka bumps the generation on the way to Empty): the generation orders them, then the states
+    and the member, so the inputs do not depend on the order Spark hands the rows over."""
+    chain = [
+        Transition(seq=7, time_ms=5_000, from_state="Empty", to_state="PreparingRebalance", generation_id=1),
+        Transition(7, 9_000, "Stable", "PreparingRebalance", 3, "m1"),
+        Transition(7, 9_000, "PreparingRebalance", "Empty", 4),
+        Transition(7, 9_000, "PreparingRebalance", "Empty", 4, "m2"),
+        Transition(7, 9_000, "PreparingRebalance", "Dead", 4),
+        Transition(8, 1_000, "Empty", "Dead", 4),
+    ]
+    for order in (chain, chain[::-1], [chain[3], chain[5], chain[1], chain[4], chain[0], chain[2]]):
+        gi = GroupInputs.build("g", requests=[_req(1)], transitions=order)
+        assert gi.transitions == (chain[0], chain[1], chain[4], chain[2], chain[3], chain[5])
