@@ -842,19 +842,24 @@ class _TieTrial:
         score = 2 * self._provisional(node) + self._deadline(node)
         end = self._answers_depend_on(node)
         if self.after or self.lookahead_until is not None:
-            score += self._lookahead(node, consume=True)[0]
+            score += self._lookahead(node)[0]
         return score, end
 
     def key(self, node: GroupCoordinatorModel) -> Hashable:
         return node.fingerprint()
 
     def run(self, order: Sequence[int]) -> tuple[int, Hashable]:
+        model, predictions = self._played(order)
+        extra, end = self.close(model)
+        return self._disagreements(predictions) + extra, end
+
+    def _played(self, order: Sequence[int]) -> tuple[GroupCoordinatorModel, list[Prediction]]:
+        """A copy of the model after the tie's requests in ``order``, and the answers it gave them."""
         model = self.model.fork()
         for i in order:
             model.handle(self.requests[i])
         predictions, _ = model.drain()
-        extra, end = self.close(model)
-        return self._disagreements(predictions) + extra, end
+        return model, predictions
 
     @staticmethod
     def _answers_depend_on(model: GroupCoordinatorModel) -> Hashable:
@@ -878,13 +883,12 @@ class _TieTrial:
 
     # -- scoring -------------------------------------------------------------------------------------
     def _lookahead(
-        self, node: GroupCoordinatorModel, *, consume: bool = False
+        self, model: GroupCoordinatorModel
     ) -> tuple[int, dict[tuple[str, int] | None, PredictedResponse], set[tuple[str, int]]]:
-        """The disagreements of the requests that follow the tie, on a copy of ``node`` (the state after an
-        order of the tie; ``consume``: on ``node`` itself, which nothing uses afterwards), up to when the
-        last of the tie's answers was logged; the answers predicted meanwhile (request ref → response); and
-        the requests still held then."""
-        model = node if consume else node.fork()
+        """The disagreements of the requests that follow the tie, run on ``model`` (the state after an order
+        of the tie, used up: no caller reads it afterwards), up to when the last of the tie's answers was
+        logged; the answers predicted meanwhile (request ref → response); and the requests still held
+        then."""
         for request in self.after:
             self.handle(model, request)
         until = self.lookahead_until
@@ -912,11 +916,8 @@ class _TieTrial:
         answers = []
         held: set[tuple[str, int]] = set()
         for o in (order, other):
-            model = self.model.fork()
-            for i in o:
-                model.handle(self.requests[i])
-            predictions, _ = model.drain()
-            _, later, still = self._lookahead(model, consume=True)
+            model, predictions = self._played(o)
+            _, later, still = self._lookahead(model)
             answers.append({**{p.request.ref: p.response for p in predictions}, **later})
             held |= still
         first, second = answers
