@@ -23,7 +23,6 @@ import shutil
 import statistics
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_pipeline import RUN_STAGES, machine, run_cli_staged  # noqa: E402
 from benchmarks.bench_replay import T0, broker_lines  # noqa: E402
+from simulator.log_render import rotated_file_name  # noqa: E402
 
 HOUR = 3_600_000
 #: requests a consumer sends a second (heartbeat every 3 s, commit every 5 s)
@@ -42,10 +42,8 @@ def data_dir(hours: int, groups: int, members: int) -> Path:
 
 
 def hour_name(hour: int) -> str:
-    """The rotated name log4j gives hour ``hour`` of the log (``kafka-request.log.2024-05-01-00``)."""
-    return "kafka-request.log." + datetime.fromtimestamp((T0 + hour * HOUR) / 1000, UTC).strftime(
-        "%Y-%m-%d-%H"
-    )
+    """The rotated name of hour ``hour`` of the log (``kafka-request.log.2024-05-01-00``)."""
+    return rotated_file_name(T0 + hour * HOUR)
 
 
 def ensure_hours(data: Path, hours: int, groups: int, members: int) -> int:

@@ -30,7 +30,7 @@ from typing import Any
 from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
 from rebalance_replay.transforms.kafka_protocol import ApiKey, Errors
 from simulator.clients import ConsumerSpec, SimConfig, simulate
-from simulator.log_render import complete_record, render_line
+from simulator.log_render import complete_record, render_line, rotated_file_name
 
 KAFKA_VERSION = "3.7"
 T0 = int(datetime(2024, 6, 3, 8, 0, 0, tzinfo=UTC).timestamp() * 1000)
@@ -460,10 +460,10 @@ def generate(
         lines.sort(key=lambda x: x[0])
         hours: dict[str, list[str]] = {}
         for t, line in lines:
-            hours.setdefault(datetime.fromtimestamp(t / 1000, UTC).strftime("%Y-%m-%d-%H"), []).append(line)
-        for hour, hl in sorted(hours.items()):
+            hours.setdefault(rotated_file_name(t), []).append(line)
+        for name, hl in sorted(hours.items()):
             data = "".join(x + "\n" for x in hl).encode("utf-8")
-            (d / f"kafka-request.log.{hour}.gz").write_bytes(gzip.compress(data, mtime=0))
+            (d / f"{name}.gz").write_bytes(gzip.compress(data, mtime=0))
     (out / "ground_truth.json").write_text(
         json.dumps({"seed": seed, "incidents": [asdict(t) for t in truths]}, indent=1) + "\n"
     )

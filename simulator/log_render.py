@@ -1096,3 +1096,10 @@ def complete_record(fields: Mapping[str, Any], *, kafka_version: str) -> dict[st
     r["raw_request"] = _render_body(r, "request", kafka_version, force=True) if req_body else None
     r["raw_response"] = _render_body(r, "response", kafka_version, force=True) if resp_body else None
     return r
+
+
+def rotated_file_name(ms: int) -> str:
+    """The name a broker's hourly ``DailyRollingFileAppender`` (Kafka's log4j.properties:
+    ``DatePattern='.'yyyy-MM-dd-HH``) gives ``kafka-request.log`` when it rotates out the hour holding
+    ``ms`` (epoch ms, UTC)."""
+    return "kafka-request.log." + datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d-%H")

@@ -24,7 +24,7 @@ from typing import Any
 
 from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
 from simulator.clients import ConsumerSpec, SimConfig
-from simulator.log_render import render_other_api_line
+from simulator.log_render import render_other_api_line, rotated_file_name
 from simulator.realkafka.agreement import read_table
 from simulator.render import render_group_lines
 
@@ -138,9 +138,7 @@ def _fetch_line(host: str, t: int, rnd: random.Random) -> str:
 
 
 def rotated_name(hour: int) -> str:
-    return "kafka-request.log." + datetime.fromtimestamp((T0 + hour * HOUR) / 1000, UTC).strftime(
-        "%Y-%m-%d-%H"
-    )
+    return rotated_file_name(T0 + hour * HOUR)
 
 
 def folder_at(logs: SoakLogs, out: Path, hour: int) -> int:
