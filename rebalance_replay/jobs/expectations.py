@@ -15,8 +15,10 @@ job or two per expectation (~90 per validate on the sample: the fixed cost issue
   api_name, api_version, completion_ms, arrival_ms``) are not null (one expectation: the derived
   ``missing_keys``, naming a row's null keys, is null); ``api_name`` is a kept API;
   ``arrival_ms ≤ completion_ms``; ``version_valid`` (derived: ``0 ≤ api_version ≤ MAX_API_VERSION`` of the
-  row's API) is true; ``group_id`` is not null for the five classic group APIs; ``(source_file, line_no)``
-  is unique.
+  row's API) is true; ``group_id`` is not null for the five classic group APIs; each line landed once:
+  ``(source_file, line_no, completion_ms)`` is unique (not ``(source_file, line_no)``: the live
+  ``kafka-request.log`` is read each hour under the same name, its line numbers starting again at 1 after
+  each rotation).
 * ``outputs_contract`` on one frame that stacks the three outputs (each row fills only its own table's
   columns, and column expectations ignore nulls): the mean of ``scored_matched`` (1/0 on scored
   predictions) — i.e. the agreement — is ≥ ``validation.min_agreement``; rebalance ``total/join/sync``
@@ -46,6 +48,7 @@ from urllib.parse import unquote, urlparse
 
 from rebalance_replay.jobs.bookkeeping import crash_point, write_json
 from rebalance_replay.transforms.kafka_protocol import MAX_API_VERSION, STATE_CHANGING_APIS, ApiKey
+from rebalance_replay.transforms.tally import PARTIAL_UNEXPECTED, ContractTally, SegmentCounts
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import Column, DataFrame
@@ -56,6 +59,9 @@ __all__ = [
     "REQUESTS_SUITE",
     "GxFailure",
     "GxOutcome",
+    "Measure",
+    "contract_tally",
+    "contracts_fingerprint",
     "findings_contract_frame",
     "outputs_contract_frame",
     "requests_contract_frame",
@@ -65,7 +71,6 @@ __all__ = [
 REQUESTS_SUITE = "requests_contract"
 OUTPUTS_SUITE = "outputs_contract"
 FINDINGS_SUITE = "findings_contract"
-PARTIAL_UNEXPECTED = 5  # example values kept per failed expectation
 GX_SOURCE = "rebalance_replay_contracts"  # the pandas data source of the metrics frames
 GX_SPARK_SOURCE = "rebalance_replay"  # the Spark data source of earlier versions: removed when found
 
@@ -325,6 +330,11 @@ class Check:
     bad: Callable[[], Column] | None = None  # built when measured (a Spark session is running then)
     bounds: tuple[float, float] = (0.0, 0.0)
     pattern: str | None = None  # a rows check of a regex every non-null value of columns[0] matches
+    #: a unique check's tally (:func:`contract_tally`): its segments (some of ``columns``) and the column
+    #: whose lowest and highest value each keeps (one of ``columns``): rows appended later whose lowest
+    #: value lies above a segment's highest cannot repeat a key of that segment
+    segment_by: tuple[str, ...] = ()
+    bound: str | None = None
 
     @property
     def name(self) -> str:
@@ -396,9 +406,12 @@ def _requests_checks() -> list[Check]:
         Check(
             "rows_sharing_a_line",
             "expect_compound_columns_to_be_unique",
-            ("source_file", "line_no"),
-            "(source_file, line_no) is unique",
+            ("source_file", "line_no", "completion_ms"),
+            "each log line landed once: (source_file, line_no, completion_ms) is unique (a live file's name "
+            "comes back after each rotation, so its path and line numbers repeat, hours apart)",
             kind="unique",
+            segment_by=("source_file",),
+            bound="completion_ms",
         ),
     ]
 
@@ -445,6 +458,8 @@ def _outputs_checks(min_agreement: float) -> list[Check]:
             ("prediction_group_id", "prediction_seq"),
             "prediction seq is unique per group",
             kind="unique",
+            segment_by=("prediction_group_id",),
+            bound="prediction_seq",
         ),
     ]
 
@@ -514,10 +529,35 @@ class ContractMetrics:
     examples: dict[str, list[Any]]
 
 
+#: what measures a contract's checks when ``run_gx`` is not given its frame (see :func:`run_gx`)
+Measure = Callable[[list[Check]], ContractMetrics]
+
+
 def contract_metrics(frame: DataFrame, checks: list[Check]) -> ContractMetrics:
+    """Measure every check of a contract over ``frame`` (:func:`contract_tally`)."""
+    return metrics_of(contract_tally(frame, checks), checks)
+
+
+def metrics_of(tally: ContractTally, checks: list[Check]) -> ContractMetrics:
+    """The metrics GX judges, from a contract's tally (of one frame, or of the rows of several runs)."""
+    values: dict[str, float | int | None] = {
+        c.key: tally.mean(c.key) if c.kind == "mean" else tally.count(c.key) for c in checks
+    }
+    examples = {k: v for k, v in tally.examples.items() if values.get(k)}
+    return ContractMetrics(tally.rows(), values, examples)
+
+
+def _segment_columns(frame: DataFrame, unique: Check | None) -> list[str]:
+    """What a tally's segments are keyed by: the frame's ``table`` (when it stacks several) and the
+    uniqueness key's leading columns."""
+    return (["table"] if "table" in frame.columns else []) + list(unique.segment_by if unique else ())
+
+
+def contract_tally(frame: DataFrame, checks: list[Check]) -> ContractTally:
     """Measure every check of a contract in ONE Spark job over ``frame`` (a uniqueness check groups the
-    rows by its columns and the other checks' counts ride along that aggregation), then, only when a
-    check is broken, one more small job for its examples."""
+    rows by its columns and the other checks' counts ride along that aggregation), by segment
+    (:mod:`rebalance_replay.transforms.tally`); then, only when a check is broken, one more small job
+    for its examples."""
     from pyspark.sql import functions as F
 
     rows_checks = [c for c in checks if c.kind == "rows"]
@@ -533,26 +573,37 @@ def contract_metrics(frame: DataFrame, checks: list[Check]) -> ContractMetrics:
     for m in means:
         parts[f"{m.key}__sum"] = F.sum(F.col(m.columns[0]).cast("double"))
         parts[f"{m.key}__n"] = F.count(F.col(m.columns[0]))
+    segment = _segment_columns(frame, unique)
+    bounds: list[Column] = []
     if unique is None:
-        agg = frame.agg(*[v.alias(k) for k, v in parts.items()])
-        dup: Column | None = None
+        agg = frame.groupBy(*segment).agg(*[v.alias(k) for k, v in parts.items()])
     else:
-        grouped = frame.groupBy(*unique.columns).agg(*[v.alias(k) for k, v in parts.items()])
+        keys = [*segment, *[c for c in unique.columns if c not in segment]]
+        grouped = frame.groupBy(*keys).agg(*[v.alias(k) for k, v in parts.items()])
         keys_present = F.lit(True)
         for key in unique.columns:
             keys_present = keys_present & F.col(key).isNotNull()
         dup = F.sum(F.when(keys_present & (F.col("n") > 1), F.col("n")).otherwise(0)).alias(unique.key)
-        agg = grouped.agg(*[F.sum(k).alias(k) for k in parts], dup)
-    (row,) = agg.collect()
-    n = int(row["n"] or 0)
-    values: dict[str, float | int | None] = {k: int(row[k] or 0) for k in flags}
-    for m in means:
-        count = int(row[f"{m.key}__n"] or 0)
-        values[m.key] = float(row[f"{m.key}__sum"]) / count if count else None
-    if unique is not None:
-        values[unique.key] = int(row[unique.key] or 0)
-    examples: dict[str, list[Any]] = {}
-    broken = [c for c in rows_checks if values.get(c.key)]
+        if unique.bound is not None:
+            bounds = [F.min(unique.bound).alias("__low"), F.max(unique.bound).alias("__high")]
+        agg = grouped.groupBy(*segment).agg(*[F.sum(k).alias(k) for k in parts], dup, *bounds)
+    tally = ContractTally()
+    for row in agg.collect():
+        segment_key: tuple[Any, ...] = (
+            row["table"] if "table" in segment else None,
+            *[row[c] for c in segment if c != "table"],
+        )
+        counts = {k: int(row[k] or 0) for k in flags}
+        if unique is not None:
+            counts[unique.key] = int(row[unique.key] or 0)
+        tally.segments[segment_key] = SegmentCounts(
+            int(row["n"] or 0),
+            counts,
+            {m.key: [float(row[f"{m.key}__sum"] or 0.0), float(row[f"{m.key}__n"] or 0)] for m in means},
+            _jsonable(row["__low"]) if bounds else None,
+            _jsonable(row["__high"]) if bounds else None,
+        )
+    broken = [c for c in rows_checks if tally.count(c.key)]
     if broken:  # up to PARTIAL_UNEXPECTED rows of each broken check, in one job
         cols = sorted({col for check in broken for col in check.columns})
         picks = [
@@ -567,8 +618,8 @@ def contract_metrics(frame: DataFrame, checks: list[Check]) -> ContractMetrics:
         picked = union.collect()
         for check in broken:
             hits = [r for r in picked if r["__check"] == check.key]
-            examples[check.key] = [_example(r, check.columns) for r in hits]
-    if unique is not None and values[unique.key]:
+            tally.examples[check.key] = [_example(r, check.columns) for r in hits]
+    if unique is not None and tally.count(unique.key):
         twice = (
             frame.groupBy(*unique.columns)
             .count()
@@ -577,8 +628,8 @@ def contract_metrics(frame: DataFrame, checks: list[Check]) -> ContractMetrics:
             .limit(PARTIAL_UNEXPECTED)
             .collect()
         )
-        examples[unique.key] = [{c: _jsonable(r[c]) for c in unique.columns} for r in twice]
-    return ContractMetrics(n, values, examples)
+        tally.examples[unique.key] = [{c: _jsonable(r[c]) for c in unique.columns} for r in twice]
+    return tally
 
 
 def _example(row: Any, columns: tuple[str, ...]) -> Any:
@@ -695,21 +746,22 @@ def prune_results(root: Path, keep: int, suites: Sequence[str]) -> int:
 LAST_CHECK = "last_check.json"  # under gx/uncommitted: the key and outcome of the last finished check
 
 
-def _check_key(tables_key: Mapping[str, Any], frames: Mapping[str, DataFrame], min_agreement: float) -> str:
+def _check_key(tables_key: Mapping[str, Any], frames: Mapping[str, Any], min_agreement: float) -> str:
     """What a check's results depend on: the tables' versions, the threshold, and each contract's
     expectations as declared now."""
     import hashlib
     import json
 
-    contracts = {
-        suite: [
-            (c.name, c.description, c.kind, str(c.condition()), c.bounds)
-            for c in _checks(suite, min_agreement)
-        ]
-        for suite in frames
-    }
+    contracts = {suite: contracts_fingerprint(suite, min_agreement) for suite in frames}
     text = json.dumps({"tables": tables_key, "contracts": contracts}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def contracts_fingerprint(suite: str, min_agreement: float) -> list[Any]:
+    """A contract's expectations as declared now (what its measures and results depend on)."""
+    return [
+        (c.name, c.description, c.kind, str(c.condition()), c.bounds) for c in _checks(suite, min_agreement)
+    ]
 
 
 def _last_check(path: Path, key: str) -> GxOutcome | None:
@@ -731,7 +783,7 @@ def _last_check(path: Path, key: str) -> GxOutcome | None:
 
 def run_gx(
     root: str | Path,
-    frames: Mapping[str, DataFrame],
+    frames: Mapping[str, DataFrame | Measure],
     *,
     min_agreement: float,
     log: Log = print,
@@ -742,7 +794,8 @@ def run_gx(
     ``findings_contract``) on its frame: its metrics measured in one Spark pass (:func:`contract_metrics`),
     judged by its Great Expectations suite through one checkpoint in a file context under ``<root>/gx``
     (a pandas batch of one row: the metrics), and Data Docs updated once, for this run's results only.
-    Never raises for GX's own problems: they come back as ``error`` with ``success=False``.
+    Never raises for GX's own problems: they come back as ``error`` with ``success=False``. A suite's
+    frame may instead be a :data:`Measure` that gives its metrics (``validate``'s carried tallies).
 
     ``tables_key``: what the frames were read from (each table's Delta version, the threshold): when the
     last check of this GX folder finished on the same key and the same contracts, nothing changed since,
@@ -791,7 +844,7 @@ def run_gx(
         for suite_name, df in frames.items():
             t0 = time.monotonic()
             checks = _checks(suite_name, min_agreement)
-            metrics = contract_metrics(df, checks)
+            metrics = df(checks) if callable(df) else contract_metrics(df, checks)
             asset = _get_or_add(source.get_asset, source.add_dataframe_asset, suite_name)
             batch = _get_or_add(
                 asset.get_batch_definition, asset.add_batch_definition_whole_dataframe, "whole_dataframe"

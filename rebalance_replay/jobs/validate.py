@@ -2,7 +2,8 @@
 sound? Reads ``predictions`` (and ``requests``, ``rebalances``, ``transitions`` when present).
 
 Agreement (computed with Spark over ``predictions``; the per-row rules live in
-``rebalance_replay.transforms.validation``):
+``rebalance_replay.transforms.validation``; a scheduled run counts only the rows appended since the last
+one and adds the tallies it kept, :class:`Carry`):
 
 * overall ``agreement = matched / scored``; **None when nothing is scored** (no evidence either way — the
   text summary prints ``n/a``, and the ``outputs_contract`` agreement expectation fails);
@@ -18,28 +19,39 @@ shown in Data Docs. ``report.great_expectations: false`` skips GX (``gx_success`
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rebalance_replay.jobs.bookkeeping import write_json
 from rebalance_replay.jobs.errors import MissingTableError
 from rebalance_replay.jobs.expectations import (
     FINDINGS_SUITE,
     OUTPUTS_SUITE,
     REQUESTS_SUITE,
+    Check,
+    ContractMetrics,
     GxFailure,
     GxOutcome,
     Log,
+    Measure,
+    contract_tally,
+    contracts_fingerprint,
     findings_contract_frame,
+    metrics_of,
     outputs_contract_frame,
     requests_contract_frame,
     run_gx,
 )
+from rebalance_replay.jobs.paths import is_uri
 from rebalance_replay.schemas import FINDINGS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
 from rebalance_replay.schemas.core import TableDef
 from rebalance_replay.transforms.report.units import plural
+from rebalance_replay.transforms.tally import EXAMPLES_PER_KIND, AgreementTally, ContractTally
 from rebalance_replay.transforms.validation import MISMATCH_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -66,8 +78,6 @@ __all__ = [
 ]
 
 TOP_GROUPS = 10
-EXAMPLES_PER_KIND = 3
-MAX_EXAMPLES = 20
 MISSING = "(none)"  # key for a null observed error / unscored reason
 
 
@@ -150,7 +160,7 @@ class ValidationResult:
             return "n/a" if v is None else f"{100 * v:.2f}%"
 
         ok = {None: "nothing scored", True: "ok", False: "BELOW"}[self.agreement_ok]
-        # validate reads every prediction each run: its numbers are the warehouse's
+        # its numbers are the warehouse's (a scheduled run adds the new rows to the counts it kept)
         lines = [
             f"validate: this run checked the warehouse total: {plural(self.predictions, 'prediction')}, "
             f"{self.scored} scored, {self.matched} matched: agreement {pct(self.agreement)} (min "
@@ -227,6 +237,8 @@ def validate(
             f"validate: no predictions table in {config.storage.warehouse}; "
             "run `rebalance-replay replay` first"
         )
+    # a scheduled run on a local warehouse carries its counts forward (the engine lists what was appended)
+    scheduled = within is None and store.as_of is None and not is_uri(config.storage.warehouse)
     return validate_frames(
         predictions,
         requests=_read_optional(store, REQUESTS) if within is None else within.requests(),
@@ -243,7 +255,89 @@ def validate(
         tables_key=None
         if within is not None or not config.report.great_expectations
         else {t.name: store.version(t) for t in (PREDICTIONS, REQUESTS, REBALANCES, TRANSITIONS, FINDINGS)},
+        carry=Carry.open(store, config.storage.warehouse) if scheduled else None,
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# Tallies carried from run to run
+# --------------------------------------------------------------------------------------------------
+
+STATE_FILE = ("_validate", "state.json")
+STATE_FORMAT = 1
+AGREEMENT = "agreement"
+
+
+@dataclass
+class Carry:
+    """The tallies the last scheduled validate left (``<warehouse>/_validate/state.json``), each of one
+    table as of a version, and the rows that table gained since: a run counts only those rows and adds
+    the tally (:mod:`rebalance_replay.transforms.tally`). A tally is counted again in full when its table
+    was made again (another Delta id), when a commit since did more than append (an overwrite, a delete,
+    a compaction) or left the log, when what it counts changed (its fingerprint: the contract's
+    expectations as declared, the state's format), or when the engine cannot list appended rows."""
+
+    store: DeltaStore
+    path: Path
+    entries: dict[str, dict[str, Any]]
+    now: dict[str, tuple[str | None, int | None]]
+    kept: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    _added: dict[tuple[str, int], DataFrame | None] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def open(cls, store: DeltaStore, warehouse: str) -> Carry:
+        path = Path(warehouse).joinpath(*STATE_FILE)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            entries = data["entries"] if data.get("format") == STATE_FORMAT else {}
+        except (OSError, ValueError, KeyError, TypeError):
+            entries = {}
+        now = {t.name: (store.table_id(t), store.version(t)) for t in (PREDICTIONS, REQUESTS)}
+        return cls(store, path, entries, now)
+
+    def added(
+        self, name: str, table: TableDef, fingerprint: Any
+    ) -> tuple[dict[str, Any], DataFrame | None] | None:
+        """The tally kept as ``name`` and the rows ``table`` appended since it was counted (None: no row);
+        None when it must be counted again in full."""
+        entry = self.entries.get(name)
+        table_id, version = self.now[table.name]
+        if (
+            entry is None
+            or version is None
+            or entry.get("table") != table.name
+            or entry.get("id") != table_id
+            or entry.get("fingerprint") != _normalized(fingerprint)
+        ):
+            return None
+        since = int(entry["version"])
+        if since == version:
+            return entry["tally"], None
+        if (table.name, since) not in self._added:
+            self._added[(table.name, since)] = self.store.appended_since(table, since, version)
+        rows = self._added[(table.name, since)]
+        return None if rows is None else (entry["tally"], rows)
+
+    def keep(self, name: str, table: TableDef, fingerprint: Any, tally: dict[str, Any]) -> None:
+        """Keep ``tally`` as ``name``: the count of ``table`` as of the version this run read."""
+        table_id, version = self.now[table.name]
+        if version is not None:
+            self.kept[name] = {
+                "table": table.name,
+                "id": table_id,
+                "version": version,
+                "fingerprint": _normalized(fingerprint),
+                "tally": tally,
+            }
+
+    def save(self) -> None:
+        """Write the tallies kept this run (and the ones it did not use, as they were)."""
+        if self.kept:
+            write_json(self.path, {"format": STATE_FORMAT, "entries": {**self.entries, **self.kept}})
+
+
+def _normalized(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
 def validate_frames(
@@ -258,12 +352,14 @@ def validate_frames(
     log: Log = print,
     tables_key: Mapping[str, Any] | None = None,
     gx_keep_results: int = 0,
+    carry: Carry | None = None,
 ) -> ValidationResult:
     """The core of :func:`validate` on DataFrames. ``gx_root`` None skips Great Expectations; otherwise
     the GX file context lives in ``<gx_root>/gx``; ``tables_key``: what the frames were read from, for
-    :func:`run_gx` to keep the last results when nothing changed."""
+    :func:`run_gx` to keep the last results when nothing changed; ``carry``: the tallies of the last
+    scheduled run, to count only the ``predictions`` and ``requests`` rows appended since (:class:`Carry`)."""
     started = time.monotonic()
-    result = _agreement(predictions, min_agreement)
+    result = agreement_result(_agreement_of(predictions, carry, log), min_agreement)
     result.tables = {
         "predictions": result.predictions,
         "requests": None,
@@ -275,10 +371,20 @@ def validate_frames(
         f"{'n/a' if result.agreement is None else f'{100 * result.agreement:.2f}%'}"
     )
     if gx_root is not None:
-        frames: dict[str, DataFrame] = {}
+        frames: dict[str, DataFrame | Measure] = {}
         if requests is not None:
-            frames[REQUESTS_SUITE] = requests_contract_frame(requests)
-        frames[OUTPUTS_SUITE] = outputs_contract_frame(predictions, rebalances, transitions)
+            frames[REQUESTS_SUITE] = _carried_contract(
+                REQUESTS_SUITE, REQUESTS, requests, requests_contract_frame, carry, min_agreement, log
+            )
+        frames[OUTPUTS_SUITE] = _carried_contract(
+            OUTPUTS_SUITE,
+            PREDICTIONS,
+            predictions,
+            lambda rows: outputs_contract_frame(rows, rebalances, transitions),
+            carry,
+            min_agreement,
+            log,
+        )
         if findings is not None:
             frames[FINDINGS_SUITE] = findings_contract_frame(findings)
         result.gx = run_gx(
@@ -289,11 +395,71 @@ def validate_frames(
             tables_key=tables_key,
             keep_results=gx_keep_results,
         )
+    if carry is not None:
+        carry.save()
     for name, df in (("requests", requests), ("rebalances", rebalances), ("transitions", transitions)):
         if df is not None:
             result.tables[name] = df.count()
     result.seconds = time.monotonic() - started
     return result
+
+
+def _agreement_of(predictions: DataFrame, carry: Carry | None, log: Log) -> AgreementTally:
+    """The agreement tally of ``predictions``: the kept one plus the rows appended since, when ``carry``
+    has one; else counted in full (and kept)."""
+    fingerprint = [STATE_FORMAT, AGREEMENT]
+    got = None if carry is None else carry.added(AGREEMENT, PREDICTIONS, fingerprint)
+    if got is None:
+        tally = agreement_tally(predictions)
+    else:
+        kept, rows = got
+        tally = AgreementTally.from_json(kept)
+        if rows is not None:
+            tally = tally.plus(agreement_tally(rows))
+        log(f"validate: agreement: {_carried_text(rows)}")
+    if carry is not None:
+        carry.keep(AGREEMENT, PREDICTIONS, fingerprint, tally.to_json())
+    return tally
+
+
+def _carried_text(rows: DataFrame | None) -> str:
+    if rows is None:
+        return "the table has not changed since the last run: its counts stand"
+    return "counted the rows appended since the last run and added them to its counts"
+
+
+def _carried_contract(
+    suite: str,
+    table: TableDef,
+    whole: DataFrame,
+    frame_of: Callable[[DataFrame], DataFrame],
+    carry: Carry | None,
+    min_agreement: float,
+    log: Log,
+) -> DataFrame | Measure:
+    """The GX contract ``suite`` over ``frame_of(whole)``; with ``carry``, measured as the kept tally of
+    ``table``'s rows plus ``frame_of(rows appended since)`` (the contract's other tables, small, counted
+    in full each run) — or in full when the two cannot be added (:meth:`ContractTally.plus`)."""
+    if carry is None:
+        return frame_of(whole)
+    fingerprint = [STATE_FORMAT, contracts_fingerprint(suite, min_agreement)]
+    segment_table = "predictions" if suite == OUTPUTS_SUITE else None
+
+    def measure(checks: list[Check]) -> ContractMetrics:
+        got = carry.added(suite, table, fingerprint)
+        tally: ContractTally | None = None
+        if got is not None:
+            kept, rows = got
+            added = contract_tally(frame_of(rows if rows is not None else carry.store.empty(table)), checks)
+            tally = ContractTally.from_json(kept).plus(added)
+            if tally is not None:
+                log(f"validate: GX {suite}: {_carried_text(rows)}")
+        if tally is None:
+            tally = contract_tally(frame_of(whole), checks)
+        carry.keep(suite, table, fingerprint, tally.of_table(segment_table).to_json())
+        return metrics_of(tally, checks)
+
+    return measure
 
 
 # --------------------------------------------------------------------------------------------------
@@ -355,10 +521,10 @@ def _order_kinds(counts: Mapping[str, int]) -> dict[str, int]:
     return {k: counts[k] for k in (*known, *other)}
 
 
-def _add_counts(into: dict[Any, dict[str, int]], key: Any, row: Any) -> None:
+def _add_counts(into: dict[Any, dict[str, int]], key: Any, counts: Mapping[str, int]) -> None:
     c = into.setdefault(key, {"n": 0, "scored": 0, "matched": 0})
     for k in c:
-        c[k] += int(row[k] or 0)
+        c[k] += counts[k]
 
 
 def _nulls_first(key: str | None) -> tuple[bool, str]:
@@ -366,15 +532,16 @@ def _nulls_first(key: str | None) -> tuple[bool, str]:
     return (key is not None, key or "")
 
 
-def _agreement(predictions: DataFrame, min_agreement: float) -> ValidationResult:
-    """The agreement numbers and the mismatch taxonomy, in two passes over ``predictions``: one
-    aggregate per (api, observed error, group, unscored reason) that every count table is summed from,
-    and one over the mismatched rows' kinds; the example rows are read only when there are mismatches."""
+def agreement_tally(predictions: DataFrame) -> AgreementTally:
+    """The agreement counts of ``predictions`` in two passes: one aggregate per (api, observed error,
+    group, unscored reason) that every count table is summed from, and one over the mismatched rows'
+    kinds; the example rows are read only when there are mismatches."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     reason = F.when(~F.col("scored"), F.coalesce(F.col("unscored_reason"), F.lit(MISSING)))
-    cells = (
+    tally = AgreementTally()
+    for r in (
         predictions.groupBy(
             "api",
             F.coalesce(F.col("observed_error"), F.lit(MISSING)).alias("observed_error"),
@@ -383,29 +550,12 @@ def _agreement(predictions: DataFrame, min_agreement: float) -> ValidationResult
         )
         .agg(*_count_aggs())
         .collect()
-    )
-    apis: dict[Any, dict[str, int]] = {}  # api is never null in predictions
-    errors: dict[str, dict[str, int]] = {}
-    per_group: dict[str | None, dict[str, int]] = {}
-    reason_counts: dict[str, int] = {}
-    for r in cells:
-        _add_counts(apis, r["api"], r)
-        _add_counts(errors, r["observed_error"], r)
-        _add_counts(per_group, r["group_id"], r)
-        if r["reason"] is not None:
-            reason_counts[r["reason"]] = reason_counts.get(r["reason"], 0) + int(r["n"])
-    by_api = {api: _counts(apis[api]) for api in sorted(apis, key=_nulls_first)}
-    total = sum(v["predictions"] for v in by_api.values())
-    scored = sum(v["scored"] for v in by_api.values())
-    matched = sum(v["matched"] for v in by_api.values())
-    by_error = {e: _counts(errors[e]) for e in sorted(errors)}
-    ranked = sorted(
-        per_group,
-        key=lambda g: (-(per_group[g]["scored"] - per_group[g]["matched"]), *_nulls_first(g)),
-    )
-    top_groups = [{"group_id": g, **_counts(per_group[g])} for g in ranked[:TOP_GROUPS]]
-    reasons = dict(sorted(reason_counts.items(), key=lambda kv: (-kv[1], kv[0])))
-
+    ):
+        tally.cells[(r["api"], r["observed_error"], r["group_id"], r["reason"])] = [
+            int(r["n"]),
+            int(r["scored"] or 0),
+            int(r["matched"] or 0),
+        ]
     kinds = predictions.filter(F.col("scored") & ~F.col("matched")).select(
         "source_file",
         "line_no",
@@ -414,15 +564,11 @@ def _agreement(predictions: DataFrame, min_agreement: float) -> ValidationResult
         F.explode(F.coalesce(F.col("mismatch_kinds"), F.array().cast("array<string>"))).alias("kind"),
         *[c for c in PREDICTIONS.column_names if c.startswith(("observed_", "predicted_"))],
     )
-    per_api_kind: dict[str, dict[str, int]] = {}
-    per_kind: dict[str, int] = {}
     for r in kinds.groupBy("api", "kind").count().collect():
-        per_api_kind.setdefault(r["api"], {})[r["kind"]] = int(r["count"])
-        per_kind[r["kind"]] = per_kind.get(r["kind"], 0) + int(r["count"])
-    examples: list[dict[str, Any]] = []
-    if per_kind:  # the example rows (their observed and predicted values) only when there are mismatches
+        tally.kinds[(r["api"], r["kind"])] = int(r["count"])
+    if tally.kinds:  # the example rows (their observed and predicted values) only when there are mismatches
         w = Window.partitionBy("kind").orderBy("source_file", "line_no")
-        example_rows = (
+        for r in (
             kinds.withColumn("rank", F.row_number().over(w))
             .filter(F.col("rank") <= EXAMPLES_PER_KIND)
             .select(
@@ -435,14 +581,47 @@ def _agreement(predictions: DataFrame, min_agreement: float) -> ValidationResult
                 _kind_values(F.col("kind"), "observed").alias("observed"),
                 _kind_values(F.col("kind"), "predicted").alias("predicted"),
             )
-            .orderBy("source_file", "line_no", "field")
-            .limit(MAX_EXAMPLES)
             .collect()
-        )
-        examples = [
-            {k: r[k] for k in ("ref", "api", "group_id", "field", "observed", "predicted")}
-            for r in example_rows
-        ]
+        ):
+            tally.examples.setdefault(r["field"], []).append(r.asDict())
+        for rows in tally.examples.values():
+            rows.sort(key=lambda e: (e["source_file"], e["line_no"]))
+    return tally
+
+
+def agreement_result(tally: AgreementTally, min_agreement: float) -> ValidationResult:
+    """The agreement numbers and the mismatch taxonomy of a tally."""
+    apis: dict[Any, dict[str, int]] = {}  # api is never null in predictions
+    errors: dict[str, dict[str, int]] = {}
+    per_group: dict[str | None, dict[str, int]] = {}
+    reason_counts: dict[str, int] = {}
+    for (api, error, group, reason), (n, scored_n, matched_n) in tally.cells.items():
+        counts = {"n": n, "scored": scored_n, "matched": matched_n}
+        _add_counts(apis, api, counts)
+        _add_counts(errors, error, counts)
+        _add_counts(per_group, group, counts)
+        if reason is not None:
+            reason_counts[reason] = reason_counts.get(reason, 0) + n
+    by_api = {api: _counts(apis[api]) for api in sorted(apis, key=_nulls_first)}
+    total = sum(v["predictions"] for v in by_api.values())
+    scored = sum(v["scored"] for v in by_api.values())
+    matched = sum(v["matched"] for v in by_api.values())
+    by_error = {e: _counts(errors[e]) for e in sorted(errors)}
+    ranked = sorted(
+        per_group,
+        key=lambda g: (-(per_group[g]["scored"] - per_group[g]["matched"]), *_nulls_first(g)),
+    )
+    top_groups = [{"group_id": g, **_counts(per_group[g])} for g in ranked[:TOP_GROUPS]]
+    reasons = dict(sorted(reason_counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    per_api_kind: dict[str, dict[str, int]] = {}
+    per_kind: dict[str, int] = {}
+    for (api, kind), n in tally.kinds.items():
+        per_api_kind.setdefault(api, {})[kind] = n
+        per_kind[kind] = per_kind.get(kind, 0) + n
+    examples = [
+        {k: e[k] for k in ("ref", "api", "group_id", "field", "observed", "predicted")}
+        for e in tally.first_examples()
+    ]
     return ValidationResult(
         predictions=total,
         scored=scored,

@@ -570,6 +570,30 @@ def test_files_added_since(spark: Any, store: DeltaStore) -> None:
     assert ids_of(store.read_files(TINY, [])) == []
 
 
+def test_appended_since(spark: Any, store: DeltaStore) -> None:
+    """The rows commits appended after a version — None (read the whole table) when one of them removed
+    a file (an overwrite, a compaction) or has left the log, and always on the delta-spark engine."""
+    store.append(tiny_rows(spark, [1], D1), TINY)  # v0
+    store.append(tiny_rows(spark, [2], D2).unionByName(tiny_rows(spark, [3], D3)), TINY)  # v1
+    store.append(tiny_rows(spark, [4], D1), TINY)  # v2
+    v = store.version(TINY)
+    assert v is not None
+    if store.engine == "delta-spark":
+        assert store.appended_since(TINY, v - 2, v) is None
+        return
+    since = store.appended_since(TINY, 0, 2)
+    assert since is not None and ids_of(since) == [2, 3, 4]
+    assert ids_of(store.appended_since(TINY, 1, 2)) == [4]  # type: ignore[arg-type]
+    assert ids_of(store.appended_since(TINY, 2, 2)) == []  # type: ignore[arg-type]
+    assert store.appended_since(TINY, 1, 3) is None  # not the table's current version
+    store.overwrite(tiny_rows(spark, [5], D2), TINY, partitions=[{"day": D2}])  # v3 removes a file
+    store.append(tiny_rows(spark, [6], D1), TINY)  # v4
+    assert store.appended_since(TINY, 2, 4) is None
+    assert ids_of(store.appended_since(TINY, 3, 4)) == [6]  # type: ignore[arg-type]
+    _remove_commits(store, TINY, range(3, 4))
+    assert store.appended_since(TINY, 2, 4) is None  # v3 has left the log
+
+
 @pytest.mark.parametrize(
     ("feature", "refused_on"),
     [("DeletionVectors", "read"), ("ColumnMapping", "read"), ("RowTracking", "write")],

@@ -452,7 +452,10 @@ def test_gx_broken_requests_table_is_reported_by_name(
     rows[1]["api_version"] = 12  # JoinGroup v12 does not exist
     rows[12]["api_version"] = -1
     rows[13]["group_id"] = None  # a HEARTBEAT without group
-    rows[14]["line_no"] = rows[15]["line_no"]  # duplicate source_file:line_no
+    rows[14] = {**rows[15]}  # one line landed twice
+    # the same path and line number an hour later: the live file after a rotation, not a duplicate
+    rows[17] = {**rows[18], "completion_ms": rows[18]["completion_ms"] + 3_600_000}
+    rows[17]["arrival_ms"] = rows[17]["completion_ms"] - 5
     rows[16]["broker_id"] = None  # a null key (the table schema forbids it; the contract checks anyway)
     schema = REQUESTS.spark_schema()
     nullable = StructType([StructField(f.name, f.dataType, True) for f in schema.fields])
@@ -467,7 +470,7 @@ def test_gx_broken_requests_table_is_reported_by_name(
             "expect_column_pair_values_a_to_be_greater_than_b(completion_ms, arrival_ms)",
             "expect_column_values_to_be_in_set(version_valid)",
             "expect_column_values_to_not_be_null(group_id)",
-            "expect_compound_columns_to_be_unique(source_file, line_no)",
+            "expect_compound_columns_to_be_unique(source_file, line_no, completion_ms)",
             "expect_column_values_to_be_null(missing_keys)",
         ]
     )
@@ -481,6 +484,9 @@ def test_gx_broken_requests_table_is_reported_by_name(
     )
     assert by_name["expect_column_values_to_not_be_null(group_id)"].unexpected_count == 1
     assert by_name["expect_column_values_to_be_null(missing_keys)"].examples == ["broker_id"]
+    twice = by_name["expect_compound_columns_to_be_unique(source_file, line_no, completion_ms)"]
+    assert twice.unexpected_count == 2  # the two copies of one line; the rotated live file's line is not one
+    assert twice.examples == [{c: rows[15][c] for c in ("source_file", "line_no", "completion_ms")}]
     s = res.as_summary()
     assert s["gx_success"] is False
     assert {f["name"] for f in s["gx"]["failures"]} == set(failed)

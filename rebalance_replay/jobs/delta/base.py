@@ -274,6 +274,14 @@ class DeltaStore(ABC):
         """The rows appended to ``table`` since the last :meth:`NewRows.consumed` under ``progress_dir``
         (all rows the first time): the incremental feed of scheduled jobs."""
 
+    def appended_since(self, table: TableDef, version: int, upto: int) -> DataFrame | None:
+        """The rows the commits after ``version`` up to ``upto`` (the table's current version) appended, or
+        None when the engine cannot tell them apart or one of those commits did more than append (an
+        overwrite, a delete, a compaction: it removed a file) or has left the log: the caller then reads
+        the whole table. Empty when ``version == upto``. The tallies of scheduled runs (``validate``) are
+        carried forward with it. This engine cannot tell: None."""
+        return None
+
     # ---- shared helpers -------------------------------------------------------------------------
 
     def empty(self, table: TableDef) -> DataFrame:

@@ -321,30 +321,30 @@ class DeltaRsStore(DeltaStore):
             )
         return live
 
-    def files_added_since(self, table: TableDef, version: int | None) -> list[AddedFile]:
-        _check_since(version)
-        dt = self._load(table)
-        if dt is None:
-            return []
-        current = int(dt.version())
-        if version is not None and version >= current:
-            return []
-        live = self._live_files(dt, table)
+    def _log_actions(
+        self, table: TableDef, since: int | None, current: int
+    ) -> tuple[list[tuple[int, str, bool]], int, bool]:
+        """The ``add`` actions (version, path, dataChange) of the commits after ``since`` up to ``current``,
+        the first version read, and whether any of them removed a file.
+
+        Raises:
+            HistoryUnavailableError: a commit after ``since`` (not None) is no longer in the log.
+        """
         log = os.path.join(self.path(table), "_delta_log")
-        start = 0 if version is None else version + 1
         adds: list[tuple[int, str, bool]] = []
         first_read = current + 1
-        for v in range(start, current + 1):
+        removed = False
+        for v in range(0 if since is None else since + 1, current + 1):
             commit = os.path.join(log, f"{v:020d}.json")
             try:
                 with open(commit, encoding="utf-8") as fh:
                     lines = fh.readlines()
             except FileNotFoundError:
-                if version is None:
+                if since is None:
                     continue
                 raise HistoryUnavailableError(
                     f"commit {v} of Delta table {table.name!r} is no longer in its log; "
-                    f"cannot list the files added after version {version}: read the whole table"
+                    f"cannot list the files added after version {since}: read the whole table"
                 ) from None
             first_read = min(first_read, v)
             for line in lines:
@@ -355,7 +355,41 @@ class DeltaRsStore(DeltaStore):
                 add = action.get("add")
                 if add:
                     adds.append((v, unquote(add["path"]), bool(add.get("dataChange", True))))
+                removed = removed or "remove" in action
+        return adds, first_read, removed
+
+    def files_added_since(self, table: TableDef, version: int | None) -> list[AddedFile]:
+        _check_since(version)
+        dt = self._load(table)
+        if dt is None:
+            return []
+        current = int(dt.version())
+        if version is not None and version >= current:
+            return []
+        live = self._live_files(dt, table)
+        adds, first_read, _ = self._log_actions(table, version, current)
         return _resolve_added(live, adds, since=version, first_read_version=first_read)
+
+    def appended_since(self, table: TableDef, version: int, upto: int) -> DataFrame | None:
+        """This engine: the files the commits after ``version`` up to ``upto`` added, when none of those
+        commits removed a file and all are still in the log."""
+        _check_since(version)
+        dt = self._load(table)
+        if dt is None or int(dt.version()) != upto or version > upto:
+            return None
+        if version == upto:
+            return self.empty(table)
+        try:
+            adds, _, removed = self._log_actions(table, version, upto)
+        except HistoryUnavailableError:
+            return None
+        if removed:
+            return None
+        live = self._live_files(dt, table)
+        files = [f for f in _resolve_added(live, adds, since=version, first_read_version=0) if f.data_change]
+        if len(files) != sum(1 for _, _, change in adds if change):
+            return None  # an add the snapshot does not hold (cannot happen without a remove): be safe
+        return self.read_files(table, files) if files else self.empty(table)
 
     def new_rows(self, table: TableDef, progress_dir: str) -> NewRows:
         """The rows appended to ``table`` since the last :meth:`NewRows.consumed` under ``progress_dir``
