@@ -2,6 +2,7 @@
 as at hour 2? The same new hour, side by side, on a young and an old warehouse.
 
     .venv/bin/python benchmarks/bench_history.py [--hours 720] [--groups 2] [--members 1] [--repeat 2]
+        [--before DIR]
 
 A steady log (``bench_replay.broker_lines``: consumers heartbeating every 3 s, committing every 5 s) of
 ``--hours`` hours is generated once into ``benchmarks/.data/history-…/hours`` (one file a broker and hour).
@@ -11,7 +12,10 @@ runs, without the hours of waiting). Then, in rotation, each from a copy of its 
 lands as the live ``kafka-request.log`` (the hour before it rotated) and one ``run --incremental`` is
 timed per stage (each stage's end is its ``<stage>: this run`` line; ingest's time includes the JVM's
 start). Both measured hours have the same traffic (the generator's hours are alike), so the ratio old /
-young is the warehouse's age in the run's cost. Not a test: the numbers depend on the machine.
+young is the warehouse's age in the run's cost. ``--before DIR``: each timed run is made twice in the
+rotation, first with the code of the checkout at ``DIR`` (``git archive`` of an earlier commit) on the same
+restored warehouse, then with this one's: columns ``(before)``. Not a test: the numbers depend on the
+machine.
 """
 
 from __future__ import annotations
@@ -119,18 +123,19 @@ def ensure_warehouse(data: Path, name: str, upto: int) -> Path:
     return base
 
 
-def timed_hour(data: Path, name: str, base: Path, hour: int) -> dict[str, float]:
-    """One ``run --incremental`` on the warehouse as ``base`` has it, after hour ``hour`` lands (the live
-    file before it rotated): seconds per stage."""
+def timed_hour(data: Path, name: str, base: Path, hour: int, root: Path = ROOT) -> dict[str, float]:
+    """One ``run --incremental`` (with the code at ``root``) on the warehouse as ``base`` has it, after
+    hour ``hour`` lands (the live file before it rotated): seconds per stage."""
     wh = data / f"warehouse-{name}"
     shutil.rmtree(wh, ignore_errors=True)
     shutil.copytree(base, wh, symlinks=True)
     lay_out(data, data / f"logs-{name}", hour)
-    run = run_cli_staged(run_cmd(data / f"logs-{name}", wh))
+    run = run_cli_staged(run_cmd(data / f"logs-{name}", wh), root=root)
     if run.code != 0:
         raise RuntimeError(f"the {name} run failed: {''.join(run.err)[-2000:]}")
     head = next((ln for ln in run.out if ln.startswith("run: this run")), "").strip()
-    print(f"  {name} (hour {hour + 1}): {run.total:.1f} s  {head[:160]}", flush=True)
+    tag = "" if root == ROOT else " before"
+    print(f"  {name}{tag} (hour {hour + 1}): {run.total:.1f} s  {head[:160]}", flush=True)
     return {**run.seconds, "total": run.total}
 
 
@@ -140,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--groups", type=int, default=2)
     p.add_argument("--members", type=int, default=1)
     p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--before", type=Path, help="a checkout of earlier code, run beside this one's")
     args = p.parse_args(argv)
     if args.hours < 3:
         p.error("--hours must be at least 3")
@@ -149,18 +155,32 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {machine()}", flush=True)
     young = ensure_warehouse(data, "young", 0)
     old = ensure_warehouse(data, "old", args.hours - 2)
-    runs: dict[str, list[dict[str, float]]] = {"young": [], "old": []}
+    trees = ([("before", args.before.resolve())] if args.before else []) + [("", ROOT)]
+    runs: dict[tuple[str, str], list[dict[str, float]]] = {}
     for _ in range(args.repeat):
-        runs["young"].append(timed_hour(data, "young", young, 1))
-        runs["old"].append(timed_hour(data, "old", old, args.hours - 1))
+        for tag, tree in trees:
+            runs.setdefault(("young", tag), []).append(timed_hour(data, "young", young, 1, tree))
+            runs.setdefault(("old", tag), []).append(timed_hour(data, "old", old, args.hours - 1, tree))
+
+    def median(name: str, tag: str, stage: str) -> float:
+        return statistics.median(r.get(stage, 0.0) for r in runs[(name, tag)])
+
     print(f"\nmedian of {args.repeat} runs each, in rotation")
-    print(f"| stage | hour 2 (s) | hour {args.hours} (s) | hour {args.hours} / hour 2 |")
-    print("|---|---|---|---|")
+    cols = [
+        (f"hour 2{' (before)' if t else ''} (s)", f"hour {args.hours}{' (before)' if t else ''} (s)")
+        for t, _ in trees
+    ]
+    head = [c for pair in cols for c in pair] + [
+        f"hour {args.hours} / hour 2{' (before)' if t else ''}" for t, _ in trees
+    ]
+    print("| stage | " + " | ".join(head) + " |")
+    print("|---" * (len(head) + 1) + "|")
     for stage in (*RUN_STAGES, "total"):
-        y = statistics.median(r.get(stage, 0.0) for r in runs["young"])
-        o = statistics.median(r.get(stage, 0.0) for r in runs["old"])
-        ratio = f"{o / y:.2f}×" if y else "-"
-        print(f"| {stage} | {y:.1f} | {o:.1f} | {ratio} |")
+        cells = [f"{median(n, t, stage):.1f}" for t, _ in trees for n in ("young", "old")]
+        for t, _ in trees:
+            y, o = median("young", t, stage), median("old", t, stage)
+            cells.append(f"{o / y:.2f}×" if y else "-")
+        print(f"| {stage} | " + " | ".join(cells) + " |")
     return 0
 
 

@@ -798,15 +798,17 @@ def run_cli_staged(
     cmd: list[str],
     sampler: RssSampler | None = None,
     on_stage: Callable[[str], None] = lambda s: None,
+    root: Path = ROOT,
 ) -> CliRun:
     """Run the CLI ``cmd`` (a ``run``), timing each of :data:`RUN_STAGES` by when its ``<stage>: this run``
     line is printed (its end: under ``spark-submit`` its progress lines come on stdout before it);
     ``sampler`` samples the command's memory while it runs (its root set to the command's pid);
-    ``on_stage`` is told each stage as it begins (the first when the command starts)."""
-    env = _env()
+    ``on_stage`` is told each stage as it begins (the first when the command starts); ``root``: the
+    checkout whose code runs (``--before``: another one)."""
+    env = _env(root)
     env["PYTHONUNBUFFERED"] = "1"  # the stages' lines as they are printed
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     err: list[str] = []
     reader = threading.Thread(target=lambda: err.extend(proc.stderr or ()), daemon=True)
     reader.start()

@@ -55,6 +55,7 @@ MODULES: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
         None,
     ),
     "validation": (("rebalance_replay/transforms/validation.py",), None),
+    "validate tallies": (("rebalance_replay/transforms/tally.py",), None),
     "columnar_log": (("rebalance_replay/transforms/columnar_log.py",), None),
     "request_log (line parser)": (("rebalance_replay/transforms/request_log.py",), None),
     "ingest accounting": (
