@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from rebalance_replay.jobs.bookkeeping import crash_point, utc, write_json
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.errors import MissingTableError
-from rebalance_replay.jobs.group_runs import grouped_partitions
+from rebalance_replay.jobs.group_runs import collector_paused, grouped_partitions
 from rebalance_replay.schemas import (
     FINDINGS,
     MEMBER_SESSIONS,
@@ -271,17 +271,19 @@ def audit_function(
         current: str | None = None
         rows: list[tuple[str, Req | dict[str, Any]]] = []
         for batch in batches:
-            for group_id, kind, row in stacked_rows(pa.Table.from_batches([batch])):
-                if group_id != current:
-                    if current is not None:
-                        out += group_output(inputs_of(current, rows, broker), settings, only)
-                    current, rows = group_id, []
-                rows.append((kind, row))
+            with collector_paused():
+                for group_id, kind, row in stacked_rows(pa.Table.from_batches([batch])):
+                    if group_id != current:
+                        if current is not None:
+                            out += group_output(inputs_of(current, rows, broker), settings, only)
+                        current, rows = group_id, []
+                    rows.append((kind, row))
             if len(out) >= OUTPUT_BATCH_ROWS:
                 yield from pa.Table.from_pylist(out, schema=schema).to_batches()
                 out = []
         if current is not None:
-            out += group_output(inputs_of(current, rows, broker), settings, only)
+            with collector_paused():
+                out += group_output(inputs_of(current, rows, broker), settings, only)
         if out:
             yield from pa.Table.from_pylist(out, schema=schema).to_batches()
 

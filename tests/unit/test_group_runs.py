@@ -125,3 +125,24 @@ def test_the_audit_function_gathers_groups_across_batches(batch_rows: int) -> No
     assert {r["group_id"] for r in got} == set(inputs)  # each group's rows name it
     assert sum(r["kind"] == "finding" for r in got) >= 15
     assert sum(r["kind"] == "coverage" for r in got) == len(inputs)
+
+
+def test_collector_paused_turns_the_collector_off_for_the_block_and_back_as_it_was() -> None:
+    import gc
+
+    from rebalance_replay.jobs.group_runs import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError), collector_paused():
+        raise ValueError("a rule failed")
+    assert gc.isenabled()  # on again after an error
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # left as it was: off
+    finally:
+        gc.enable()
