@@ -104,13 +104,7 @@ class SegmentCounts:
         return SegmentCounts(
             self.rows + other.rows,
             {k: self.counts.get(k, 0) + other.counts.get(k, 0) for k in {*self.counts, *other.counts}},
-            {
-                k: [
-                    a + b
-                    for a, b in zip(self.sums.get(k, [0.0, 0.0]), other.sums.get(k, [0.0, 0.0]), strict=True)
-                ]
-                for k in {*self.sums, *other.sums}
-            },
+            {k: _added(self.sums.get(k), other.sums.get(k)) for k in {*self.sums, *other.sums}},
             min(lows) if lows else None,
             max(highs) if highs else None,
         )

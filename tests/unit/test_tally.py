@@ -83,3 +83,44 @@ def test_of_table_keeps_one_tables_segments_and_their_examples() -> None:
     kept = t.of_table("predictions")
     assert list(kept.segments) == [("predictions", "g")]
     assert kept.examples == {"dup": ["g/1"]}
+
+
+def test_tallies_add_what_only_one_side_has() -> None:
+    a = SegmentCounts(2, {"dup": 1}, {"mean": [1.0, 2.0]}, None, None)
+    b = SegmentCounts(3, {"bad": 2}, {"other": [3.0, 3.0]}, 4, 9)
+    both = a.plus(b)
+    assert both == SegmentCounts(5, {"dup": 1, "bad": 2}, {"mean": [1.0, 2.0], "other": [3.0, 3.0]}, 4, 9)
+    assert b.plus(a) == both
+    assert a.plus(a).low is None and a.plus(a).high is None
+    # a new segment before a shared one; examples on one side only
+    kept = ContractTally({("t", "g"): _segment(2, 1, 0, 1)}, {"dup": ["x"]})
+    more = ContractTally(
+        {("t", "new"): _segment(1, 0, 0, 0), ("t", "g"): _segment(1, 1, 5, 5)}, {"bad": ["y"]}
+    )
+    added = kept.plus(more)
+    assert added is not None
+    assert added.rows() == 4 and added.segments[("t", "g")].rows == 3 and added.count("dup") == 2
+    assert added.examples == {"dup": ["x"], "bad": ["y"]}
+    assert more.plus(kept) is None  # the kept rows (0 … 1) do not lie above the added ones (5)
+    # counts and means of a check that some segments do not have
+    mixed = ContractTally(
+        {("t", "a"): SegmentCounts(1, {}, {}), ("t", "b"): SegmentCounts(2, {"dup": 2}, {"m": [1.0, 2.0]})}
+    )
+    assert mixed.count("dup") == 2 and mixed.count("none") == 0
+    assert mixed.mean("m") == 0.5
+    ag = AgreementTally(examples={"error": [_example(3, "error")]}).plus(AgreementTally())
+    assert ag.examples == {"error": [_example(3, "error")]}
+
+
+def test_the_kept_state_is_written_in_one_order() -> None:
+    t = ContractTally(
+        {
+            ("t", "b"): _segment(1, 0, 0, 0),
+            ("t", None): _segment(1, 0, 0, 0),
+            ("t", "a"): _segment(1, 0, 0, 0),
+        }
+    )
+    assert [s["key"] for s in t.to_json()["segments"]] == [["t", "a"], ["t", "b"], ["t", None]]
+    cells = {("HEARTBEAT", "NONE", g, None): [1, 1, 1] for g in ("b", None, "a")}
+    a = AgreementTally(cells)
+    assert [c[2] for c in a.to_json()["cells"]] == ["a", "b", None]
