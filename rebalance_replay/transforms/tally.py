@@ -111,7 +111,9 @@ class SegmentCounts:
 
 
 def _added(a: list[float] | None, b: list[float] | None) -> list[float]:
-    return [x + y for x, y in zip(a or [0.0, 0.0], b or [0.0, 0.0], strict=True)]
+    """Two [sum, values] pairs of a mean added up (None: nothing measured)."""
+    (a_sum, a_n), (b_sum, b_n) = a or (0.0, 0.0), b or (0.0, 0.0)
+    return [a_sum + b_sum, a_n + b_n]
 
 
 @dataclass
@@ -160,8 +162,9 @@ class ContractTally:
         return sum(s.counts.get(key, 0) for s in self.segments.values())
 
     def mean(self, key: str) -> float | None:
-        total = sum(s.sums.get(key, [0.0, 0.0])[0] for s in self.segments.values())
-        n = sum(s.sums.get(key, [0.0, 0.0])[1] for s in self.segments.values())
+        total, n = 0.0, 0.0
+        for s in self.segments.values():
+            total, n = _added([total, n], s.sums.get(key))
         return total / n if n else None
 
     def to_json(self) -> dict[str, Any]:
