@@ -758,9 +758,11 @@ def _check_key(tables_key: Mapping[str, Any], frames: Mapping[str, Any], min_agr
 
 
 def contracts_fingerprint(suite: str, min_agreement: float) -> list[Any]:
-    """A contract's expectations as declared now (what its measures and results depend on)."""
+    """A contract's expectations as declared now (what its measures, carried tallies and results depend
+    on: a uniqueness check's segments and bound column too)."""
     return [
-        (c.name, c.description, c.kind, str(c.condition()), c.bounds) for c in _checks(suite, min_agreement)
+        (c.name, c.description, c.kind, str(c.condition()), c.bounds, c.segment_by, c.bound)
+        for c in _checks(suite, min_agreement)
     ]
 
 
