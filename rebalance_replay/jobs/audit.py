@@ -128,7 +128,7 @@ TABLE_COLUMNS = {
 #: :class:`Req` fields made from the nested ``requests`` columns (filled on few rows: they cross as one
 #: JSON string, ``nested``; Spark's Arrow writer pays for a nested column on every row, null or not)
 NESTED_FIELDS = ("protocol_names", "leave_members", "commit_errors", "assignments")
-if [f.name for f in dataclasses.fields(Req)] != [*REQUEST_COLUMNS, *NESTED_FIELDS]:
+if list(Req._fields) != [*REQUEST_COLUMNS, *NESTED_FIELDS]:
     raise AssertionError("Req's fields must be REQUEST_COLUMNS then NESTED_FIELDS, in this order")
 
 

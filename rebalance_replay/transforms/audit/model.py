@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 #: the ``requests`` columns the rules read (besides a few derived ones, see :class:`Req`)
 REQUEST_COLUMNS = (
@@ -84,9 +84,13 @@ def _tuple(v: Any) -> tuple[Any, ...]:
     return () if v is None else tuple(v)
 
 
-@dataclass(frozen=True)
-class Req:
-    """One ``requests`` row of the group (the columns the rules read)."""
+class Req(NamedTuple):
+    """One ``requests`` row of the group (the columns the rules read).
+
+    A named tuple, not a frozen dataclass: the audit builds one for every request of a changed group
+    (1.4M of them for a group with 30 days of history), and a frozen dataclass's ``__init__`` sets each
+    of its 26 fields through ``object.__setattr__`` — five times the cost of a tuple's construction.
+    Immutable and hashable alike; compares equal to a tuple of the same values."""
 
     source_file: str
     line_no: int

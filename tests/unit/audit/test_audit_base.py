@@ -105,7 +105,7 @@ def test_answered_as_member_reads_the_brokers_answer() -> None:
     UNKNOWN_MEMBER_ID and FENCED_INSTANCE_ID say it is not one; anything else tells nothing."""
 
     def req(api: str, error: str | None, member: str = "m1", generation: int | None = 3) -> Req:
-        return replace(_req(5, member), api_name=api, error_name=error, generation_id=generation)
+        return _req(5, member)._replace(api_name=api, error_name=error, generation_id=generation)
 
     cases = {
         ("HEARTBEAT", "NONE"): True,

@@ -124,7 +124,7 @@ def _rebalance(seq: int, start: int, protocol: str) -> Rebalance:
 
 def _join_offering(t: int, port: int, member: str, protocols: tuple[str, ...], error: str = "NONE") -> Req:
     return Req.from_parts(
-        _req("JOIN_GROUP", t, port, member, error_name=error, response_member_id=member).__dict__,
+        _req("JOIN_GROUP", t, port, member, error_name=error, response_member_id=member)._asdict(),
         protocol_names=protocols,
         leave_members=(),
         commit_errors=(),
@@ -168,7 +168,7 @@ def test_r08_an_upgrade_half_done_names_the_list_and_the_others() -> None:
 
 def _commit(t: int, errors: tuple[str, ...]) -> Req:
     return Req.from_parts(
-        _req("OFFSET_COMMIT", t, 40000, MEMBERS[0], generation_id=3, error_name=errors[0]).__dict__,
+        _req("OFFSET_COMMIT", t, 40000, MEMBERS[0], generation_id=3, error_name=errors[0])._asdict(),
         protocol_names=(),
         leave_members=(),
         commit_errors=errors,

@@ -35,7 +35,7 @@ def _req(api: str, t: int, port: int, member: str | None = None, **kw: object) -
 def _leave(t: int, port: int, member: str) -> Req:
     return Req.from_parts(
         {
-            **_req("LEAVE_GROUP", t, port, error_name="NONE").__dict__,
+            **_req("LEAVE_GROUP", t, port, error_name="NONE")._asdict(),
         },
         protocol_names=(),
         leave_members=[
@@ -103,7 +103,7 @@ def _assignment(partitions: list[int]) -> bytes:
 
 def _leader_sync(t: int, assignments: dict[str, list[int]]) -> Req:
     return Req.from_parts(
-        _req("SYNC_GROUP", t, 40000, "m0", generation_id=t, error_name="NONE").__dict__,
+        _req("SYNC_GROUP", t, 40000, "m0", generation_id=t, error_name="NONE")._asdict(),
         protocol_names=(),
         leave_members=(),
         commit_errors=(),
@@ -174,7 +174,7 @@ def test_r04_a_static_member_rejoining_on_its_own_connection_stalled() -> None:
 
     def inputs(port: int) -> GroupInputs:
         hb = [_req("HEARTBEAT", 1000 * k, 40000, "s-1", generation_id=1, error_name="NONE") for k in (1, 2)]
-        hb = [Req(**{**h.__dict__, "group_instance_id": "pod-1"}) for h in hb]
+        hb = [Req(**{**h._asdict(), "group_instance_id": "pod-1"}) for h in hb]
         session = Session(
             "s-1", 1, 0, "session_expiry", group_instance_id="pod-1", ended_ms=8000, session_timeout_ms=6000
         )

@@ -160,7 +160,7 @@ def test_cli_lists_audit_with_its_options(capsys: pytest.CaptureFixture[str]) ->
 
 def test_reason_rules_say_when_the_clients_are_too_old() -> None:
     old = [_join(1000), _join(2000, api_name="LEAVE_GROUP")]
-    old = [r.__class__(**{**r.__dict__, "api_version": 4}) for r in old]
+    old = [r.__class__(**{**r._asdict(), "api_version": 4}) for r in old]
     audit = evaluate(GroupInputs.build("g", requests=old), AuditSettings(), only=["R03", "R16"])
     assert dict(audit.unsupported) == {
         "R03": "the client's leave reasons need LEAVE_GROUP v5+ (the log has up to v4)",
@@ -209,7 +209,7 @@ def test_r03_counts_every_poll_timeout_leave() -> None:
         _leave(20_000, "m1", "consumer poll timeout has expired."),
         _leave(30_000, "m1", "the consumer is being closed"),
     ]
-    reqs = [r.__class__(**{**r.__dict__, "api_version": 5}) for r in reqs]
+    reqs = [r.__class__(**{**r._asdict(), "api_version": 5}) for r in reqs]
     got = evaluate(GroupInputs.build("g", requests=reqs), AuditSettings(), only=["R03"]).findings
     assert [f.occurrences for f in got] == [2]
     assert got[0].summary.startswith('c1 left the group 2 times with "consumer poll timeout has expired"')
