@@ -273,9 +273,10 @@ class Carry:
     """The tallies the last scheduled validate left (``<warehouse>/_validate/state.json``), each of one
     table as of a version, and the rows that table gained since: a run counts only those rows and adds
     the tally (:mod:`rebalance_replay.transforms.tally`). A tally is counted again in full when its table
-    was made again (another Delta id), when a commit since did more than append (an overwrite, a delete,
-    a compaction) or left the log, when what it counts changed (its fingerprint: the contract's
-    expectations as declared, the state's format), or when the engine cannot list appended rows."""
+    was made again (another Delta id), when a commit since removed rows (an overwrite, a delete) or left
+    the log, when what it counts changed (its fingerprint: the contract's expectations as declared, the
+    state's format), or when the engine cannot list appended rows. A compaction (``maintain``) changes no
+    rows: the carry goes on, unless it folded rows appended since into other files."""
 
     store: DeltaStore
     path: Path

@@ -594,6 +594,26 @@ def test_appended_since(spark: Any, store: DeltaStore) -> None:
     assert store.appended_since(TINY, 2, 4) is None  # v3 has left the log
 
 
+@rs_only
+def test_appended_since_sees_through_a_compaction(spark: Any, store: DeltaStore) -> None:
+    """``maintain``'s compaction rewrites rows without changing them (its removes are
+    ``dataChange=false``): the appends after a version are still told apart while their files are live,
+    and None once a compaction has folded them into other files."""
+    store.append(tiny_rows(spark, [1], D1), TINY)  # v0
+    store.append(tiny_rows(spark, [2], D1), TINY)  # v1: a second small file in D1
+    store.append(tiny_rows(spark, [3], D2), TINY)  # v2
+    done = store.maintain(TINY, retention_hours=168, target_file_bytes=1 << 20, dry_run=False)
+    assert done.compacted == 2  # D1's two files, into one (v3)
+    store.append(tiny_rows(spark, [4], D2), TINY)  # v4
+    v = store.version(TINY)
+    assert v is not None and v >= 4
+    assert ids_of(store.appended_since(TINY, 2, v)) == [4]  # type: ignore[arg-type]
+    assert ids_of(store.appended_since(TINY, v - 1, v)) == [4]  # type: ignore[arg-type]
+    assert store.appended_since(TINY, 0, v) is None  # v1's file lives on only inside the compacted one
+    store.overwrite(tiny_rows(spark, [5], D2), TINY, partitions=[{"day": D2}])  # removes rows
+    assert store.appended_since(TINY, v, v + 1) is None
+
+
 @pytest.mark.parametrize(
     ("feature", "refused_on"),
     [("DeletionVectors", "read"), ("ColumnMapping", "read"), ("RowTracking", "write")],

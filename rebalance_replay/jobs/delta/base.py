@@ -276,10 +276,10 @@ class DeltaStore(ABC):
 
     def appended_since(self, table: TableDef, version: int, upto: int) -> DataFrame | None:
         """The rows the commits after ``version`` up to ``upto`` (the table's current version) appended, or
-        None when the engine cannot tell them apart or one of those commits did more than append (an
-        overwrite, a delete, a compaction: it removed a file) or has left the log: the caller then reads
-        the whole table. Empty when ``version == upto``. The tallies of scheduled runs (``validate``) are
-        carried forward with it. This engine cannot tell: None."""
+        None when the engine cannot tell them apart or one of those commits removed rows (an overwrite, a
+        delete; a compaction removes none) or has left the log: the caller then reads the whole table.
+        Empty when ``version == upto``. The tallies of scheduled runs (``validate``) are carried forward
+        with it. This engine cannot tell: None."""
         return None
 
     # ---- shared helpers -------------------------------------------------------------------------

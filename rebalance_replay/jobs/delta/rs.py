@@ -332,7 +332,9 @@ class DeltaRsStore(DeltaStore):
         self, table: TableDef, since: int | None, current: int
     ) -> tuple[list[tuple[int, str, bool]], int, bool]:
         """The ``add`` actions (version, path, dataChange) of the commits after ``since`` up to ``current``,
-        the first version read, and whether any of them removed a file.
+        the first version read, and whether any of them removed rows: a ``remove`` with ``dataChange``
+        (an overwrite, a delete; a compaction's removes are ``dataChange=false``: its rows live on in the
+        files it added).
 
         Raises:
             HistoryUnavailableError: a commit after ``since`` (not None) is no longer in the log.
@@ -362,7 +364,8 @@ class DeltaRsStore(DeltaStore):
                 add = action.get("add")
                 if add:
                     adds.append((v, unquote(add["path"]), bool(add.get("dataChange", True))))
-                removed = removed or "remove" in action
+                remove = action.get("remove")
+                removed = removed or bool(remove and remove.get("dataChange", True))
         return adds, first_read, removed
 
     def files_added_since(self, table: TableDef, version: int | None) -> list[AddedFile]:
@@ -378,8 +381,11 @@ class DeltaRsStore(DeltaStore):
         return _resolve_added(live, adds, since=version, first_read_version=first_read)
 
     def appended_since(self, table: TableDef, version: int, upto: int) -> DataFrame | None:
-        """This engine: the files the commits after ``version`` up to ``upto`` added, when none of those
-        commits removed a file and all are still in the log."""
+        """This engine: the files the commits after ``version`` up to ``upto`` added with new rows
+        (``dataChange``), when none of those commits removed rows and all are still in the log. A
+        compaction in between (``maintain``) changes no rows: the appends after ``version`` are still
+        told apart while their files are live; once compacted into files of older rows they are not
+        (None)."""
         _check_since(version)
         dt = self._load(table)
         if dt is None or int(dt.version()) != upto or version > upto:
