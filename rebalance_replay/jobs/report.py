@@ -17,7 +17,7 @@ import json
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +49,7 @@ from rebalance_replay.transforms.report.naming import page_file
 from rebalance_replay.transforms.report.units import fmt_time
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column as SparkColumn
     from pyspark.sql import DataFrame, SparkSession
 
     from rebalance_replay.jobs.delta import DeltaStore
@@ -212,29 +213,69 @@ def request_facts(
     return RequestFacts(dict(connections), elsewhere + sum(int(r["inside"] or 0) for r in rows))
 
 
-def oversized_groups(predictions: DataFrame, limit: int) -> dict[str, str]:
-    """The groups whose page would draw more than ``limit`` member ids (each born in a JoinGroup answer:
-    counted on the JoinGroup rows only), with why they get none; ``limit`` 0: none. A member-id-required
-    storm gives every joiner a member id and a lane: 100,000 lanes are no page anyone can read, and
-    their rows would all come to the driver."""
+@dataclass
+class GroupApiCounts:
+    """What one pass over ``predictions`` per group and API tells the report (:func:`group_api_counts`):
+    the agreement rows (group, API, requests, scored, matched), per group the routine heartbeats (count,
+    first and last arrival: the heartbeat bins' size) and the member ids its JoinGroups answered."""
+
+    agreement: list[dict[str, Any]]
+    heartbeats: dict[str, tuple[int, int, int]]  # group → (count, first ms, last ms)
+    join_members: dict[str, int]
+
+    def oversized(self, limit: int) -> dict[str, str]:
+        """The groups whose page would draw more than ``limit`` member ids (each born in a JoinGroup
+        answer: counted on the JoinGroup rows only), with why they get none; ``limit`` 0: none. A
+        member-id-required storm gives every joiner a member id and a lane: 100,000 lanes are no page
+        anyone can read, and their rows would all come to the driver."""
+        if not limit:
+            return {}
+        return {
+            g: (
+                f"{n:,} member ids, more than report.max_group_members {limit:,}: no page (its rows "
+                "are in the tables)"
+            )
+            for g, n in sorted(self.join_members.items())
+            if n > limit
+        }
+
+    def without(self, groups: Collection[str]) -> GroupApiCounts:
+        """These counts without ``groups``' (the refused ones: no page, not in the overview's numbers)."""
+        return GroupApiCounts(
+            [r for r in self.agreement if r["group_id"] not in groups],
+            {g: v for g, v in self.heartbeats.items() if g not in groups},
+            {g: n for g, n in self.join_members.items() if g not in groups},
+        )
+
+
+def group_api_counts(predictions: DataFrame, routine_heartbeat: SparkColumn) -> GroupApiCounts:
+    """One pass over ``predictions`` (each was a pass of its own: at hour 720 of a 30-day warehouse the
+    report read the table three times for them)."""
     from pyspark.sql import functions as F
 
-    if not limit:
-        return {}
     member = F.coalesce(F.when(F.col("member_id") != "", F.col("member_id")), F.col("observed_member_id"))
-    counts = (
-        predictions.filter(F.col("api") == "JOIN_GROUP")
-        .groupBy("group_id")
-        .agg(F.countDistinct(member).alias("n"))
-        .filter(F.col("n") > limit)
-    )
-    return {
-        str(r["group_id"]): (
-            f"{int(r['n']):,} member ids, more than report.max_group_members {limit:,}: no page (its rows "
-            "are in the tables)"
+    hb_arrival = F.when(routine_heartbeat, F.col("arrival_ms"))
+    rows = _rows(
+        predictions.groupBy("group_id", "api").agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum(F.col("scored").cast("long")).alias("scored"),
+            F.sum(F.col("matched").cast("long")).alias("matched"),
+            F.count(hb_arrival).alias("hb_n"),
+            F.min(hb_arrival).alias("hb_lo"),
+            F.max(hb_arrival).alias("hb_hi"),
+            F.countDistinct(F.when(F.col("api") == "JOIN_GROUP", member)).alias("join_members"),
         )
-        for r in _rows(counts)
-    }
+    )
+    heartbeats: dict[str, tuple[int, int, int]] = {}
+    join_members: dict[str, int] = {}
+    for r in rows:
+        g = r["group_id"]
+        if r["hb_n"]:  # routine heartbeats are HEARTBEAT rows: one (group, api) row holds them
+            heartbeats[g] = (int(r["hb_n"]), int(r["hb_lo"]), int(r["hb_hi"]))
+        if r["api"] == "JOIN_GROUP":
+            join_members[g] = int(r["join_members"])
+    agreement = [{k: r[k] for k in ("group_id", "api", "n", "scored", "matched")} for r in rows]
+    return GroupApiCounts(agreement, heartbeats, join_members)
 
 
 def scope_text(groups: Sequence[str], window: Window) -> str | None:
@@ -278,27 +319,21 @@ def report(
         return df
 
     preds = keep(store.read(PREDICTIONS), "arrival_ms")
-    refused = oversized_groups(preds, config.report.max_group_members)
-    for g, why in sorted(refused.items()):
-        log(f"report: no page for group {g}: {why}")
-    if refused:  # their rows stay in Spark
-        preds = preds.filter(~F.col("group_id").isin(list(refused)))
     mismatch = F.col("scored") & ~F.col("matched")
     routine_hb = (
         (F.col("api") == "HEARTBEAT")
         & (F.col("observed_error").isNull() | (F.col("observed_error") == "NONE"))
         & ~mismatch
     )
+    counts = group_api_counts(preds, routine_hb)
+    refused = counts.oversized(config.report.max_group_members)
+    for g, why in sorted(refused.items()):
+        log(f"report: no page for group {g}: {why}")
+    if refused:  # their rows stay in Spark
+        preds = preds.filter(~F.col("group_id").isin(list(refused)))
+        counts = counts.without(refused)
     hb = preds.filter(routine_hb).select("group_id", "member_id", "arrival_ms")
-    spans = {
-        r["group_id"]: (int(r["n"]), int(r["hi"]) - int(r["lo"]))
-        for r in _rows(
-            hb.groupBy("group_id").agg(
-                F.count(F.lit(1)).alias("n"), F.min("arrival_ms").alias("lo"), F.max("arrival_ms").alias("hi")
-            )
-        )
-    }
-    bin_of = {g: heartbeat_bin_ms(n, span) for g, (n, span) in spans.items()}
+    bin_of = {g: heartbeat_bin_ms(n, hi - lo) for g, (n, lo, hi) in counts.heartbeats.items()}
     bins: dict[str, list[HeartbeatBin]] = defaultdict(list)
     if bin_of:
         sizes = spark.createDataFrame(list(bin_of.items()), "group_id string, bin_ms long")
@@ -321,13 +356,7 @@ def report(
             ).select(*EVENT_COLUMNS)
         )
     )
-    agreement_rows = _rows(
-        preds.groupBy("group_id", "api").agg(
-            F.count(F.lit(1)).alias("n"),
-            F.sum(F.col("scored").cast("long")).alias("scored"),
-            F.sum(F.col("matched").cast("long")).alias("matched"),
-        )
-    )
+    agreement_rows = counts.agreement
     agreement = _by_group(agreement_rows)
     trans = _by_group(_rows(keep(store.read(TRANSITIONS), "time_ms")))
     rebs = _by_group(_rows(keep(store.read(REBALANCES), "started_ms", "ended_ms")))
