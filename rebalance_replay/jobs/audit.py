@@ -9,12 +9,14 @@ the other tables' few rows as JSON), partitioned by group and sorted within each
 ``applyInArrow`` would pay) and handed to the pure rules by ``mapInArrow``, a group at a time; the
 findings come back as JSON and are typed with ``from_json`` against the ``findings`` schema.
 
-Incremental: a fingerprint per group (row counts and a hash of the row keys of the four tables) and
-one of the run (audit settings, broker bounds, the rules' source) are kept in
-``<warehouse>/_audit/state.json``. A run re-evaluates only groups whose fingerprint changed (new rows),
-over *all* their rows, so three scheduled runs give the findings of one batch run; a changed run
-fingerprint re-evaluates every group; when nothing changed the table is not written at all (a rerun
-changes nothing).
+Incremental: a fingerprint per group (row counts and a sum of hashes of the row keys of the input
+tables) and one of the run (audit settings, broker bounds, the rules' source) are kept in
+``<warehouse>/_audit/state.json``; the sums behind the group fingerprints are carried in
+``<warehouse>/_audit/fingerprints.json`` (:mod:`rebalance_replay.jobs.carry`): a scheduled run sums only
+the rows each table appended since the last one. A run re-evaluates only groups whose fingerprint
+changed (new rows), over *all* their rows, so three scheduled runs give the findings of one batch run; a
+changed run fingerprint re-evaluates every group; when nothing changed the table is not written at all
+(a rerun changes nothing).
 
 Across runs: the run merges the findings it found with the table's rows
 (:func:`rebalance_replay.transforms.audit.lifecycle.merge`): each finding keeps its ``finding_key`` and gets
@@ -35,12 +37,13 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rebalance_replay.jobs.bookkeeping import crash_point, utc, write_json
+from rebalance_replay.jobs.carry import Carry
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.errors import MissingTableError
 from rebalance_replay.jobs.group_runs import collector_paused, grouped_partitions
@@ -290,25 +293,67 @@ def audit_function(
     return fn
 
 
-def group_fingerprints(frames: dict[str, DataFrame]) -> dict[str, str]:
-    """group id → a fingerprint of its rows in every input table."""
+#: ``<warehouse>/_audit/fingerprints.json``: each input table's per-group sums, carried from run to run
+FINGERPRINTS_FILE = ("_audit", "fingerprints.json")
+FINGERPRINTS_FORMAT = 1
+
+
+def group_sums(kind: str, df: DataFrame) -> dict[str, list[int]]:
+    """group id → [rows, sum of the row keys' hashes] of one input table (``kind``): sums, so the sums of
+    rows appended later add to them."""
     from pyspark.sql import functions as F
 
-    out = None
-    for kind, df in frames.items():
-        part = (
-            df.where(F.col("group_id").isNotNull())
-            .groupBy("group_id")
-            .agg(
-                F.count(F.lit(1)).alias("n"),
-                F.sum(F.pmod(F.xxhash64(*KEYS[kind]), F.lit(2147483647))).alias("h"),
-            )
-            .select("group_id", F.concat_ws(":", F.lit(kind), "n", F.col("h").cast("string")).alias("fp"))
+    rows = (
+        df.where(F.col("group_id").isNotNull())
+        .groupBy("group_id")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum(F.pmod(F.xxhash64(*KEYS[kind]), F.lit(2147483647))).alias("h"),
         )
-        out = part if out is None else out.unionByName(part)
-    assert out is not None
-    rows = out.groupBy("group_id").agg(F.sort_array(F.collect_list("fp")).alias("fps")).collect()
-    return {r["group_id"]: hashlib.sha256("|".join(r["fps"]).encode()).hexdigest()[:24] for r in rows}
+        .collect()
+    )
+    return {r["group_id"]: [int(r["n"]), int(r["h"])] for r in rows}
+
+
+def group_fingerprints(
+    frames: dict[str, DataFrame], carry: Carry | None = None, tables: Mapping[str, TableDef] | None = None
+) -> dict[str, str]:
+    """group id → a fingerprint of its rows in every input table. With ``carry`` (a scheduled run), a
+    table's sums are the last run's plus those of the rows it appended since (``tables``: the Delta table
+    each frame reads; ``disputes`` is ``predictions``' unmatched rows), else counted in full."""
+    parts: dict[str, list[str]] = {}
+    for kind, df in frames.items():
+        table = None if tables is None else tables.get(kind)
+        sums = None
+        if carry is not None and table is not None:
+            got = carry.added(f"fingerprint:{kind}", table, [FINGERPRINTS_FORMAT, KEYS[kind]])
+            if got is not None:
+                kept, rows = got
+                sums = {g: list(v) for g, v in kept.items()}
+                if rows is not None:
+                    for g, (n, h) in group_sums(kind, _as_frame(kind, rows)).items():
+                        old = sums.setdefault(g, [0, 0])
+                        old[0] += n
+                        old[1] += h
+        if sums is None:
+            sums = group_sums(kind, df)
+        if carry is not None and table is not None:
+            carry.keep(f"fingerprint:{kind}", table, [FINGERPRINTS_FORMAT, KEYS[kind]], sums)
+        for g, (n, h) in sums.items():
+            parts.setdefault(g, []).append(f"{kind}:{n}:{h}")
+    return {g: hashlib.sha256("|".join(sorted(fps)).encode()).hexdigest()[:24] for g, fps in parts.items()}
+
+
+def _as_frame(kind: str, rows: DataFrame) -> DataFrame:
+    """Appended rows of the table behind ``kind``, as the audit reads that table."""
+    return disputed(rows) if kind == "disputes" else rows
+
+
+def disputed(predictions: DataFrame) -> DataFrame:
+    """The predictions the broker's answer contradicted (scored, not matched): the rules' disputes."""
+    from pyspark.sql import functions as F
+
+    return predictions.where(F.col("scored") & ~F.col("matched"))
 
 
 def settings_fingerprint(settings: AuditSettings, only: tuple[str, ...] | None, broker: BrokerBounds) -> str:
@@ -567,8 +612,10 @@ def _state_path(warehouse: str) -> Path:
 
 
 def reset_state(warehouse: str) -> None:
-    """Forget what the audits evaluated: the next one evaluates every group (``audit --repair``)."""
+    """Forget what the audits evaluated: the next one evaluates every group and sums every table
+    (``audit --repair``)."""
     _state_path(warehouse).unlink(missing_ok=True)
+    Path(warehouse).joinpath(*FINGERPRINTS_FILE).unlink(missing_ok=True)
 
 
 def _previous_findings(store: DeltaStore, state: dict[str, Any]) -> list[dict[str, Any]]:
@@ -631,8 +678,26 @@ def audit(
         if store.exists(table):
             frames[name] = store.read(table)
     if store.exists(PREDICTIONS):
-        frames["disputes"] = store.read(PREDICTIONS).where(F.col("scored") & ~F.col("matched"))
-    fps = group_fingerprints(frames)
+        frames["disputes"] = disputed(store.read(PREDICTIONS))
+    tables = {
+        "disputes": PREDICTIONS,
+        **{t.name: t for t in (REQUESTS, REBALANCES, MEMBER_SESSIONS, TRANSITIONS)},
+    }
+    # a scheduled audit adds the sums of the rows appended since the last one (a forensics run's requests
+    # are a window of the scheduled table: counted in full)
+    carry = (
+        None
+        if within is not None
+        else Carry.open(
+            store,
+            Path(root).joinpath(*FINGERPRINTS_FILE),
+            FINGERPRINTS_FORMAT,
+            [tables[k] for k in frames],
+        )
+    )
+    fps = group_fingerprints(frames, carry, tables)
+    if carry is not None:  # sums as of the versions read: right whatever this run does next
+        carry.save()
     settings_fp = settings_fingerprint(settings, only, broker)
     state_file = _state_path(root)
     state: dict[str, Any] = json.loads(state_file.read_text()) if state_file.exists() else {}

@@ -19,15 +19,13 @@ shown in Data Docs. ``report.great_expectations: false`` skips GX (``gx_success`
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rebalance_replay.jobs.bookkeeping import write_json
+from rebalance_replay.jobs.carry import Carry, carried_text
 from rebalance_replay.jobs.errors import MissingTableError
 from rebalance_replay.jobs.expectations import (
     FINDINGS_SUITE,
@@ -255,7 +253,11 @@ def validate(
         tables_key=None
         if within is not None or not config.report.great_expectations
         else {t.name: store.version(t) for t in (PREDICTIONS, REQUESTS, REBALANCES, TRANSITIONS, FINDINGS)},
-        carry=Carry.open(store, config.storage.warehouse) if scheduled else None,
+        carry=Carry.open(
+            store, Path(config.storage.warehouse).joinpath(*STATE_FILE), STATE_FORMAT, (PREDICTIONS, REQUESTS)
+        )
+        if scheduled
+        else None,
     )
 
 
@@ -266,79 +268,6 @@ def validate(
 STATE_FILE = ("_validate", "state.json")
 STATE_FORMAT = 1
 AGREEMENT = "agreement"
-
-
-@dataclass
-class Carry:
-    """The tallies the last scheduled validate left (``<warehouse>/_validate/state.json``), each of one
-    table as of a version, and the rows that table gained since: a run counts only those rows and adds
-    the tally (:mod:`rebalance_replay.transforms.tally`). A tally is counted again in full when its table
-    was made again (another Delta id), when a commit since removed rows (an overwrite, a delete) or left
-    the log, when what it counts changed (its fingerprint: the contract's expectations as declared, the
-    state's format), or when the engine cannot list appended rows. A compaction (``maintain``) changes no
-    rows: the carry goes on, unless it folded rows appended since into other files."""
-
-    store: DeltaStore
-    path: Path
-    entries: dict[str, dict[str, Any]]
-    now: dict[str, tuple[str | None, int | None]]
-    kept: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
-    _added: dict[tuple[str, int], DataFrame | None] = dataclasses.field(default_factory=dict)
-
-    @classmethod
-    def open(cls, store: DeltaStore, warehouse: str) -> Carry:
-        path = Path(warehouse).joinpath(*STATE_FILE)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            entries = data["entries"] if data.get("format") == STATE_FORMAT else {}
-        except (OSError, ValueError, KeyError, TypeError):
-            entries = {}
-        now = {t.name: (store.table_id(t), store.version(t)) for t in (PREDICTIONS, REQUESTS)}
-        return cls(store, path, entries, now)
-
-    def added(
-        self, name: str, table: TableDef, fingerprint: Any
-    ) -> tuple[dict[str, Any], DataFrame | None] | None:
-        """The tally kept as ``name`` and the rows ``table`` appended since it was counted (None: no row);
-        None when it must be counted again in full."""
-        entry = self.entries.get(name)
-        table_id, version = self.now[table.name]
-        if (
-            entry is None
-            or version is None
-            or entry.get("table") != table.name
-            or entry.get("id") != table_id
-            or entry.get("fingerprint") != _normalized(fingerprint)
-        ):
-            return None
-        since = int(entry["version"])
-        if since == version:
-            return entry["tally"], None
-        if (table.name, since) not in self._added:
-            self._added[(table.name, since)] = self.store.appended_since(table, since, version)
-        rows = self._added[(table.name, since)]
-        return None if rows is None else (entry["tally"], rows)
-
-    def keep(self, name: str, table: TableDef, fingerprint: Any, tally: dict[str, Any]) -> None:
-        """Keep ``tally`` as ``name``: the count of ``table`` as of the version this run read."""
-        table_id, version = self.now[table.name]
-        if version is not None:
-            self.kept[name] = {
-                "table": table.name,
-                "id": table_id,
-                "version": version,
-                "fingerprint": _normalized(fingerprint),
-                "tally": tally,
-            }
-
-    def save(self) -> None:
-        """Write the tallies kept this run (and the ones it did not use, as they were)."""
-        if self.kept:
-            write_json(self.path, {"format": STATE_FORMAT, "entries": {**self.entries, **self.kept}})
-
-
-def _normalized(value: Any) -> Any:
-    return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
 def validate_frames(
@@ -417,16 +346,10 @@ def _agreement_of(predictions: DataFrame, carry: Carry | None, log: Log) -> Agre
         tally = AgreementTally.from_json(kept)
         if rows is not None:
             tally = tally.plus(agreement_tally(rows))
-        log(f"validate: agreement: {_carried_text(rows)}")
+        log(f"validate: agreement: {carried_text(rows)}")
     if carry is not None:
         carry.keep(AGREEMENT, PREDICTIONS, fingerprint, tally.to_json())
     return tally
-
-
-def _carried_text(rows: DataFrame | None) -> str:
-    if rows is None:
-        return "the table has not changed since the last run: its counts stand"
-    return "counted the rows appended since the last run and added them to its counts"
 
 
 def _carried_contract(
@@ -454,7 +377,7 @@ def _carried_contract(
             added = contract_tally(frame_of(rows if rows is not None else carry.store.empty(table)), checks)
             tally = ContractTally.from_json(kept).plus(added)
             if tally is not None:
-                log(f"validate: GX {suite}: {_carried_text(rows)}")
+                log(f"validate: GX {suite}: {carried_text(rows)}")
         if tally is None:
             tally = contract_tally(frame_of(whole), checks)
         carry.keep(suite, table, fingerprint, tally.of_table(segment_table).to_json())
