@@ -47,6 +47,7 @@ from rebalance_replay.jobs.carry import Carry
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.errors import MissingTableError
 from rebalance_replay.jobs.group_runs import collector_paused, grouped_partitions
+from rebalance_replay.jobs.paths import is_uri
 from rebalance_replay.schemas import (
     FINDINGS,
     MEMBER_SESSIONS,
@@ -683,11 +684,11 @@ def audit(
         "disputes": PREDICTIONS,
         **{t.name: t for t in (REQUESTS, REBALANCES, MEMBER_SESSIONS, TRANSITIONS)},
     }
-    # a scheduled audit adds the sums of the rows appended since the last one (a forensics run's requests
-    # are a window of the scheduled table: counted in full)
+    # a scheduled audit on a local warehouse adds the sums of the rows appended since the last one (a
+    # forensics run's requests are a window of the scheduled table: counted in full)
     carry = (
         None
-        if within is not None
+        if within is not None or store.as_of is not None or is_uri(root)
         else Carry.open(
             store,
             Path(root).joinpath(*FINGERPRINTS_FILE),

@@ -6,7 +6,9 @@ Cheap by construction: the evidence of the other-API and other-logger lines was 
 (``<warehouse>/_ingest/evidence.json``, per broker); here one aggregate over four small columns of
 ``requests`` (versions, eras, client software), the JoinGroup rows' few columns, and one OffsetCommit
 request body. The outcome is kept in ``<warehouse>/_broker/facts.json`` for the requests version and
-configuration it was made from, so ``audit`` after ``replay`` (or a rerun) reads it instead.
+configuration it was made from, so ``audit`` after ``replay`` (or a rerun) reads it instead; the pass's
+own observations (sums, maxima, the JoinGroup rows) are carried in ``<warehouse>/_broker/observed.json``
+(:mod:`rebalance_replay.jobs.carry`), so a scheduled run reads only the requests appended since.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rebalance_replay.jobs.bookkeeping import write_json
+from rebalance_replay.jobs.carry import Carry
 from rebalance_replay.jobs.config import Config, build_config
+from rebalance_replay.jobs.paths import is_uri
 from rebalance_replay.jobs.settings import defaults
 from rebalance_replay.schemas import REQUESTS
 from rebalance_replay.transforms import broker_facts as bf
@@ -28,7 +32,7 @@ from rebalance_replay.transforms.kafka_version import parse_kafka_version
 from rebalance_replay.transforms.report.units import plural
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from rebalance_replay.jobs.delta import DeltaStore
 
@@ -115,18 +119,95 @@ def broker_facts(spark: SparkSession, store: DeltaStore, config: Config) -> Brok
 
 @dataclasses.dataclass
 class _Observed:
+    """What one pass over ``requests`` tells (sums, maxima, the JoinGroup rows): the rows appended later
+    add to it (:meth:`plus`), so a scheduled run reads only those (:data:`OBSERVED_FILE`)."""
+
     joins: list[bf.JoinRow] = dataclasses.field(default_factory=list)
     used_versions: dict[int, int] = dataclasses.field(default_factory=dict)
     eras: set[str] = dataclasses.field(default_factory=set)
-    clients: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    client_requests: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)
     kip848_answered: int = 0
     commit_key: str | None = None
 
+    @property
+    def clients(self) -> list[dict[str, Any]]:
+        """The client software seen, most requests first."""
+        return [
+            {"software": n, "version": v, "requests": c}
+            for (n, v), c in sorted(self.client_requests.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
+
+    def plus(self, other: _Observed) -> _Observed:
+        """Both passes' observations as one pass over both row sets would make them."""
+        used = dict(self.used_versions)
+        for k, v in other.used_versions.items():
+            used[k] = max(used.get(k, -1), v)
+        clients = dict(self.client_requests)
+        for key, n in other.client_requests.items():
+            clients[key] = clients.get(key, 0) + n
+        return _Observed(
+            joins=_ordered_joins([*self.joins, *other.joins]),
+            used_versions=used,
+            eras=self.eras | other.eras,
+            client_requests=clients,
+            kip848_answered=self.kip848_answered + other.kip848_answered,
+            commit_key=self.commit_key if self.commit_key is not None else other.commit_key,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "joins": [dataclasses.asdict(j) for j in self.joins],
+            "used_versions": [[k, v] for k, v in sorted(self.used_versions.items())],
+            "eras": sorted(self.eras),
+            "client_requests": [[n, v, c] for (n, v), c in sorted(self.client_requests.items())],
+            "kip848_answered": self.kip848_answered,
+            "commit_key": self.commit_key,
+        }
+
+    @staticmethod
+    def from_json(doc: Mapping[str, Any]) -> _Observed:
+        return _Observed(
+            joins=[bf.JoinRow(**j) for j in doc["joins"]],
+            used_versions={int(k): int(v) for k, v in doc["used_versions"]},
+            eras=set(doc["eras"]),
+            client_requests={(str(n), str(v)): int(c) for n, v, c in doc["client_requests"]},
+            kip848_answered=int(doc["kip848_answered"]),
+            commit_key=doc["commit_key"],
+        )
+
+
+def _ordered_joins(joins: list[bf.JoinRow]) -> list[bf.JoinRow]:
+    """The JoinGroup rows in one order whatever the files' (by group, arrival, completion, member)."""
+    return sorted(joins, key=lambda j: (j.group_id, j.arrival_ms, j.completion_ms, j.member_id))
+
+
+#: ``<warehouse>/_broker/observed.json``: :class:`_Observed` of ``requests`` as of a version, carried
+OBSERVED_FILE = ("_broker", "observed.json")
+OBSERVED_FORMAT = 1
+
 
 def _observe(spark: SparkSession, store: DeltaStore) -> _Observed:
+    """:class:`_Observed` of the ``requests`` the store reads; a scheduled run on a local warehouse adds
+    the rows appended since the last one to what it kept (:mod:`rebalance_replay.jobs.carry`)."""
+    if store.as_of is not None or is_uri(store.warehouse):
+        return _observe_rows(store.read(REQUESTS))
+    carry = Carry.open(store, Path(store.warehouse).joinpath(*OBSERVED_FILE), OBSERVED_FORMAT, [REQUESTS])
+    got = carry.added("observed", REQUESTS, OBSERVED_FORMAT)
+    if got is None:
+        observed = _observe_rows(store.read(REQUESTS))
+    else:
+        kept, rows = got
+        observed = _Observed.from_json(kept)
+        if rows is not None:
+            observed = observed.plus(_observe_rows(rows))
+    carry.keep("observed", REQUESTS, OBSERVED_FORMAT, observed.to_json())
+    carry.save()
+    return observed
+
+
+def _observe_rows(req: DataFrame) -> _Observed:
     from pyspark.sql import functions as F
 
-    req = store.read(REQUESTS)
     out = _Observed()
     stats = (
         req.groupBy("api_key", "log_era", "client_software_name", "client_software_version")
@@ -137,7 +218,6 @@ def _observe(spark: SparkSession, store: DeltaStore) -> _Observed:
         )
         .collect()
     )
-    clients: dict[tuple[str, str], int] = {}
     for r in stats:
         out.eras.add(r["log_era"])
         if r["ok"]:  # answered: the broker knows this version
@@ -147,11 +227,9 @@ def _observe(spark: SparkSession, store: DeltaStore) -> _Observed:
             out.kip848_answered += int(r["ok"] or 0)
         name, ver = r["client_software_name"], r["client_software_version"]
         if name and name != "unknown":
-            clients[(name, ver or "")] = clients.get((name, ver or ""), 0) + int(r["n"])
-    out.clients = [
-        {"software": n, "version": v, "requests": c}
-        for (n, v), c in sorted(clients.items(), key=lambda kv: (-kv[1], kv[0]))
-    ]
+            out.client_requests[(name, ver or "")] = out.client_requests.get((name, ver or ""), 0) + int(
+                r["n"]
+            )
     if "json" in out.eras:
         first = (
             req.filter((F.col("api_key") == int(ApiKey.OFFSET_COMMIT)) & (F.col("log_era") == "json"))
@@ -171,9 +249,9 @@ def _observe(spark: SparkSession, store: DeltaStore) -> _Observed:
         "response_generation_id",
         F.coalesce(F.size("response_members"), F.lit(0)).alias("n_members"),
     )
-    out.joins = [
-        bf.JoinRow.from_row(r.asDict()) for r in joins.filter(F.col("group_id").isNotNull()).collect()
-    ]
+    out.joins = _ordered_joins(
+        [bf.JoinRow.from_row(r.asDict()) for r in joins.filter(F.col("group_id").isNotNull()).collect()]
+    )
     return out
 
 

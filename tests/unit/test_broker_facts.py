@@ -128,3 +128,39 @@ def test_bounds_no_broker_can_have_are_left_out() -> None:
         "group.min.session.timeout.ms": (0, 10_000),
         "group.max.session.timeout.ms": (10_000, None),
     }
+
+
+def test_observations_add_as_one_pass_over_both_row_sets_would_make_them() -> None:
+    from rebalance_replay.jobs.broker_facts import _Observed
+
+    def join(group: str, at: int, member: str = "") -> bf.JoinRow:
+        return bf.JoinRow(group, at, at + 5, member, "NONE", 10_000, 30_000, 1, 0)
+
+    a = _Observed(
+        joins=[join("g", 20)],
+        used_versions={11: 5, 12: 3},
+        eras={"text"},
+        client_requests={("apache-kafka-java", "3.7.2"): 5},
+        kip848_answered=1,
+        commit_key=None,
+    )
+    b = _Observed(
+        joins=[join("g", 10, "m"), join("a", 30)],
+        used_versions={11: 4, 12: 4, 14: 1},
+        eras={"json"},
+        client_requests={("apache-kafka-java", "3.7.2"): 2, ("librdkafka", "2.3.0"): 1},
+        kip848_answered=2,
+        commit_key="topics",
+    )
+    both = a.plus(b)
+    assert both.joins == [join("a", 30), join("g", 10, "m"), join("g", 20)]
+    assert both.used_versions == {11: 5, 12: 4, 14: 1}
+    assert both.eras == {"text", "json"}
+    assert both.clients == [
+        {"software": "apache-kafka-java", "version": "3.7.2", "requests": 7},
+        {"software": "librdkafka", "version": "2.3.0", "requests": 1},
+    ]
+    assert both.kip848_answered == 3
+    assert both.commit_key == "topics"
+    assert b.plus(a).commit_key == "topics" and a.plus(a).commit_key is None
+    assert _Observed.from_json(both.to_json()) == both
