@@ -34,6 +34,7 @@ Great Expectations has not run on the table yet (``gx_done``), so a run killed i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import time
@@ -299,21 +300,26 @@ FINGERPRINTS_FILE = ("_audit", "fingerprints.json")
 FINGERPRINTS_FORMAT = 1
 
 
-def group_sums(kind: str, df: DataFrame) -> dict[str, list[int]]:
-    """group id → [rows, sum of the row keys' hashes] of one input table (``kind``): sums, so the sums of
-    rows appended later add to them."""
+def group_sums(frames: Mapping[str, DataFrame]) -> dict[str, dict[str, list[int]]]:
+    """Per input table (``kind``), group id → [rows, sum of the row keys' hashes]: sums, so the sums of
+    rows appended later add to them. One Spark job for all the tables."""
     from pyspark.sql import functions as F
 
-    rows = (
+    out: dict[str, dict[str, list[int]]] = {kind: {} for kind in frames}
+    parts = [
         df.where(F.col("group_id").isNotNull())
         .groupBy("group_id")
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.sum(F.pmod(F.xxhash64(*KEYS[kind]), F.lit(2147483647))).alias("h"),
         )
-        .collect()
-    )
-    return {r["group_id"]: [int(r["n"]), int(r["h"])] for r in rows}
+        .select(F.lit(kind).alias("kind"), "group_id", "n", "h")
+        for kind, df in frames.items()
+    ]
+    if parts:
+        for r in functools.reduce(lambda x, y: x.unionByName(y), parts).collect():
+            out[r["kind"]][r["group_id"]] = [int(r["n"]), int(r["h"])]
+    return out
 
 
 def group_fingerprints(
@@ -322,32 +328,33 @@ def group_fingerprints(
     """group id → a fingerprint of its rows in every input table. With ``carry`` (a scheduled run), a
     table's sums are the last run's plus those of the rows it appended since (``tables``: the Delta table
     each frame reads; ``disputes`` is ``predictions``' unmatched rows), else counted in full."""
-    parts: dict[str, list[str]] = {}
+    kept: dict[str, dict[str, list[int]]] = {}
+    to_sum: dict[str, DataFrame] = {}
     for kind, df in frames.items():
         table = None if tables is None else tables.get(kind)
-        sums = None
+        got = None
         if carry is not None and table is not None:
             got = carry.added(f"fingerprint:{kind}", table, [FINGERPRINTS_FORMAT, KEYS[kind]])
-            if got is not None:
-                kept, rows = got
-                sums = {g: list(v) for g, v in kept.items()}
-                if rows is not None:
-                    for g, (n, h) in group_sums(kind, _as_frame(kind, rows)).items():
-                        old = sums.setdefault(g, [0, 0])
-                        old[0] += n
-                        old[1] += h
-        if sums is None:
-            sums = group_sums(kind, df)
+        if got is None:
+            to_sum[kind] = df
+            continue
+        kept[kind], rows = got
+        if rows is not None:
+            to_sum[kind] = disputed(rows) if kind == "disputes" else rows
+    summed = group_sums(to_sum)
+    parts: dict[str, list[str]] = {}
+    for kind in frames:
+        sums = {g: list(v) for g, v in kept.get(kind, {}).items()}
+        for g, (n, h) in summed.get(kind, {}).items():
+            old = sums.setdefault(g, [0, 0])
+            old[0] += n
+            old[1] += h
+        table = None if tables is None else tables.get(kind)
         if carry is not None and table is not None:
             carry.keep(f"fingerprint:{kind}", table, [FINGERPRINTS_FORMAT, KEYS[kind]], sums)
         for g, (n, h) in sums.items():
             parts.setdefault(g, []).append(f"{kind}:{n}:{h}")
     return {g: hashlib.sha256("|".join(sorted(fps)).encode()).hexdigest()[:24] for g, fps in parts.items()}
-
-
-def _as_frame(kind: str, rows: DataFrame) -> DataFrame:
-    """Appended rows of the table behind ``kind``, as the audit reads that table."""
-    return disputed(rows) if kind == "disputes" else rows
 
 
 def disputed(predictions: DataFrame) -> DataFrame:

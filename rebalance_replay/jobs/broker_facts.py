@@ -227,9 +227,8 @@ def _observe_rows(req: DataFrame) -> _Observed:
             out.kip848_answered += int(r["ok"] or 0)
         name, ver = r["client_software_name"], r["client_software_version"]
         if name and name != "unknown":
-            out.client_requests[(name, ver or "")] = out.client_requests.get((name, ver or ""), 0) + int(
-                r["n"]
-            )
+            client = (name, ver or "")
+            out.client_requests[client] = out.client_requests.get(client, 0) + int(r["n"])
     if "json" in out.eras:
         first = (
             req.filter((F.col("api_key") == int(ApiKey.OFFSET_COMMIT)) & (F.col("log_era") == "json"))

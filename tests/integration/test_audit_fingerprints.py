@@ -35,9 +35,9 @@ def test_carried_fingerprints_equal_the_full_count(
     summed: list[tuple[str, int]] = []
     real = audit_job.group_sums
 
-    def counting(kind: str, df: Any) -> dict[str, list[int]]:
-        out = real(kind, df)
-        summed.append((kind, sum(n for n, _h in out.values())))
+    def counting(frames: Any) -> dict[str, dict[str, list[int]]]:
+        out = real(frames)
+        summed.extend((kind, sum(n for n, _h in sums.values())) for kind, sums in out.items())
         return out
 
     monkeypatch.setattr(audit_job, "group_sums", counting)
