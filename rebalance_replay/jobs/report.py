@@ -1,11 +1,13 @@
 """``rebalance-replay report``: the HTML forensics report of a warehouse (or of one forensics run).
 
 Spark does the heavy part: it filters the tables to the asked groups and window, counts routine
-heartbeats per member and bin (exact ticks for small groups, density for big ones) and the agreement per
-group and API; only the rows a page draws one by one (JoinGroup/SyncGroup, LeaveGroup, non-routine
-heartbeats, mismatches) and the small tables come to the driver, with, per member id, the client ends of
-the connections it spoke from (``requests``: the page's lanes are processes, not member ids). A report
-scoped to a window or groups counts its numbers from its own rows, not ``summary.json``. The page model
+heartbeats per member and unit (exact ticks for small groups, seconds, minutes or hours for big ones) and
+the agreement per group and API; only the rows a page draws one by one (JoinGroup/SyncGroup, LeaveGroup,
+non-routine heartbeats, mismatches) and the small tables come to the driver, with, per member id, the
+client ends of the connections it spoke from (``requests``: the page's lanes are processes, not member
+ids). A scheduled report of the whole warehouse keeps those counts (``<warehouse>/_report/carry.json``,
+:mod:`rebalance_replay.transforms.report.inputs`) and reads only the rows appended since the last one. A
+report scoped to a window or groups counts its numbers from its own rows, not ``summary.json``. The page model
 and HTML are pure (``rebalance_replay/transforms/report``). Output: ``<out>/index.html``, one
 ``group-….html`` per group and ``<out>/assets/plotly.min.js`` (plotly.js from the ``plotly`` package,
 written once, referenced relatively: the folder opens offline).
@@ -20,11 +22,13 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rebalance_replay.jobs.bookkeeping import crash_point, write_json
+from rebalance_replay.jobs.carry import Carry
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.forensics import arrived_in
+from rebalance_replay.jobs.paths import is_uri
 from rebalance_replay.schemas import MEMBER_SESSIONS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
 from rebalance_replay.schemas.core import TableDef
 from rebalance_replay.transforms.report.html import (
@@ -34,15 +38,13 @@ from rebalance_replay.transforms.report.html import (
     overview_html,
     rules_html,
 )
+from rebalance_replay.transforms.report.inputs import ConnectionCounts, PredictionCounts
 from rebalance_replay.transforms.report.model import (
-    HeartbeatBin,
-    MemberConnection,
     Window,
     api_agreement,
     build_group_page,
     build_overview,
     group_timeline,
-    heartbeat_bin_ms,
     scoped_summary,
 )
 from rebalance_replay.transforms.report.naming import page_file
@@ -54,6 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from rebalance_replay.jobs.delta import DeltaStore
 
+T = TypeVar("T")
 FINDINGS_TABLE = "findings"
 #: predictions columns a page needs for the rows it draws one by one
 EVENT_COLUMNS = (
@@ -165,96 +168,30 @@ def _requests_store(spark: SparkSession, store: DeltaStore, warehouse: str | Non
     return open_store(spark, warehouse, store.engine)
 
 
-@dataclass
-class RequestFacts:
-    """From ``requests``: per group, the connections its member ids spoke from (their whole life, so a
-    page tells a restarted pod from a second one), and how many requests arrived in the window."""
-
-    connections: dict[str, list[MemberConnection]]
-    in_window: int
+#: ``<warehouse>/_report/carry.json``: what the last scheduled report read of ``predictions`` and
+#: ``requests`` (:mod:`rebalance_replay.transforms.report.inputs`), carried from run to run
+CARRY_FILE = ("_report", "carry.json")
+CARRY_FORMAT = 1
 
 
-def request_facts(
-    requests: DataFrame, groups: Sequence[str], window: Window, without: Sequence[str] = ()
-) -> RequestFacts:
-    """One pass over ``requests`` (of ``groups``): per group, member id, client address and client id,
-    the first and last arrival and the count inside ``window``. The groups ``without`` (no page) count in
-    the window but their members stay in Spark."""
+def _member() -> SparkColumn:
+    """The member id a row speaks as: a first JoinGroup has none yet, it speaks as the one its response
+    gives."""
     from pyspark.sql import functions as F
 
-    if groups:
-        requests = requests.filter(F.col("group_id").isin(list(groups)))
-    inside = arrived_in(window)
-    # a first JoinGroup has no member id yet: it speaks as the one its response gives
-    member = F.coalesce(F.when(F.col("member_id") != "", F.col("member_id")), F.col("response_member_id"))
-    per_member = requests.groupBy("group_id", member.alias("member"), "client_address", "client_id").agg(
-        F.min("arrival_ms").alias("first_ms"),
-        F.max("arrival_ms").alias("last_ms"),
-        F.sum(inside.cast("long")).alias("inside"),
-    )
-    elsewhere = 0
-    if without:
-        dropped = F.col("group_id").isin(list(without))
-        elsewhere = int(per_member.filter(dropped).agg(F.sum("inside")).collect()[0][0] or 0)
-        per_member = per_member.filter(~dropped)
-    rows = _rows(per_member)
-    connections: dict[str, list[MemberConnection]] = defaultdict(list)
-    for r in rows:
-        if r["member"] and r["group_id"] is not None:
-            connections[str(r["group_id"])].append(
-                MemberConnection(
-                    str(r["member"]),
-                    r["client_address"],
-                    r["client_id"],
-                    int(r["first_ms"]),
-                    int(r["last_ms"]),
-                )
-            )
-    return RequestFacts(dict(connections), elsewhere + sum(int(r["inside"] or 0) for r in rows))
+    return F.coalesce(F.when(F.col("member_id") != "", F.col("member_id")), F.col("observed_member_id"))
 
 
-@dataclass
-class GroupApiCounts:
-    """What one pass over ``predictions`` per group and API tells the report (:func:`group_api_counts`):
-    the agreement rows (group, API, requests, scored, matched), per group the routine heartbeats (count,
-    first and last arrival: the heartbeat bins' size) and the member ids its JoinGroups answered."""
-
-    agreement: list[dict[str, Any]]
-    heartbeats: dict[str, tuple[int, int, int]]  # group → (count, first ms, last ms)
-    join_members: dict[str, int]
-
-    def oversized(self, limit: int) -> dict[str, str]:
-        """The groups whose page would draw more than ``limit`` member ids (each born in a JoinGroup
-        answer: counted on the JoinGroup rows only), with why they get none; ``limit`` 0: none. A
-        member-id-required storm gives every joiner a member id and a lane: 100,000 lanes are no page
-        anyone can read, and their rows would all come to the driver."""
-        if not limit:
-            return {}
-        return {
-            g: (
-                f"{n:,} member ids, more than report.max_group_members {limit:,}: no page (its rows "
-                "are in the tables)"
-            )
-            for g, n in sorted(self.join_members.items())
-            if n > limit
-        }
-
-    def without(self, groups: Collection[str]) -> GroupApiCounts:
-        """These counts without ``groups``' (the refused ones: no page, not in the overview's numbers)."""
-        return GroupApiCounts(
-            [r for r in self.agreement if r["group_id"] not in groups],
-            {g: v for g, v in self.heartbeats.items() if g not in groups},
-            {g: n for g, n in self.join_members.items() if g not in groups},
-        )
-
-
-def group_api_counts(predictions: DataFrame, routine_heartbeat: SparkColumn) -> GroupApiCounts:
-    """One pass over ``predictions`` (each was a pass of its own: at hour 720 of a 30-day warehouse the
-    report read the table three times for them)."""
+def count_predictions(
+    predictions: DataFrame, routine_heartbeat: SparkColumn, counts: PredictionCounts, *, join_members: bool
+) -> None:
+    """One pass over ``predictions`` per group and API (at hour 720 of a 30-day warehouse the report read
+    the table three times for these): the agreement, the routine heartbeats' count and span and, with
+    ``join_members``, the member ids JoinGroups answered; added to ``counts``."""
     from pyspark.sql import functions as F
 
-    member = F.coalesce(F.when(F.col("member_id") != "", F.col("member_id")), F.col("observed_member_id"))
     hb_arrival = F.when(routine_heartbeat, F.col("arrival_ms"))
+    members = F.collect_set(F.when(F.col("api") == "JOIN_GROUP", _member())) if join_members else F.array()
     rows = _rows(
         predictions.groupBy("group_id", "api").agg(
             F.count(F.lit(1)).alias("n"),
@@ -263,19 +200,61 @@ def group_api_counts(predictions: DataFrame, routine_heartbeat: SparkColumn) -> 
             F.count(hb_arrival).alias("hb_n"),
             F.min(hb_arrival).alias("hb_lo"),
             F.max(hb_arrival).alias("hb_hi"),
-            F.countDistinct(F.when(F.col("api") == "JOIN_GROUP", member)).alias("join_members"),
+            members.alias("members"),
         )
     )
-    heartbeats: dict[str, tuple[int, int, int]] = {}
-    join_members: dict[str, int] = {}
-    for r in rows:
-        g = r["group_id"]
-        if r["hb_n"]:  # routine heartbeats are HEARTBEAT rows: one (group, api) row holds them
-            heartbeats[g] = (int(r["hb_n"]), int(r["hb_lo"]), int(r["hb_hi"]))
-        if r["api"] == "JOIN_GROUP":
-            join_members[g] = int(r["join_members"])
-    agreement = [{k: r[k] for k in ("group_id", "api", "n", "scored", "matched")} for r in rows]
-    return GroupApiCounts(agreement, heartbeats, join_members)
+    counts.add_counts(rows, {str(r["group_id"]): r["members"] for r in rows if r["members"]})
+
+
+def refusal_text(members: int, limit: int) -> str:
+    """Why a group whose JoinGroups answered ``members`` member ids gets no page. A member-id-required storm
+    gives every joiner a member id and a lane: 100,000 lanes are no page anyone can read, and their rows
+    would all come to the driver."""
+    return (
+        f"{members:,} member ids, more than report.max_group_members {limit:,}: no page (its rows are in "
+        "the tables)"
+    )
+
+
+def count_connections(
+    requests: DataFrame, window: Window, counts: ConnectionCounts, without: Collection[str] = ()
+) -> None:
+    """One pass over ``requests``: per group, member id, client address and client id, the first and last
+    arrival and the requests inside ``window``; added to ``counts``. The groups ``without`` (no page) add
+    their requests only (their members stay in Spark)."""
+    from pyspark.sql import functions as F
+
+    inside = arrived_in(window)
+    member = F.coalesce(F.when(F.col("member_id") != "", F.col("member_id")), F.col("response_member_id"))
+    per_member = requests.groupBy("group_id", member.alias("member"), "client_address", "client_id").agg(
+        F.min("arrival_ms").alias("first_ms"),
+        F.max("arrival_ms").alias("last_ms"),
+        F.sum(inside.cast("long")).alias("inside"),
+    )
+    if without:
+        dropped = F.col("group_id").isin(list(without))
+        rows = per_member.filter(dropped).groupBy("group_id").agg(F.sum("inside").alias("inside")).collect()
+        counts.add_requests({str(r["group_id"]): int(r["inside"] or 0) for r in rows})
+        per_member = per_member.filter(~dropped)
+    counts.add(_rows(per_member))
+
+
+def _carried(
+    carry: Carry | None,
+    name: str,
+    table: TableDef,
+    fingerprint: Any,
+    full: DataFrame,
+    empty: T,
+    from_json: Callable[[Any], T],
+) -> tuple[T, DataFrame | None]:
+    """What the last report kept as ``name`` and the rows of ``table`` to add to it (None: none); without a
+    carry (or one that must count again), ``empty`` and ``full``."""
+    got = None if carry is None else carry.added(name, table, fingerprint)
+    if got is None:
+        return empty, full
+    tally, rows = got
+    return from_json(tally), rows
 
 
 def scope_text(groups: Sequence[str], window: Window) -> str | None:
@@ -319,44 +298,70 @@ def report(
         return df
 
     preds = keep(store.read(PREDICTIONS), "arrival_ms")
+    requests_store = _requests_store(spark, store, warehouse)
+    # a scheduled report of the whole warehouse (a local one) adds the rows appended since the last one to
+    # what that one read; a scoped, time-travelling or forensics report reads its rows in full
+    carry = (
+        Carry.open(store, Path(store.warehouse).joinpath(*CARRY_FILE), CARRY_FORMAT, (PREDICTIONS, REQUESTS))
+        if not groups
+        and window == (None, None)
+        and store.as_of is None
+        and requests_store is store
+        and not is_uri(store.warehouse)
+        else None
+    )
+    limit = config.report.max_group_members
+    pc, new_preds = _carried(
+        carry,
+        "report:predictions",
+        PREDICTIONS,
+        [CARRY_FORMAT, limit],
+        preds,
+        PredictionCounts(),
+        PredictionCounts.from_json,
+    )
     mismatch = F.col("scored") & ~F.col("matched")
     routine_hb = (
         (F.col("api") == "HEARTBEAT")
         & (F.col("observed_error").isNull() | (F.col("observed_error") == "NONE"))
         & ~mismatch
     )
-    counts = group_api_counts(preds, routine_hb)
-    refused = counts.oversized(config.report.max_group_members)
-    for g, why in sorted(refused.items()):
+    if new_preds is not None:
+        count_predictions(new_preds, routine_hb, pc, join_members=bool(limit))
+    refused = {g: refusal_text(n, limit) for g, n in pc.refused(limit).items()}
+    for g, why in refused.items():
         log(f"report: no page for group {g}: {why}")
-    if refused:  # their rows stay in Spark
-        preds = preds.filter(~F.col("group_id").isin(list(refused)))
-        counts = counts.without(refused)
-    hb = preds.filter(routine_hb).select("group_id", "member_id", "arrival_ms")
-    bin_of = {g: heartbeat_bin_ms(n, hi - lo) for g, (n, lo, hi) in counts.heartbeats.items()}
-    bins: dict[str, list[HeartbeatBin]] = defaultdict(list)
-    if bin_of:
-        sizes = spark.createDataFrame(list(bin_of.items()), "group_id string, bin_ms long")
-        binned = (
-            hb.join(F.broadcast(sizes), "group_id")
-            .withColumn("bin_start_ms", F.floor(F.col("arrival_ms") / F.col("bin_ms")) * F.col("bin_ms"))
-            .groupBy("group_id", "member_id", "bin_start_ms")
-            .count()
-        )
-        for r in _rows(binned):
-            bins[r["group_id"]].append(
-                HeartbeatBin(str(r["member_id"] or ""), int(r["bin_start_ms"]), int(r["count"]))
+    pc.drop_pages(refused)
+    bin_of = pc.bin_ms(refused)
+    units = pc.next_units(bin_of)
+    if new_preds is not None:
+        if refused:  # their rows stay in Spark
+            new_preds = new_preds.filter(~F.col("group_id").isin(list(refused)))
+        if units:
+            unit_of = spark.createDataFrame(list(units.items()), "group_id string, unit_ms long")
+            pc.add_units(
+                _rows(
+                    new_preds.filter(routine_hb)
+                    .join(F.broadcast(unit_of), "group_id")
+                    .withColumn(
+                        "unit_start_ms", F.floor(F.col("arrival_ms") / F.col("unit_ms")) * F.col("unit_ms")
+                    )
+                    .groupBy("group_id", "member_id", "unit_start_ms")
+                    .count()
+                )
             )
-    events = _by_group(
-        _rows(
-            preds.filter(
-                F.col("api").isin("JOIN_GROUP", "SYNC_GROUP", "LEAVE_GROUP")
-                | (F.col("api") == "HEARTBEAT") & ~routine_hb
-                | mismatch
-            ).select(*EVENT_COLUMNS)
+        pc.add_events(
+            _rows(
+                new_preds.filter(
+                    F.col("api").isin("JOIN_GROUP", "SYNC_GROUP", "LEAVE_GROUP")
+                    | (F.col("api") == "HEARTBEAT") & ~routine_hb
+                    | mismatch
+                ).select(*EVENT_COLUMNS)
+            )
         )
-    )
-    agreement_rows = counts.agreement
+    bins = pc.heartbeat_bins(bin_of)
+    events = pc.events
+    agreement_rows = [r for r in pc.agreement_rows() if r["group_id"] not in refused]
     agreement = _by_group(agreement_rows)
     trans = _by_group(_rows(keep(store.read(TRANSITIONS), "time_ms")))
     rebs = _by_group(_rows(keep(store.read(REBALANCES), "started_ms", "ended_ms")))
@@ -377,9 +382,27 @@ def report(
         findings = _by_group(all_findings)
 
     group_ids = sorted(set(events) | set(bins) | set(trans) | set(rebs) | set(sess) | set(agreement))
-    facts = request_facts(
-        _requests_store(spark, store, warehouse).read(REQUESTS), groups, window, without=sorted(refused)
+    requests = requests_store.read(REQUESTS)
+    if groups:
+        requests = requests.filter(F.col("group_id").isin(list(groups)))
+    cc, new_requests = _carried(
+        carry,
+        "report:requests",
+        REQUESTS,
+        [CARRY_FORMAT],
+        requests,
+        ConnectionCounts(),
+        ConnectionCounts.from_json,
     )
+    if new_requests is not None:
+        count_connections(new_requests, window, cc, without=sorted(refused))
+    cc.drop_pages(refused)
+    if carry is not None:
+        carry.keep("report:predictions", PREDICTIONS, [CARRY_FORMAT, limit], pc.to_json())
+        carry.keep("report:requests", REQUESTS, [CARRY_FORMAT], cc.to_json())
+        carry.save()
+    connections = cc.member_connections()
+    in_window = sum(cc.requests.values())
     src = Path(summary_dir or store.warehouse)
     summary: dict[str, Any] = {}
     if (src / "summary.json").exists():
@@ -408,7 +431,7 @@ def report(
             sessions=sess.get(g, []),
             findings=None if findings is None else findings.get(g, []),
             agreement=api_agreement(agreement.get(g, [])),
-            connections=facts.connections.get(g, []),
+            connections=connections.get(g, []),
             window=window,
         )
         if page.density is not None:
@@ -424,7 +447,7 @@ def report(
     docs_href = os.path.relpath(docs, out) if docs and os.path.exists(docs) else None
     numbers, label = summary, None
     if scoped is not None:  # summary.json counts the whole warehouse
-        numbers = scoped_summary(facts.in_window, agreement_rows, sum(len(r) for r in rebs.values()))
+        numbers = scoped_summary(in_window, agreement_rows, sum(len(r) for r in rebs.values()))
         label = "in window" if window != (None, None) else "in these groups"
     ov = build_overview(
         numbers,

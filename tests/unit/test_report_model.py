@@ -16,6 +16,7 @@ from rebalance_replay.transforms.report.model import (
     build_overview,
     group_timeline,
     heartbeat_bin_ms,
+    heartbeat_unit_ms,
     scoped_summary,
 )
 from rebalance_replay.transforms.report.naming import forensics_name, page_file, valid_name
@@ -261,7 +262,27 @@ def test_findings_none_means_audit_not_run_and_markers_carry_summary_and_fix() -
 
 def test_heartbeats_ticks_when_few_density_when_many() -> None:
     assert heartbeat_bin_ms(MAX_TICKS, 10**9) == 1
-    assert heartbeat_bin_ms(MAX_TICKS + 1, 86_400_000) == 288_000  # a day in 300 whole-second bins
+    # about 300 bins, each rounded up to a whole second, minute or hour by its width
+    assert heartbeat_bin_ms(MAX_TICKS + 1, 86_400_000) == 300_000  # a day: 288 bins of 5 minutes
+    assert heartbeat_bin_ms(MAX_TICKS + 1, 3_600_000) == 12_000  # an hour: 300 bins of 12 s
+    assert heartbeat_bin_ms(MAX_TICKS + 1, 300 * 60_000) == 60_000
+    assert heartbeat_bin_ms(MAX_TICKS + 1, 300 * 60_000 + 300) == 120_000  # a minute is the unit above it
+    assert heartbeat_bin_ms(MAX_TICKS + 1, 30 * 86_400_000) == 3 * 3_600_000  # 30 days: 240 bins of 3 hours
+    assert heartbeat_bin_ms(MAX_TICKS + 1, 10) == 1000
+
+
+def test_a_heartbeat_unit_divides_every_wider_bin() -> None:
+    """The counts a scheduled report keeps per unit add up into the bins of any longer span."""
+    spans = [0, 1, 999, 60_000, 3_600_000, 18_000_299, 18_000_301, 86_400_000, 10**9, 10**10, 3 * 10**10]
+    widths = [heartbeat_bin_ms(MAX_TICKS + 1, s) for s in spans]
+    assert widths == sorted(widths)
+    assert [heartbeat_unit_ms(w) for w in widths] == sorted(heartbeat_unit_ms(w) for w in widths)
+    for i, w in enumerate(widths):
+        unit = heartbeat_unit_ms(w)
+        assert w % unit == 0
+        assert all(later % unit == 0 for later in widths[i:]), (w, unit)
+    assert heartbeat_unit_ms(1) == 1 and heartbeat_unit_ms(12_000) == 1000
+    assert heartbeat_unit_ms(120_000) == 60_000 and heartbeat_unit_ms(3 * 3_600_000) == 3_600_000
     page = sample_page()
     assert page.density is None and page.ticks == {1: [T0 + 6000], 2: [T0 + 6001, T0 + 6001]}
     bins = [HeartbeatBin("a-1", T0, 10), HeartbeatBin("a-1", T0 + 2000, 5), HeartbeatBin("b-2", T0 + 1000, 7)]

@@ -59,13 +59,30 @@ LABEL_ID_CHARS = 30
 Window = tuple[int | None, int | None]
 
 
+#: The whole units a density bin is rounded up to, finest first: a second, a minute, an hour. Each divides
+#: the next, so a page's bins add up from counts kept at a finer unit (:func:`heartbeat_unit_ms`): a
+#: scheduled report adds the last hour's heartbeats to the counts it kept instead of reading them all again.
+BIN_UNITS_MS = (1000, 60_000, 3_600_000)
+
+
 def heartbeat_bin_ms(total: int, span_ms: int, *, max_ticks: int = MAX_TICKS, bins: int = TARGET_BINS) -> int:
     """Bin width for a group's routine heartbeats: 1 (exact ticks) when there are at most ``max_ticks``,
-    else the span cut into about ``bins`` bins, rounded up to a whole second."""
+    else the span cut into about ``bins`` bins, rounded up to a whole second (under a minute), a whole
+    minute (under an hour) or a whole hour (:data:`BIN_UNITS_MS`)."""
     if total <= max_ticks:
         return 1
     width = max(1, math.ceil(max(span_ms, 1) / bins))
-    return int(math.ceil(width / 1000) * 1000)
+    unit = BIN_UNITS_MS[0]
+    for u in BIN_UNITS_MS:
+        if width > u:
+            unit = u
+    return int(math.ceil(width / unit) * unit)
+
+
+def heartbeat_unit_ms(bin_ms: int) -> int:
+    """The coarsest unit of :data:`BIN_UNITS_MS` that divides ``bin_ms`` (1 for exact ticks): counts kept
+    per member and unit make bins of ``bin_ms`` and of any width that a longer span gives later."""
+    return max((u for u in BIN_UNITS_MS if bin_ms % u == 0), default=1)
 
 
 @dataclass(frozen=True)
