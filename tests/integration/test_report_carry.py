@@ -27,7 +27,7 @@ from rebalance_replay.jobs.delta import open_store
 from rebalance_replay.schemas import PREDICTIONS, REQUESTS
 from rebalance_replay.transforms.report import inputs
 from rebalance_replay.transforms.report.model import heartbeat_bin_ms
-from tests.integration.test_scheduled_audit import _log
+from tests.integration.test_scheduled_audit import _log, scheduled_args
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 
@@ -64,14 +64,7 @@ def test_a_carried_report_draws_what_a_full_one_draws(
     live = tmp_path / "live" / "broker-1"
     live.mkdir(parents=True)
     wh = tmp_path / "wh"
-    common = [
-        "--warehouse",
-        str(wh),
-        "--set",
-        "replay.late_tolerance_ms=5000",
-        "--set",
-        "report.great_expectations=false",
-    ]
+    common = scheduled_args(wh)
     carry_file = wh.joinpath(*report_job.CARRY_FILE)
     n = len(lines)
     cuts = [lines[n // 8][0], lines[n // 3][0], lines[2 * n // 3][0], lines[-1][0] + 1]

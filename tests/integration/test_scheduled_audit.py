@@ -52,6 +52,18 @@ def _log() -> tuple[list[tuple[int, str]], dict[str, Any]]:
     return lines, truths
 
 
+def scheduled_args(wh: Path) -> list[str]:
+    """The options of these tests' scheduled runs: the warehouse, a late tolerance of 5 s, no GX."""
+    return [
+        "--warehouse",
+        str(wh),
+        "--set",
+        "replay.late_tolerance_ms=5000",
+        "--set",
+        "report.great_expectations=false",
+    ]
+
+
 def _json_lines(out: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
@@ -73,12 +85,7 @@ def test_three_scheduled_batches_new_ongoing_resolved_fail_on_and_webhook(
     wh = tmp_path / "wh"
     hook = Hook(fail=1)  # the first POST is answered 500: retried
     common = [
-        "--warehouse",
-        str(wh),
-        "--set",
-        "replay.late_tolerance_ms=5000",
-        "--set",
-        "report.great_expectations=false",
+        *scheduled_args(wh),
         "--set",
         f"audit.notify.url={hook.url}",
         "--set",
