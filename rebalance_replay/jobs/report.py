@@ -249,12 +249,15 @@ def _carried(
     from_json: Callable[[Any], T],
 ) -> tuple[T, DataFrame | None]:
     """What the last report kept as ``name`` and the rows of ``table`` to add to it (None: none); without a
-    carry (or one that must count again), ``empty`` and ``full``."""
+    carry (or one that must count again, or a kept state it cannot read), ``empty`` and ``full``."""
     got = None if carry is None else carry.added(name, table, fingerprint)
     if got is None:
         return empty, full
     tally, rows = got
-    return from_json(tally), rows
+    try:
+        return from_json(tally), rows
+    except (KeyError, TypeError, ValueError, AttributeError):  # damaged by hand: read everything again
+        return empty, full
 
 
 def scope_text(groups: Sequence[str], window: Window) -> str | None:

@@ -111,3 +111,10 @@ def test_a_carried_report_draws_what_a_full_one_draws(
     ], units
     assert units[3] == {"inc-r07-bad-session-timeout": 60_000}, units
     assert refused == [[], [], [], ["inc-r02-crashes"]], refused
+    # a kept state damaged by hand (its table's version still right) is read again in full, not trusted
+    damaged = json.loads(carry_file.read_text())
+    damaged["entries"]["report:predictions"]["tally"] = {"agreement": "?"}
+    carry_file.write_text(json.dumps(damaged))
+    report_job.report(spark, store, config, out_dir=str(tmp_path / "damaged"), log=lambda _: None)
+    assert _same_tree(tmp_path / "damaged", tmp_path / f"full-{len(cuts) - 1}") == []
+    assert read["predictions"][-1] == store.read(PREDICTIONS).count()
