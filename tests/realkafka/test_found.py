@@ -9,7 +9,9 @@ extended the delay once and answered all three JoinGroups at 10,694-10,707 ms, g
 extends it twice (the third join counted as new during the second delay) and completes at 11,639, so
 in track mode the first JoinGroup is predicted unanswered (NO_RESPONSE) and in predict mode the SyncGroups
 and commits that follow disagree. A late first timer (the broker's fired after the third join) is the
-likely reading; ``validation.broker_lag_ms`` (200 ms) should have let the replay try that order."""
+likely reading; ``validation.broker_lag_ms`` (200 ms) should have let the replay try that order, but
+``GroupReplayer._handle_on`` tries a late timer only when it changes the request's own immediate answer,
+and the third JoinGroup is parked (answered at the join's completion), so the late order is never tried."""
 
 from __future__ import annotations
 
