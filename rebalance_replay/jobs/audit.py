@@ -48,7 +48,6 @@ from rebalance_replay.jobs.carry import Carry
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.errors import MissingTableError
 from rebalance_replay.jobs.group_runs import collector_paused, grouped_partitions
-from rebalance_replay.jobs.paths import is_uri
 from rebalance_replay.schemas import (
     FINDINGS,
     MEMBER_SESSIONS,
@@ -695,13 +694,8 @@ def audit(
     # forensics run's requests are a window of the scheduled table: counted in full)
     carry = (
         None
-        if within is not None or store.as_of is not None or is_uri(root)
-        else Carry.open(
-            store,
-            Path(root).joinpath(*FINGERPRINTS_FILE),
-            FINGERPRINTS_FORMAT,
-            [tables[k] for k in frames],
-        )
+        if within is not None
+        else Carry.scheduled(store, root, FINGERPRINTS_FILE, FINGERPRINTS_FORMAT, [tables[k] for k in frames])
     )
     fps = group_fingerprints(frames, carry, tables)
     if carry is not None:  # sums as of the versions read: right whatever this run does next

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from rebalance_replay.jobs.bookkeeping import write_json
 from rebalance_replay.jobs.carry import Carry
 from rebalance_replay.jobs.config import Config, build_config
-from rebalance_replay.jobs.paths import is_uri
 from rebalance_replay.jobs.settings import defaults
 from rebalance_replay.schemas import REQUESTS
 from rebalance_replay.transforms import broker_facts as bf
@@ -189,9 +188,9 @@ OBSERVED_FORMAT = 1
 def _observe(spark: SparkSession, store: DeltaStore) -> _Observed:
     """:class:`_Observed` of the ``requests`` the store reads; a scheduled run on a local warehouse adds
     the rows appended since the last one to what it kept (:mod:`rebalance_replay.jobs.carry`)."""
-    if store.as_of is not None or is_uri(store.warehouse):
+    carry = Carry.scheduled(store, store.warehouse, OBSERVED_FILE, OBSERVED_FORMAT, [REQUESTS])
+    if carry is None:
         return _observe_rows(store.read(REQUESTS))
-    carry = Carry.open(store, Path(store.warehouse).joinpath(*OBSERVED_FILE), OBSERVED_FORMAT, [REQUESTS])
     got = carry.added("observed", REQUESTS, OBSERVED_FORMAT)
     if got is None:
         observed = _observe_rows(store.read(REQUESTS))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rebalance_replay.jobs.bookkeeping import write_json
+from rebalance_replay.jobs.paths import is_uri
 from rebalance_replay.schemas.core import TableDef
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,6 +55,16 @@ class Carry:
             entries = {}
         now = {t.name: (store.table_id(t), store.version(t)) for t in tables}
         return cls(store, path, fmt, entries, now)
+
+    @classmethod
+    def scheduled(
+        cls, store: DeltaStore, root: str, file: tuple[str, ...], fmt: int, tables: Iterable[TableDef]
+    ) -> Carry | None:
+        """:meth:`open` the state ``root/<file>`` of a scheduled run; None (count in full) when ``store``
+        reads the tables as of an earlier version (``--as-of``) or ``root`` is a URI (no local state)."""
+        if store.as_of is not None or is_uri(root):
+            return None
+        return cls.open(store, Path(root).joinpath(*file), fmt, tables)
 
     def added(
         self, name: str, table: TableDef, fingerprint: Any

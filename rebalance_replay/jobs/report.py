@@ -28,7 +28,6 @@ from rebalance_replay.jobs.bookkeeping import crash_point, write_json
 from rebalance_replay.jobs.carry import Carry
 from rebalance_replay.jobs.config import Config
 from rebalance_replay.jobs.forensics import arrived_in
-from rebalance_replay.jobs.paths import is_uri
 from rebalance_replay.schemas import MEMBER_SESSIONS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
 from rebalance_replay.schemas.core import TableDef
 from rebalance_replay.transforms.report.html import (
@@ -305,12 +304,8 @@ def report(
     # a scheduled report of the whole warehouse (a local one) adds the rows appended since the last one to
     # what that one read; a scoped, time-travelling or forensics report reads its rows in full
     carry = (
-        Carry.open(store, Path(store.warehouse).joinpath(*CARRY_FILE), CARRY_FORMAT, (PREDICTIONS, REQUESTS))
-        if not groups
-        and window == (None, None)
-        and store.as_of is None
-        and requests_store is store
-        and not is_uri(store.warehouse)
+        Carry.scheduled(store, store.warehouse, CARRY_FILE, CARRY_FORMAT, (PREDICTIONS, REQUESTS))
+        if not groups and window == (None, None) and requests_store is store
         else None
     )
     limit = config.report.max_group_members

@@ -45,7 +45,6 @@ from rebalance_replay.jobs.expectations import (
     requests_contract_frame,
     run_gx,
 )
-from rebalance_replay.jobs.paths import is_uri
 from rebalance_replay.schemas import FINDINGS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
 from rebalance_replay.schemas.core import TableDef
 from rebalance_replay.transforms.report.units import plural
@@ -235,8 +234,6 @@ def validate(
             f"validate: no predictions table in {config.storage.warehouse}; "
             "run `rebalance-replay replay` first"
         )
-    # a scheduled run on a local warehouse carries its counts forward (the engine lists what was appended)
-    scheduled = within is None and store.as_of is None and not is_uri(config.storage.warehouse)
     return validate_frames(
         predictions,
         requests=_read_optional(store, REQUESTS) if within is None else within.requests(),
@@ -253,10 +250,11 @@ def validate(
         tables_key=None
         if within is not None or not config.report.great_expectations
         else {t.name: store.version(t) for t in (PREDICTIONS, REQUESTS, REBALANCES, TRANSITIONS, FINDINGS)},
-        carry=Carry.open(
-            store, Path(config.storage.warehouse).joinpath(*STATE_FILE), STATE_FORMAT, (PREDICTIONS, REQUESTS)
+        # a scheduled run on a local warehouse carries its counts forward (the engine lists what was appended)
+        carry=Carry.scheduled(
+            store, config.storage.warehouse, STATE_FILE, STATE_FORMAT, (PREDICTIONS, REQUESTS)
         )
-        if scheduled
+        if within is None
         else None,
     )
 
