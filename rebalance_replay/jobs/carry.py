@@ -3,7 +3,8 @@ JSON state file with the table's Delta id and version, and the rows the table ap
 (``DeltaStore.appended_since``), so a run counts only those and adds them to the tally. ``validate`` keeps
 its agreement and contract tallies this way (``<warehouse>/_validate/state.json``), ``audit`` its group
 fingerprints (``<warehouse>/_audit/fingerprints.json``), the broker facts their pass over ``requests``
-(``<warehouse>/_broker/observed.json``).
+(``<warehouse>/_broker/observed.json``), the report what it reads of ``predictions`` and ``requests``
+(``<warehouse>/_report/carry.json``). Each opens its state with :meth:`Carry.scheduled`.
 
 A tally is counted again in full when its table was made again (another Delta id), when a commit since
 removed rows (an overwrite, a delete) or left the log, when what it counts changed (its *fingerprint*:

@@ -173,12 +173,13 @@ CARRY_FILE = ("_report", "carry.json")
 CARRY_FORMAT = 1
 
 
-def _member() -> SparkColumn:
+def _member(answered: str) -> SparkColumn:
     """The member id a row speaks as: a first JoinGroup has none yet, it speaks as the one its response
-    gives."""
+    gives (column ``answered``: ``observed_member_id`` in ``predictions``, ``response_member_id`` in
+    ``requests``)."""
     from pyspark.sql import functions as F
 
-    return F.coalesce(F.when(F.col("member_id") != "", F.col("member_id")), F.col("observed_member_id"))
+    return F.coalesce(F.when(F.col("member_id") != "", F.col("member_id")), F.col(answered))
 
 
 def count_predictions(
@@ -190,7 +191,11 @@ def count_predictions(
     from pyspark.sql import functions as F
 
     hb_arrival = F.when(routine_heartbeat, F.col("arrival_ms"))
-    members = F.collect_set(F.when(F.col("api") == "JOIN_GROUP", _member())) if join_members else F.array()
+    members = (
+        F.collect_set(F.when(F.col("api") == "JOIN_GROUP", _member("observed_member_id")))
+        if join_members
+        else F.array()
+    )
     rows = _rows(
         predictions.groupBy("group_id", "api").agg(
             F.count(F.lit(1)).alias("n"),
@@ -224,7 +229,7 @@ def count_connections(
     from pyspark.sql import functions as F
 
     inside = arrived_in(window)
-    member = F.coalesce(F.when(F.col("member_id") != "", F.col("member_id")), F.col("response_member_id"))
+    member = _member("response_member_id")
     per_member = requests.groupBy("group_id", member.alias("member"), "client_address", "client_id").agg(
         F.min("arrival_ms").alias("first_ms"),
         F.max("arrival_ms").alias("last_ms"),
