@@ -28,11 +28,13 @@ from rebalance_replay.transforms.replay import GroupReplayer, ReplaySettings
 from simulator.fidelity import parse_rows
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "real-kafka"
+#: recordings the live real-Kafka tier found the replay disagreeing with (tests/realkafka/test_found.py)
+FOUND = CORPUS.with_name("real-kafka-found")
 LAG_MS = 200  # validation.broker_lag_ms's default
 
 
-def recording_rows(release: str, profile: str) -> list[dict[str, Any]]:
-    rec = CORPUS / release / profile
+def recording_rows(release: str, profile: str, corpus: Path = CORPUS) -> list[dict[str, Any]]:
+    rec = corpus / release / profile
     files: dict[str, list[str]] = {}
     for path in sorted(rec.glob("broker-*/kafka-request.log*.gz")):
         with gzip.open(path, "rt") as f:
@@ -40,9 +42,9 @@ def recording_rows(release: str, profile: str) -> list[dict[str, Any]]:
     return parse_rows(files)
 
 
-def broker_config(release: str, profile: str, mode: str) -> CoordinatorConfig:
+def broker_config(release: str, profile: str, mode: str, corpus: Path = CORPUS) -> CoordinatorConfig:
     """What the broker ran with, from the recording's manifest (the replay infers it from the log too)."""
-    manifest = json.loads((CORPUS / release / profile / "manifest.json").read_text())
+    manifest = json.loads((corpus / release / profile / "manifest.json").read_text())
     settings = manifest["broker_settings"]
     version = "4.0" if release.startswith("4") else release
     return CoordinatorConfig(
@@ -53,10 +55,13 @@ def broker_config(release: str, profile: str, mode: str) -> CoordinatorConfig:
     )
 
 
-def replay(release: str, profile: str, group: str, mode: str, **settings: Any) -> list[dict[str, Any]]:
-    rows = [r for r in recording_rows(release, profile) if r.get("group_id") == group]
+def replay(
+    release: str, profile: str, group: str, mode: str, corpus: Path = CORPUS, **settings: Any
+) -> list[dict[str, Any]]:
+    rows = [r for r in recording_rows(release, profile, corpus) if r.get("group_id") == group]
     assert rows, group
-    replayer = GroupReplayer(group, ReplaySettings(broker_config(release, profile, mode), **settings))
+    config = broker_config(release, profile, mode, corpus)
+    replayer = GroupReplayer(group, ReplaySettings(config, **settings))
     replayer.feed(rows)
     out = replayer.process(max(int(r["completion_ms"]) for r in rows) + 1)
     return list(out.rows["predictions"])
@@ -84,6 +89,21 @@ def test_a_late_session_expiry_timer(mode: str) -> None:
     assert disagreements(kept) == []
     on_time = replay("3.7", "single", "crash", mode, broker_lag_ms=0)  # timers exactly at their deadline
     assert [(api, kinds) for _, api, kinds in disagreements(on_time)][:1] == [("HEARTBEAT", ["error"])]
+
+
+def test_a_late_initial_delay_timer_takes_a_parked_join(mode: str) -> None:
+    """A 4.4 broker, initial rebalance delay 1 s: ``birth``'s JoinGroups arrived at 8,639 (the delay
+    armed), 8,891 and 9,657 ms, the last 18 ms after the delay's first end. The broker's timer fired after
+    that join, extended the delay once and answered all three at 10,694-10,707 ms, generation 1. On time,
+    the timer extends at 9,639, the third join is new during the second delay, which is extended again:
+    every answer of the birth comes a second late (and, in track mode, the first member is dropped)."""
+    kept = replay("4.4", "single", "birth", mode, FOUND, broker_lag_ms=LAG_MS)
+    assert len(kept) == 27 and all(p["scored"] for p in kept)
+    assert disagreements(kept) == []
+    joins = [p for p in kept if p["api"] == "JOIN_GROUP" and p["predicted_generation_id"] == 1]
+    assert len(joins) == 3
+    on_time = disagreements(replay("4.4", "single", "birth", mode, FOUND, broker_lag_ms=0))
+    assert [(api, kinds) for _, api, kinds in on_time][:1] == [("JOIN_GROUP", ["completion_time"])]
 
 
 def test_a_connections_requests_in_correlation_order(mode: str) -> None:
