@@ -334,7 +334,11 @@ def rebalance_window(rbs: Sequence[Rebalance]) -> tuple[int, int]:
 def heartbeat_gaps(inputs: GroupInputs) -> dict[str, list[tuple[int, Req, Req]]]:
     """Per member: (gap ms, previous heartbeat, heartbeat) between consecutive successful heartbeats of
     one generation at one coordinator (a rebalance in between restarts the cadence; a gap across a
-    coordinator move is the time the client took to find the new coordinator, not its cadence)."""
+    coordinator move is the time the client took to find the new coordinator, not its cadence). Derived
+    once per group (``inputs.derived``): callers read it, never change it."""
+    known: dict[str, list[tuple[int, Req, Req]]] | None = inputs.derived.get("heartbeat_gaps")
+    if known is not None:
+        return known
     last: dict[str, Req] = {}
     out: dict[str, list[tuple[int, Req, Req]]] = {}
     for r in inputs.requests:
@@ -349,6 +353,7 @@ def heartbeat_gaps(inputs: GroupInputs) -> dict[str, list[tuple[int, Req, Req]]]
         ):
             out.setdefault(r.member_id, []).append((r.arrival_ms - prev.arrival_ms, prev, r))
         last[r.member_id] = r
+    inputs.derived["heartbeat_gaps"] = out
     return out
 
 

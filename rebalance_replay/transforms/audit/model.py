@@ -300,6 +300,10 @@ class GroupInputs:
     transitions: tuple[Transition, ...] = ()
     broker: BrokerBounds = field(default_factory=BrokerBounds)
     disputes: tuple[Dispute, ...] = ()
+    #: what a helper of the rules derived from these inputs once, for the other rules that ask again
+    #: (``heartbeat_gaps``: R06 and R12 each walk every request of the group for it); not a field a rule
+    #: reads, not compared
+    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @staticmethod
     def build(
