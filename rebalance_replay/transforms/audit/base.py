@@ -331,37 +331,15 @@ def rebalance_window(rbs: Sequence[Rebalance]) -> tuple[int, int]:
     return rbs[0].started_ms, max(rb.ended_ms or rb.started_ms for rb in rbs)
 
 
-def heartbeat_gaps(inputs: GroupInputs) -> dict[str, list[tuple[int, Req, Req]]]:
-    """Per member: (gap ms, previous heartbeat, heartbeat) between consecutive successful heartbeats of
-    one generation at one coordinator (a rebalance in between restarts the cadence; a gap across a
-    coordinator move is the time the client took to find the new coordinator, not its cadence). Derived
-    once per group (``inputs.derived``): callers read it, never change it."""
-    known: dict[str, list[tuple[int, Req, Req]]] | None = inputs.derived.get("heartbeat_gaps")
-    if known is not None:
-        return known
-    last: dict[str, Req] = {}
-    out: dict[str, list[tuple[int, Req, Req]]] = {}
-    for r in inputs.requests:
-        if r.api_name != HEARTBEAT or not r.member_id:
-            continue
-        prev = last.get(r.member_id)
-        if (
-            prev is not None
-            and prev.generation_id == r.generation_id
-            and prev.broker_id == r.broker_id
-            and r.error_name in (None, "NONE")
-        ):
-            out.setdefault(r.member_id, []).append((r.arrival_ms - prev.arrival_ms, prev, r))
-        last[r.member_id] = r
-    inputs.derived["heartbeat_gaps"] = out
-    return out
-
-
 def quantile(values: Sequence[float], q: float) -> float:
     """Nearest-rank quantile (deterministic, no interpolation)."""
     s = sorted(values)
-    k = max(0, min(len(s) - 1, math.ceil(q * len(s)) - 1))
-    return float(s[k])
+    return float(s[nearest_rank(len(s), q)])
+
+
+def nearest_rank(n: int, q: float) -> int:
+    """The index of the nearest-rank ``q`` quantile among ``n`` sorted values."""
+    return max(0, min(n - 1, math.ceil(q * n) - 1))
 
 
 def session_timeout_of(inputs: GroupInputs, member: str) -> int | None:

@@ -13,16 +13,15 @@ from rebalance_replay.transforms.audit.base import (
     LEAVE_GROUP,
     disputed_note,
     escalate,
-    heartbeat_gaps,
     kept_by_broker,
     make_finding,
     member_names,
     member_requests,
     needs_version,
-    quantile,
     rebalances_caused_by,
     session_timeout_of,
 )
+from rebalance_replay.transforms.audit.cadence import Cadence, member_cadences
 from rebalance_replay.transforms.audit.config import (
     R02Settings,
     R03Settings,
@@ -390,28 +389,27 @@ register("R11", "static-restart-slower-than-session-timeout", R11Settings)(stati
 
 
 def heartbeat_interval_near_timeout(inputs: GroupInputs, st: R06Settings, cap: int) -> list[Finding]:
-    flagged: list[tuple[str, float, float, int, list[tuple[int, Req, Req]]]] = []
-    for member, gaps in sorted(heartbeat_gaps(inputs).items()):
+    flagged: list[tuple[str, float, float, int, Cadence]] = []
+    for member, c in sorted(member_cadences(inputs).items()):
         sto = session_timeout_of(inputs, member)
-        if not sto or len(gaps) < st.min_heartbeats:
+        if not sto or not c.n or c.n < st.min_heartbeats:
             continue
-        values = [g for g, _, _ in gaps]
-        med, p99 = quantile(values, 0.5), quantile(values, 0.99)
+        med, p99 = c.quantile(0.5), c.quantile(0.99)
         if med > st.max_median_share * sto or p99 > st.max_p99_share * sto:
-            flagged.append((member, med, p99, sto, gaps))
+            flagged.append((member, med, p99, sto, c))
     if not flagged:
         return []
     rows: list[Req] = []
-    for _, _, _, _, gaps in flagged:
-        for _, a, b in sorted(gaps, key=lambda x: -x[0])[:3]:
+    for *_, c in flagged:
+        for _, a, b in c.top:
             rows += [a, b]
     members = [m for m, *_ in flagged]
     med = max(f[1] for f in flagged)
     p99 = max(f[2] for f in flagged)
     sto = min(f[3] for f in flagged)
     names = member_names(inputs, members)
-    first = min(g[0][1].arrival_ms for *_, g in flagged)
-    last = max(g[-1][2].arrival_ms for *_, g in flagged)
+    first = min(c.first[1].arrival_ms for *_, c in flagged if c.first is not None)
+    last = max(c.last[2].arrival_ms for *_, c in flagged if c.last is not None)
     if len(names) == 1:
         summary = (
             f"{names[0]} heartbeats every {seconds(med)} (median; p99 {seconds(p99)}) against a session "
@@ -450,11 +448,11 @@ register("R06", "heartbeat-interval-near-session-timeout", R06Settings)(heartbea
 def static_timeout_too_large(inputs: GroupInputs, st: R12Settings, cap: int) -> list[Finding]:
     evicted = {s.member_id for s, _, _ in _expiries(inputs)}
     silent: list[tuple[str, int, Req, Req, int]] = []
-    for member, gaps in sorted(heartbeat_gaps(inputs).items()):
-        if member in evicted or not gaps[0][1].group_instance_id:
+    for member, c in sorted(member_cadences(inputs, st.min_silence_ms).items()):
+        if member in evicted or c.first is None or not c.first[1].group_instance_id:
             continue
         sto = session_timeout_of(inputs, member) or 0
-        for g, a, b in gaps:
+        for g, a, b in c.long:
             if g >= st.min_silence_ms and g < sto:
                 silent.append((member, g, a, b, sto))
     if not silent:

@@ -301,8 +301,8 @@ class GroupInputs:
     broker: BrokerBounds = field(default_factory=BrokerBounds)
     disputes: tuple[Dispute, ...] = ()
     #: what a helper of the rules derived from these inputs once, for the other rules that ask again
-    #: (``heartbeat_gaps``: R06 and R12 each walk every request of the group for it); not a field a rule
-    #: reads, not compared
+    #: (``cadence.member_cadences``: R06 and R12 each walk every heartbeat of the group for it); not a
+    #: field a rule reads, not compared
     derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @staticmethod

@@ -9,7 +9,6 @@ from rebalance_replay.transforms.audit import GroupInputs
 from rebalance_replay.transforms.audit.base import (
     answered_as_member,
     cost,
-    heartbeat_gaps,
     make_finding,
     rebalances_caused_by,
 )
@@ -147,41 +146,3 @@ def test_one_requests_transitions_come_in_one_order_whatever_order_they_came_in(
     for order in (chain, chain[::-1], [chain[3], chain[5], chain[1], chain[4], chain[0], chain[2]]):
         gi = GroupInputs.build("g", requests=[_req(1)], transitions=order)
         assert gi.transitions == (chain[0], chain[1], chain[4], chain[2], chain[3], chain[5])
-
-
-def test_heartbeat_gaps_are_between_one_members_heartbeats_of_one_generation_and_coordinator() -> None:
-    """A member's cadence is its heartbeat.interval.ms: the gaps between its successful heartbeats only.
-    Its JoinGroup, SyncGroup and commits come on the poll thread, not the heartbeat thread, and say
-    nothing of the interval; a heartbeat of another generation (a rebalance) or another broker (the
-    coordinator moved) restarts the count; a failed heartbeat ends no gap."""
-
-    def hb(
-        t: int, member: str = "m1", generation: int = 3, broker: str = "broker-1", error: str = "NONE"
-    ) -> Req:
-        return _req(t, member)._replace(
-            api_name="HEARTBEAT", error_name=error, generation_id=generation, broker_id=broker
-        )
-
-    rows = [
-        _req(0)._replace(generation_id=3, error_name="NONE"),  # the JoinGroup before the first heartbeat
-        hb(100, member=""),  # a heartbeat without a member id (a log that lost it): nobody's
-        hb(1_000),
-        hb(1_500, member="m2"),
-        _req(2_000)._replace(api_name="OFFSET_COMMIT", error_name="NONE", generation_id=3),
-        hb(4_000),
-        hb(4_500, member="m2"),
-        hb(7_000, error="REBALANCE_IN_PROGRESS"),  # answered with an error: no gap ends here
-        hb(10_000, generation=4),  # the next generation: no gap across the rebalance
-        hb(13_000, generation=4),
-        hb(16_000, generation=4, broker="broker-2"),  # the coordinator moved
-        hb(19_000, generation=4, broker="broker-2"),
-    ]
-    inputs = GroupInputs.build("g", requests=rows)
-    gaps = heartbeat_gaps(inputs)
-    assert {m: [g for g, _, _ in v] for m, v in gaps.items()} == {"m1": [3_000, 3_000, 3_000], "m2": [3_000]}
-    assert [(a.arrival_ms, b.arrival_ms) for _, a, b in gaps["m1"]] == [
-        (1_000, 4_000),
-        (10_000, 13_000),
-        (16_000, 19_000),
-    ]
-    assert heartbeat_gaps(inputs) is gaps  # derived once per group: R06 and R12 both ask
