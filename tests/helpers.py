@@ -13,6 +13,8 @@ import pyarrow.fs as pafs
 import pytest
 from deltalake import DeltaTable
 
+from rebalance_replay.transforms.audit.model import Req
+
 # re-exported: the tests' logs are simulated groups
 from simulator.render import render_group_lines as render_group_lines
 
@@ -93,3 +95,18 @@ def sample_warehouse(wh: Path, *extra: str) -> Path:
     assert main(["ingest", "--input", str(sample), "--warehouse", str(wh), *extra]) == 0
     assert main(["replay", "--warehouse", str(wh), *extra]) == 0
     return wh
+
+
+def audit_request(t: int, **fields: Any) -> Req:
+    """A ``requests`` row as the audit reads it: line ``t`` of broker-1's log, arriving at ``t`` ms and
+    answered 1 ms later, a HeartBeat v4 unless ``fields`` say otherwise."""
+    base = Req(
+        source_file="b1/kafka-request.log",
+        line_no=t,
+        broker_id="broker-1",
+        api_name="HEARTBEAT",
+        api_version=4,
+        arrival_ms=t,
+        completion_ms=t + 1,
+    )
+    return base._replace(**fields)

@@ -38,6 +38,7 @@ from rebalance_replay.transforms.audit.model import (
 )
 from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
 from rebalance_replay.transforms.replay import GroupReplayer, ReplaySettings, unlogged_join_sent
+from tests.helpers import audit_request
 from tests.unit.test_real_kafka_replay import LAG_MS, MODES, broker_config, recording_rows
 
 RELEASES = ("2.7", "3.7", "4.4")
@@ -214,15 +215,10 @@ def test_unlogged_join_sent() -> None:
 
 
 def _req(t: int, member: str, api: str = "HEARTBEAT", error: str = "NONE", **kw: Any) -> Req:
-    return Req(
-        source_file="b1/kafka-request.log",
-        line_no=t,
-        broker_id="broker-1",
-        api_name=api,
-        api_version=4,
-        arrival_ms=t,
-        completion_ms=t + 1,
+    return audit_request(
+        t,
         member_id=member,
+        api_name=api,
         client_id=f"client-{member}",
         client_address=f"10.0.0.{len(member)}:5000",
         error_name=error,

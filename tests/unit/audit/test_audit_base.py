@@ -14,6 +14,7 @@ from rebalance_replay.transforms.audit.base import (
 )
 from rebalance_replay.transforms.audit.config import R02Settings
 from rebalance_replay.transforms.audit.model import Rebalance, Req, Transition
+from tests.helpers import audit_request
 
 
 def _rb(seq: int, *, duration: int | None = 500, **kw: object) -> Rebalance:
@@ -34,17 +35,7 @@ def _rb(seq: int, *, duration: int | None = 500, **kw: object) -> Rebalance:
 
 
 def _req(t: int, member: str = "m1") -> Req:
-    return Req(
-        source_file="b1/kafka-request.log",
-        line_no=t,
-        broker_id="broker-1",
-        api_name="JOIN_GROUP",
-        api_version=9,
-        arrival_ms=t,
-        completion_ms=t + 1,
-        member_id=member,
-        client_id="c1",
-    )
+    return audit_request(t, api_name="JOIN_GROUP", api_version=9, member_id=member, client_id="c1")
 
 
 def test_cost_adds_durations_and_members_times_seconds() -> None:

@@ -12,23 +12,12 @@ from rebalance_replay.transforms.audit import GroupInputs
 from rebalance_replay.transforms.audit.base import quantile
 from rebalance_replay.transforms.audit.cadence import TOP, Cadence, cadences, member_cadences, then
 from rebalance_replay.transforms.audit.model import Req
+from tests.helpers import audit_request
 
 
 def _req(t: int, member: str = "m1", api: str = "HEARTBEAT", **kw: object) -> Req:
-    base = Req(
-        source_file="b1/kafka-request.log",
-        line_no=t,
-        broker_id="broker-1",
-        api_name=api,
-        api_version=4,
-        arrival_ms=t,
-        completion_ms=t + 1,
-        member_id=member,
-        client_id="c1",
-        generation_id=3,
-        error_name="NONE",
-    )
-    return base._replace(**kw)  # type: ignore[arg-type]
+    fields: dict[str, object] = {"client_id": "c1", "generation_id": 3, "error_name": "NONE", **kw}
+    return audit_request(t, member_id=member, api_name=api, **fields)
 
 
 def test_only_one_members_heartbeats_of_one_generation_and_coordinator_make_gaps() -> None:
