@@ -74,7 +74,17 @@ MODULES: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
     "audit rules": (
         tuple(
             f"rebalance_replay/transforms/audit/{f}.py"
-            for f in ("base", "cadence", "config", "liveness", "model", "phases", "protocol", "registry")
+            for f in (
+                "base",
+                "cadence",
+                "config",
+                "liveness",
+                "model",
+                "phases",
+                "protocol",
+                "registry",
+                "routine",
+            )
         ),
         None,
     ),

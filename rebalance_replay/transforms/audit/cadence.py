@@ -139,6 +139,11 @@ DEFAULT_FLOOR = R12Settings().min_silence_ms
 def member_cadences(inputs: GroupInputs, floor: int | None = None) -> dict[str, Cadence]:
     """Each member's cadence over the group's requests, derived once per group (``inputs.derived``) and
     again only for a lower ``floor`` than the one kept (None: any floor). Callers read it, never change it."""
+    summary = inputs.routine  # inputs without most heartbeats: their cadences were kept
+    if summary is not None:
+        if floor is not None and floor < summary.floor:
+            raise ValueError(f"cadences were kept from {summary.floor} ms, not {floor} ms")
+        return dict(summary.cadences)
     kept: dict[str, Cadence] | None = inputs.derived.get("cadences")
     kept_floor: int | None = inputs.derived.get("cadence_floor")
     if kept is not None and kept_floor is not None and (floor is None or kept_floor <= floor):

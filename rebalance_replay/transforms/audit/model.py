@@ -11,7 +11,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rebalance_replay.transforms.audit.routine import RoutineSummary
 
 #: the ``requests`` columns the rules read (besides a few derived ones, see :class:`Req`)
 REQUEST_COLUMNS = (
@@ -304,6 +307,9 @@ class GroupInputs:
     #: (``cadence.member_cadences``: R06 and R12 each walk every heartbeat of the group for it); not a
     #: field a rule reads, not compared
     derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    #: set when most routine rows were left out of ``requests``: what is kept of them instead
+    #: (:class:`~rebalance_replay.transforms.audit.routine.RoutineSummary`)
+    routine: RoutineSummary | None = None
 
     @staticmethod
     def build(

@@ -33,6 +33,7 @@ from rebalance_replay.transforms.audit.config import (
 )
 from rebalance_replay.transforms.audit.model import Finding, GroupInputs, Rebalance, Req, seconds, span
 from rebalance_replay.transforms.audit.registry import register
+from rebalance_replay.transforms.audit.routine import heartbeats_left_out
 from rebalance_replay.transforms.report.units import plural
 
 HOUR_MS = 3_600_000
@@ -86,11 +87,13 @@ def rebalance_storm(inputs: GroupInputs, st: R01Settings, cap: int) -> list[Find
         return []
     window = rbs[best[0] : best[1] + 1]
     n = len(window)
-    start, end = window[0].started_ms, max(rb.ended_ms or rb.started_ms for rb in window)
+    closing = max(window, key=lambda rb: rb.ended_ms or rb.started_ms)
+    start, end = window[0].started_ms, closing.ended_ms or closing.started_ms
     triggers = Counter(rb.trigger for rb in window)
     dominant, dom_n = sorted(triggers.items(), key=lambda kv: (-kv[1], kv[0]))[0]
     hbs = [r for r in inputs.requests if r.api_name == "HEARTBEAT" and start <= r.arrival_ms <= end]
     hb27 = sum(1 for r in hbs if r.error_name == "REBALANCE_IN_PROGRESS")
+    heartbeats = len(hbs) + heartbeats_left_out(inputs, window[0], closing)
     spent = time_rebalancing_ms(window)
     members = sorted({rb.trigger_member_id for rb in window if rb.trigger_member_id})
     # the pod behind the storm: the instance or host whose members started most of its rebalances
@@ -105,7 +108,7 @@ def rebalance_storm(inputs: GroupInputs, st: R01Settings, cap: int) -> list[Find
         f"{n} rebalances within {seconds(min(end - start, HOUR_MS))} (threshold "
         f"{st.max_rebalances_per_hour}/hour), "
         f"{seconds(spent)} spent rebalancing; dominant trigger {dominant} ({dom_n} of {n}, see "
-        f"{TRIGGER_RULE.get(dominant, 'the triggers')}){driver}; {hb27} of {len(hbs)} heartbeats answered "
+        f"{TRIGGER_RULE.get(dominant, 'the triggers')}){driver}; {hb27} of {heartbeats} heartbeats answered "
         "REBALANCE_IN_PROGRESS"
     )
     return [
@@ -128,7 +131,7 @@ def rebalance_storm(inputs: GroupInputs, st: R01Settings, cap: int) -> list[Find
                 "rebalances_in_hour": float(n),
                 "time_rebalancing_ms": float(spent),
                 "heartbeats_rebalance_in_progress": float(hb27),
-                "heartbeats": float(len(hbs)),
+                "heartbeats": float(heartbeats),
             },
             rebalance_seqs=[rb.rebalance_seq for rb in window],
             window=(start, end),
