@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rebalance_replay.transforms.audit.base import HEARTBEAT, answered_as_member
-from rebalance_replay.transforms.audit.cadence import Cadence, cadences
+from rebalance_replay.transforms.audit.cadence import Cadence, cadences, then
 from rebalance_replay.transforms.audit.model import GroupInputs, Rebalance, Req
 from rebalance_replay.transforms.audit.protocol import GROUP_APIS
 
@@ -46,24 +46,63 @@ def is_routine(r: Req) -> bool:
 class RoutineSummary:
     """What :func:`compact` keeps of the routine rows it leaves out, besides the anchor rows."""
 
-    #: each member's heartbeat cadence over every heartbeat (its ``floor``: ``audit.R12.min_silence_ms``)
+    #: each member's heartbeat cadence over every heartbeat up to ``through`` (the sort key of the last row
+    #: it counted); its floor, ``audit.R12.min_silence_ms``
     cadences: Mapping[str, Cadence]
     floor: int
-    #: rebalance seq → (routine heartbeats left out that arrived before it began, and up to when it ended)
-    heartbeats_left_out: Mapping[int, tuple[int, int]]
+    through: tuple[int, int, str, int]
+    #: the routine rows before this arrival time were left out (but the anchors); the later ones are kept
+    until: int
+    #: how many routine heartbeats were left out in all, and, at each time a rebalance began or ended
+    #: before ``until``: how many of them arrived before it and how many up to it
+    left_out: int
+    left_out_at: Mapping[int, tuple[int, int]]
+
+    def heartbeats_left_out(self, start: int, end: int) -> int:
+        """How many heartbeats left out arrived from ``start`` to ``end`` (both in: a rebalance's start and
+        another's end)."""
+        return self.before(end, inclusive=True) - self.before(start, inclusive=False)
+
+    def before(self, t: int, *, inclusive: bool) -> int:
+        """How many heartbeats left out arrived before ``t`` (``inclusive``: or at it)."""
+        if t >= self.until:
+            return self.left_out
+        try:
+            return self.left_out_at[t][1 if inclusive else 0]
+        except KeyError:
+            raise ValueError(
+                f"no count of the heartbeats left out at {t} (a rebalance unknown then)"
+            ) from None
 
 
-def compact(inputs: GroupInputs, floor: int) -> GroupInputs:
+def sort_key(r: Req) -> tuple[int, int, str, int]:
+    """The order of a group's requests (:meth:`GroupInputs.build`)."""
+    return (r.arrival_ms, r.completion_ms, r.source_file, r.line_no)
+
+
+def compact(inputs: GroupInputs, floor: int, until: int | None = None) -> GroupInputs:
     """``inputs`` with only the routine rows a rule can reach (see the module docstring) and the summary
-    of the others; ``floor``: the shortest heartbeat gap R12 may ask for (``audit.R12.min_silence_ms``)."""
+    of the others; ``floor``: the shortest heartbeat gap R12 may ask for (``audit.R12.min_silence_ms``);
+    ``until``: routine rows from this arrival on are all kept (None: none is), for a later call to leave
+    out once every time a rule may ask about them is known (the replay's late-arrival horizon).
+
+    ``inputs`` may be compacted already (its rows the ones kept, then the rows that came after, in
+    ``requests``; its summary in ``routine``): the result is then what compacting all the rows at once
+    would have given, provided every session and rebalance time before the earlier ``until`` was known
+    then."""
     reqs = inputs.requests
-    if inputs.routine is not None or any(r.api_name == "CONSUMER_GROUP_HEARTBEAT" for r in reqs):
+    if any(r.api_name == "CONSUMER_GROUP_HEARTBEAT" for r in reqs):
         return inputs
-    keep = {i for i, r in enumerate(reqs) if not is_routine(r)}
-    own: dict[str, list[int]] = {}  # member id → its routine rows
+    old = inputs.routine
+    if old is not None and until is not None and until < old.until:
+        raise ValueError(f"cannot keep again the rows before {old.until} left out (until {until})")
+    cut = until if until is not None else (reqs[-1].arrival_ms + 1 if reqs else 0)
+    droppable = [is_routine(r) and r.arrival_ms < cut for r in reqs]
+    keep = {i for i, d in enumerate(droppable) if not d}
+    own: dict[str, list[int]] = {}  # member id → its routine rows that may be left out
     identities: set[tuple[object, ...]] = set()
     for i, r in enumerate(reqs):
-        if not is_routine(r):
+        if not droppable[i]:
             continue
         own.setdefault(r.member_id or "", []).append(i)
         # the first row of each identity: also each member's first with a process
@@ -71,6 +110,8 @@ def compact(inputs: GroupInputs, floor: int) -> GroupInputs:
         if (*who, r.api_name, r.api_version) not in identities:
             identities.add((*who, r.api_name, r.api_version))
             keep.add(i)
+    for rows in own.values():  # the last: the one before a time a later run learns of
+        keep.add(rows[-1])
     for member, t in _asked(inputs):
         rows = own.get(member, [])
         times = [reqs[i].arrival_ms for i in rows]
@@ -88,14 +129,27 @@ def compact(inputs: GroupInputs, floor: int) -> GroupInputs:
         if k == len(coordinated) - 1 or reqs[coordinated[k + 1]].broker_id != broker:
             keep.add(i)
     left_out = [r.arrival_ms for i, r in enumerate(reqs) if i not in keep and r.api_name == HEARTBEAT]
-    counts = {
-        rb.rebalance_seq: (
-            bisect.bisect_left(left_out, rb.started_ms),
-            bisect.bisect_right(left_out, rb.ended_ms or rb.started_ms),
-        )
-        for rb in inputs.rebalances
-    }
-    summary = RoutineSummary(cadences(reqs, floor), floor, counts)
+    bounds = {t for rb in inputs.rebalances for t in (rb.started_ms, rb.ended_ms or rb.started_ms) if t < cut}
+    counts: dict[int, tuple[int, int]] = {}
+    for t in bounds:
+        lt = 0 if old is None else old.before(t, inclusive=False)
+        le = 0 if old is None else old.before(t, inclusive=True)
+        counts[t] = (lt + bisect.bisect_left(left_out, t), le + bisect.bisect_right(left_out, t))
+    if old is None:
+        beats = cadences(reqs, floor)
+    else:
+        if old.floor != floor:
+            raise ValueError(f"cadences were kept from {old.floor} ms, not {floor} ms")
+        beats = then(old.cadences, cadences([r for r in reqs if sort_key(r) > old.through], floor))
+    through = sort_key(reqs[-1]) if reqs else (0, 0, "", 0) if old is None else old.through
+    summary = RoutineSummary(
+        cadences=beats,
+        floor=floor,
+        through=through,
+        until=cut,
+        left_out=len(left_out) + (0 if old is None else old.left_out),
+        left_out_at=counts,
+    )
     return dataclasses.replace(inputs, requests=tuple(reqs[i] for i in sorted(keep)), routine=summary)
 
 
@@ -104,8 +158,8 @@ def _asked(inputs: GroupInputs) -> set[tuple[str, int]]:
     eviction from a join phase, a LeaveGroup naming it."""
     out: set[tuple[str, int]] = set()
     for s in inputs.sessions:
-        if s.end_reason in EXPIRIES:
-            out.update((s.member_id, t) for t in (s.ended_ms, s.joined_ms) if t is not None)
+        if s.end_reason in EXPIRIES:  # a session not ended yet: from its start (R19)
+            out.add((s.member_id, s.joined_ms if s.ended_ms is None else s.ended_ms))
     for rb in inputs.rebalances:
         if rb.join_completed_ms is not None:
             out.update((m, rb.join_completed_ms) for m in rb.evicted)
@@ -120,5 +174,4 @@ def heartbeats_left_out(inputs: GroupInputs, first: Rebalance, last: Rebalance) 
     ``first`` began to when rebalance ``last`` ended (both in; 0 for inputs it did not compact)."""
     if inputs.routine is None:
         return 0
-    counts = inputs.routine.heartbeats_left_out
-    return counts[last.rebalance_seq][1] - counts[first.rebalance_seq][0]
+    return inputs.routine.heartbeats_left_out(first.started_ms, last.ended_ms or last.started_ms)

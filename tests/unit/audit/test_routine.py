@@ -10,7 +10,7 @@ import pytest
 
 from rebalance_replay.transforms.audit import AuditSettings, evaluate
 from rebalance_replay.transforms.audit.config import R12Settings
-from rebalance_replay.transforms.audit.routine import compact, is_routine
+from rebalance_replay.transforms.audit.routine import compact, is_routine, sort_key
 from simulator.incidents import group_inputs_of, incident_coordinator, log_files
 
 
@@ -104,3 +104,145 @@ def test_the_brokers_later_answer_to_an_expired_member_is_kept_past_three_commit
     settings = AuditSettings()
     assert evaluate(inputs, settings, only=["R02"]).findings == ()  # the broker's answer wins
     assert evaluate(compact(inputs, 30_000), settings, only=["R02"]).findings == ()
+
+
+#: how long before a run's newest request its routine rows stay whole (the replay's late-arrival horizon: a
+#: session row naming an earlier time may still come)
+GUARD_MS = 120_000
+
+
+def _known(inputs: Any, cut: int) -> Any:
+    """``inputs`` as an hourly run at ``cut`` knows them: the requests that arrived before, the sessions
+    and rebalances over by then."""
+    from rebalance_replay.transforms.audit import GroupInputs
+
+    return GroupInputs.build(
+        inputs.group_id,
+        requests=[r for r in inputs.requests if r.arrival_ms < cut],
+        rebalances=[rb for rb in inputs.rebalances if (rb.ended_ms or rb.started_ms) < cut],
+        sessions=[s for s in inputs.sessions if s.ended_ms is not None and s.ended_ms < cut],
+        transitions=[t for t in inputs.transitions if t.time_ms < cut],
+        broker=inputs.broker,
+        disputes=inputs.disputes,
+    )
+
+
+@pytest.mark.parametrize("seed", [7, 23])
+def test_carried_run_after_run_the_rules_find_what_they_find_on_every_row(seed: int) -> None:
+    """Scheduled runs: each compacts what the last one kept plus the rows that came since (the routine
+    rows of the last :data:`GUARD_MS` kept whole); at every run the rules find exactly what they find on
+    every row known then."""
+    import dataclasses
+
+    settings = AuditSettings()
+    floor = settings.rule("R12").min_silence_ms  # type: ignore[attr-defined]
+    files, _ = log_files(seed, inject=True)
+    groups = group_inputs_of(files, incident_coordinator())
+    rows = kept = 0
+    for group, inputs in sorted(groups.items()):
+        times = [r.arrival_ms for r in inputs.requests]
+        cuts = [times[0] + k * (times[-1] - times[0]) // 12 for k in range(1, 13)] + [times[-1] + 1]
+        state: Any = None
+        seen = 0
+        for cut in cuts:
+            now = _known(inputs, cut)
+            new = [r for r in now.requests if r.arrival_ms >= seen]
+            carried = (
+                now
+                if state is None
+                else dataclasses.replace(
+                    now, requests=tuple(sorted([*state.requests, *new], key=sort_key)), routine=state.routine
+                )
+            )
+            # the routine rows since a rebalance still going on stay whole too: its row comes at its end
+            going_on = [
+                rb.started_ms for rb in inputs.rebalances if rb.started_ms < cut <= (rb.ended_ms or cut)
+            ]
+            before = 0 if state is None or state.routine is None else state.routine.until
+            state = compact(carried, floor, until=max(before, min([cut - GUARD_MS, *going_on])))
+            seen = cut
+            full, part = evaluate(now, settings), evaluate(state, settings)
+            assert [f.to_json() for f in part.findings] == [f.to_json() for f in full.findings], (group, cut)
+            assert part.unsupported == full.unsupported, (group, cut)
+        rows, kept = rows + len(inputs.requests), kept + len(state.requests)
+    # the groups of the library last minutes: the last two minutes of each stay whole
+    assert kept < rows * 0.7, (kept, rows)
+
+
+def _carry(inputs: Any, runs: list[tuple[int, int, Any]]) -> Any:
+    """``inputs`` compacted run after run: each (cut, until, what the run knows of the tables)."""
+    import dataclasses
+
+    state: Any = None
+    seen = 0
+    for cut, until, known in runs:
+        new = [r for r in inputs.requests if seen <= r.arrival_ms < cut]
+        seen = cut
+        now = dataclasses.replace(known, requests=tuple(r for r in inputs.requests if r.arrival_ms < cut))
+        carried = (
+            now
+            if state is None
+            else dataclasses.replace(
+                now, requests=tuple(sorted([*state.requests, *new], key=sort_key)), routine=state.routine
+            )
+        )
+        state = compact(carried, 30_000, until=until)
+    return state
+
+
+def test_a_storm_compacted_over_two_runs_counts_every_heartbeat_of_its_window() -> None:
+    """Twelve rebalances in a minute (a storm, R01), heartbeats every 3 s around them; the first run
+    leaves out the heartbeats before 280 s, the second those up to 780 s: the storm's finding counts the
+    heartbeats of its window as it does on every row."""
+    from rebalance_replay.transforms.audit import GroupInputs
+    from rebalance_replay.transforms.audit.model import Rebalance
+    from tests.helpers import audit_request
+
+    beats = [
+        audit_request(t, member_id="m1", client_id="c1", generation_id=1, error_name="NONE")
+        for t in range(1_000, 900_000, 3_000)
+    ]
+    storm = [
+        Rebalance(
+            rebalance_seq=k,
+            generation_from=k,
+            generation_to=k + 1,
+            started_ms=200_000 + 5_000 * k,
+            ended_ms=201_000 + 5_000 * k,
+            total_duration_ms=1_000,
+            outcome="stable",
+            trigger="member_left",
+            trigger_member_id="m1",
+        )
+        for k in range(12)
+    ]
+    inputs = GroupInputs.build("g", requests=beats, rebalances=storm)
+    first = GroupInputs.build("g", rebalances=storm)
+    state = _carry(inputs, [(400_000, 280_000, first), (900_000, 780_000, inputs)])
+    assert len(state.requests) < len(inputs.requests) / 4
+    full = evaluate(inputs, AuditSettings(), only=["R01"]).findings
+    assert len(full) == 1 and full[0].metric("heartbeats") == 19.0  # 202 ... 256 s
+    assert evaluate(state, AuditSettings(), only=["R01"]).findings == full
+
+
+def test_a_member_whose_expiry_the_next_run_learns_keeps_its_last_heartbeat() -> None:
+    """m1 heartbeated until 249 s; its expiry (259 s) reaches the audit only with the next run (a replay
+    running late): the first run left out m1's heartbeats before 280 s but its last one, which R02 shows."""
+    from rebalance_replay.transforms.audit import GroupInputs
+    from rebalance_replay.transforms.audit.model import Session
+    from tests.helpers import audit_request
+
+    def hb(t: int, member: str) -> Any:
+        return audit_request(t, member_id=member, client_id=f"c-{member}", generation_id=1, error_name="NONE")
+
+    rows = [hb(t, "m1") for t in range(0, 250_000, 3_000)] + [
+        hb(t, "m2") for t in range(1_000, 600_000, 3_000)
+    ]
+    expiry = Session(
+        "m1", 1, 0, "session_expiry", client_id="c-m1", ended_ms=259_000, session_timeout_ms=10_000
+    )
+    inputs = GroupInputs.build("g", requests=rows, sessions=[expiry])
+    state = _carry(inputs, [(400_000, 280_000, GroupInputs.build("g")), (600_000, 480_000, inputs)])
+    full = evaluate(inputs, AuditSettings(), only=["R02"]).findings
+    assert len(full) == 1 and [e.arrival_ms for e in full[0].evidence][:1] == [249_000]
+    assert evaluate(state, AuditSettings(), only=["R02"]).findings == full
