@@ -10,23 +10,32 @@ the non-routine rows and, of the routine ones, only the *anchors* a rule can rea
 - the first and last row of each run of one broker's answers (R20: the coordinator moves; the last is
   the group's last row: the audit's coverage, the log's end for R01 and R02);
 - the first row of each member id, instance id, client id, address, connection, API and version seen
-  together (who a finding names, the process of a member first seen heartbeating; R10, R15).
+  together (who a finding names, the process of a member first seen heartbeating; R10, R15);
+- each member's last (the one before its expiry, should a later run learn of one).
 
 What cannot be kept as rows is kept as sums (:class:`RoutineSummary`): each member's heartbeat cadence
 (R06 and R12: :mod:`~rebalance_replay.transforms.audit.cadence`) and how many routine heartbeats were left
 out before each rebalance began and up to when it ended (R01 counts the heartbeats of its window). A group
 that speaks KIP-848's ConsumerGroupHeartbeat (R23 counts its classic heartbeats) is left whole.
+
+Carried from run to run (:func:`kept_to_json`), a group's kept rows plus the rows that came since are
+compacted again with the same result as all its rows at once, provided the routine rows left out are older
+than every time a session or rebalance still to come may name (``until``: the replay's late-arrival
+horizon, and the start of a rebalance still going on).
 """
 
 from __future__ import annotations
 
+import base64
 import bisect
 import dataclasses
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rebalance_replay.transforms.audit.base import HEARTBEAT, answered_as_member
-from rebalance_replay.transforms.audit.cadence import Cadence, cadences, then
+from rebalance_replay.transforms.audit.cadence import Cadence, Gap, cadences, then
 from rebalance_replay.transforms.audit.model import GroupInputs, Rebalance, Req
 from rebalance_replay.transforms.audit.protocol import GROUP_APIS
 
@@ -175,3 +184,98 @@ def heartbeats_left_out(inputs: GroupInputs, first: Rebalance, last: Rebalance) 
     if inputs.routine is None:
         return 0
     return inputs.routine.heartbeats_left_out(first.started_ms, last.ended_ms or last.started_ms)
+
+
+#: the layout of :func:`kept_to_json`'s document (a state kept by an earlier version is not read)
+KEPT_FORMAT = 1
+
+
+def kept_to_json(inputs: GroupInputs) -> str:
+    """What a compacted group's next run needs of it: its rows and summary, as one JSON document (each
+    request once, referred to by its place: the cadences' gaps are mostly rows kept too)."""
+    summary = inputs.routine
+    if summary is None:
+        raise ValueError(f"group {inputs.group_id} is not compacted")
+    table: dict[Req, int] = {}
+
+    def ref(r: Req) -> int:
+        return table.setdefault(r, len(table))
+
+    def gap(g: Gap | None) -> list[int] | None:
+        return None if g is None else [g[0], ref(g[1]), ref(g[2])]
+
+    rows = [ref(r) for r in inputs.requests]
+    beats = {
+        member: {
+            "first_heartbeat": ref(c.first_heartbeat),
+            "last_heartbeat": ref(c.last_heartbeat),
+            "n": c.n,
+            "counts": sorted(c.counts.items()),
+            "first": gap(c.first),
+            "last": gap(c.last),
+            "top": [gap(g) for g in c.top],
+            "long": [gap(g) for g in c.long],
+        }
+        for member, c in sorted(summary.cadences.items())
+    }
+    doc = {
+        "format": KEPT_FORMAT,
+        "group": inputs.group_id,
+        "requests": [_req_json(r) for r in table],
+        "rows": rows,
+        "floor": summary.floor,
+        "through": list(summary.through),
+        "until": summary.until,
+        "left_out": summary.left_out,
+        "left_out_at": sorted([t, *v] for t, v in summary.left_out_at.items()),
+        "cadences": beats,
+    }
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def kept_from_json(text: str) -> tuple[tuple[Req, ...], RoutineSummary]:
+    """The rows and summary :func:`kept_to_json` wrote."""
+    doc = json.loads(text)
+    if doc.get("format") != KEPT_FORMAT:
+        raise ValueError(f"a kept audit state of format {doc.get('format')}, not {KEPT_FORMAT}")
+    reqs = [_req_of(v) for v in doc["requests"]]
+    floor = int(doc["floor"])
+
+    def gap(v: list[int] | None) -> Gap | None:
+        return None if v is None else (v[0], reqs[v[1]], reqs[v[2]])
+
+    beats: dict[str, Cadence] = {}
+    for member, c in doc["cadences"].items():
+        beat = Cadence(reqs[c["first_heartbeat"]], reqs[c["last_heartbeat"]], floor, c["n"])
+        beat.counts = {int(ms): int(k) for ms, k in c["counts"]}
+        beat.first, beat.last = gap(c["first"]), gap(c["last"])
+        beat.top = [g for v in c["top"] if (g := gap(v)) is not None]
+        beat.long = [g for v in c["long"] if (g := gap(v)) is not None]
+        beats[member] = beat
+    through = doc["through"]
+    summary = RoutineSummary(
+        cadences=beats,
+        floor=floor,
+        through=(int(through[0]), int(through[1]), str(through[2]), int(through[3])),
+        until=int(doc["until"]),
+        left_out=int(doc["left_out"]),
+        left_out_at={int(t): (int(lt), int(le)) for t, lt, le in doc["left_out_at"]},
+    )
+    return tuple(reqs[i] for i in doc["rows"]), summary
+
+
+def _req_json(r: Req) -> list[Any]:
+    values: list[Any] = list(r)
+    values[-1] = [[m, None if b is None else base64.b64encode(b).decode()] for m, b in r.assignments]
+    return values
+
+
+def _req_of(v: list[Any]) -> Req:
+    *plain, protocols, leaving, errors, assignments = v
+    return Req(
+        *plain,
+        protocol_names=tuple(protocols),
+        leave_members=tuple(tuple(m) for m in leaving),  # type: ignore[misc]
+        commit_errors=tuple(errors),
+        assignments=tuple((m, None if b is None else base64.b64decode(b)) for m, b in assignments),
+    )

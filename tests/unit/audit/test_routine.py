@@ -10,7 +10,13 @@ import pytest
 
 from rebalance_replay.transforms.audit import AuditSettings, evaluate
 from rebalance_replay.transforms.audit.config import R12Settings
-from rebalance_replay.transforms.audit.routine import compact, is_routine, sort_key
+from rebalance_replay.transforms.audit.routine import (
+    compact,
+    is_routine,
+    kept_from_json,
+    kept_to_json,
+    sort_key,
+)
 from simulator.incidents import group_inputs_of, incident_coordinator, log_files
 
 
@@ -111,6 +117,17 @@ def test_the_brokers_later_answer_to_an_expired_member_is_kept_past_three_commit
 GUARD_MS = 120_000
 
 
+def _kept(state: Any) -> Any:
+    """``state`` as the next run reads it back (:func:`kept_to_json`), when it was compacted."""
+    import dataclasses
+
+    if state.routine is None:
+        return state
+    rows, summary = kept_from_json(kept_to_json(state))
+    assert rows == state.requests and summary == state.routine
+    return dataclasses.replace(state, requests=rows, routine=summary)
+
+
 def _known(inputs: Any, cut: int) -> Any:
     """``inputs`` as an hourly run at ``cut`` knows them: the requests that arrived before, the sessions
     and rebalances over by then."""
@@ -159,7 +176,7 @@ def test_carried_run_after_run_the_rules_find_what_they_find_on_every_row(seed: 
                 rb.started_ms for rb in inputs.rebalances if rb.started_ms < cut <= (rb.ended_ms or cut)
             ]
             before = 0 if state is None or state.routine is None else state.routine.until
-            state = compact(carried, floor, until=max(before, min([cut - GUARD_MS, *going_on])))
+            state = _kept(compact(carried, floor, until=max(before, min([cut - GUARD_MS, *going_on]))))
             seen = cut
             full, part = evaluate(now, settings), evaluate(state, settings)
             assert [f.to_json() for f in part.findings] == [f.to_json() for f in full.findings], (group, cut)
@@ -186,7 +203,7 @@ def _carry(inputs: Any, runs: list[tuple[int, int, Any]]) -> Any:
                 now, requests=tuple(sorted([*state.requests, *new], key=sort_key)), routine=state.routine
             )
         )
-        state = compact(carried, 30_000, until=until)
+        state = _kept(compact(carried, 30_000, until=until))
     return state
 
 
