@@ -79,6 +79,13 @@ from rebalance_replay.transforms.audit.model import (
     Transition,
 )
 from rebalance_replay.transforms.audit.registry import rule_ids_text
+from rebalance_replay.transforms.audit.routine import (
+    KEPT_FORMAT,
+    compact,
+    kept_from_doc,
+    kept_to_json,
+    settled_before,
+)
 from rebalance_replay.transforms.report.units import fmt_dur, fmt_time, plural
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -118,6 +125,19 @@ def broker_bounds(config: Config) -> BrokerBounds:
         group_initial_rebalance_delay_ms=config.broker.group_initial_rebalance_delay_ms,
         group_max_size=config.broker.group_max_size,
     )
+
+
+#: the stacked frame's and the output's kind of a group's kept state (``transforms.audit.routine``)
+KEPT = "kept"
+
+
+@dataclass(frozen=True)
+class Keeping:
+    """A scheduled audit compacts each group it evaluates and keeps the result for the next run: the
+    shortest heartbeat gap R12 may ask for, and the replay's late-arrival horizon (None: a batch replay)."""
+
+    floor: int
+    horizon_ms: int | None
 
 
 #: the audit function hands its output rows to Spark this many at a time
@@ -222,12 +242,16 @@ def inputs_of(
     """One group's :class:`GroupInputs` from its (kind, row) pairs (:func:`stacked_rows`)."""
     requests: list[Req] = []
     others: dict[str, list[dict[str, Any]]] = {k: [] for k in TABLE_COLUMNS}
+    summary = None
     for kind, row in rows:
         if isinstance(row, Req):
             requests.append(row)
+        elif kind == KEPT:  # what the last scheduled audit kept of the group (its rows before the new ones)
+            kept_rows, summary = kept_from_doc(row)
+            requests += kept_rows
         else:
             others[kind].append(row)
-    return GroupInputs.build(
+    inputs = GroupInputs.build(
         group_id,
         requests=requests,
         rebalances=[Rebalance.from_row(r) for r in others["rebalances"]],
@@ -236,6 +260,7 @@ def inputs_of(
         broker=broker,
         disputes=[Dispute.from_row(r) for r in others["disputes"]],
     )
+    return inputs if summary is None else dataclasses.replace(inputs, routine=summary)
 
 
 def group_inputs(group_id: str, table: pa.Table, broker: BrokerBounds) -> GroupInputs:
@@ -244,11 +269,20 @@ def group_inputs(group_id: str, table: pa.Table, broker: BrokerBounds) -> GroupI
 
 
 def group_output(
-    inputs: GroupInputs, settings: AuditSettings, only: tuple[str, ...] | None
+    inputs: GroupInputs,
+    settings: AuditSettings,
+    only: tuple[str, ...] | None,
+    keeping: Keeping | None = None,
 ) -> list[dict[str, str]]:
     """One group's rows of :data:`AUDIT_OUTPUT`: its findings, its coverage (newest request), the rules
-    it cannot support."""
+    it cannot support; with ``keeping`` (a scheduled audit), the group compacted first (the same findings)
+    and what the next run needs of it (kind ``kept``)."""
     gid = inputs.group_id
+    kept: list[dict[str, str]] = []
+    if keeping is not None:
+        inputs = compact(inputs, keeping.floor, settled_before(inputs, keeping.horizon_ms))
+        if inputs.routine is not None:
+            kept.append({"group_id": gid, "kind": KEPT, "payload": kept_to_json(inputs)})
     result = evaluate(inputs, settings, only)
     rows = [{"group_id": gid, "kind": "finding", "payload": f.to_json()} for f in result.findings]
     newest = max((r.arrival_ms for r in inputs.requests), default=None)
@@ -257,11 +291,14 @@ def group_output(
         {"group_id": gid, "kind": "unsupported", "payload": json.dumps({"rule_id": r, "reason": why})}
         for r, why in result.unsupported
     ]
-    return rows
+    return rows + kept
 
 
 def audit_function(
-    settings: AuditSettings, only: tuple[str, ...] | None, broker: BrokerBounds
+    settings: AuditSettings,
+    only: tuple[str, ...] | None,
+    broker: BrokerBounds,
+    keeping: Keeping | None = None,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function over the stacked frame's partitions, each sorted by group
     (:func:`~rebalance_replay.jobs.group_runs.grouped_partitions`): a group's rows are gathered across
@@ -279,7 +316,7 @@ def audit_function(
                 for group_id, kind, row in stacked_rows(pa.Table.from_batches([batch])):
                     if group_id != current:
                         if current is not None:
-                            out += group_output(inputs_of(current, rows, broker), settings, only)
+                            out += group_output(inputs_of(current, rows, broker), settings, only, keeping)
                         current, rows = group_id, []
                     rows.append((kind, row))
             if len(out) >= OUTPUT_BATCH_ROWS:
@@ -287,7 +324,7 @@ def audit_function(
                 out = []
         if current is not None:
             with collector_paused():
-                out += group_output(inputs_of(current, rows, broker), settings, only)
+                out += group_output(inputs_of(current, rows, broker), settings, only, keeping)
         if out:
             yield from pa.Table.from_pylist(out, schema=schema).to_batches()
 
@@ -403,6 +440,9 @@ class AuditResult:
     horizon_ms: int | None = None
     #: the last replay closed the horizon (``--final``): nothing landed is held back
     horizon_closed: bool = False
+    #: of the groups evaluated, those resumed from what the last scheduled audit kept of them (their
+    #: requests appended since read, not all of them)
+    resumed_groups: int = 0
 
     @property
     def open_findings(self) -> list[dict[str, Any]]:
@@ -455,6 +495,7 @@ class AuditResult:
             "audit": {
                 "groups": self.groups,
                 "evaluated_groups": self.evaluated_groups,
+                "resumed_groups": self.resumed_groups,
                 "up_to_date": self.up_to_date,
                 "rules": self.rules,
                 "by_severity": dict(sorted(by_sev.items())),
@@ -657,7 +698,6 @@ def audit(
     Raises:
         MissingTableError: no ``requests`` table (run ingest first).
     """
-    from pyspark.sql import functions as F
 
     started = time.monotonic()
     source = store if within is None else within.source
@@ -707,31 +747,62 @@ def audit(
         g: int(v["covered_ms"]) for g, v in state.get("groups", {}).items() if v.get("covered_ms") is not None
     }
     horizon_ms, horizon_closed = replay_horizon(root)
+    # a scheduled audit keeps each group it evaluates compacted (its routine rows summed) and resumes
+    # from that with the requests appended since, instead of reading every request of the group again
+    keeping = None if carry is None else Keeping(settings.rule("R12").min_silence_ms, horizon_ms)  # type: ignore[attr-defined]
+    kept_fp = [KEPT_FORMAT, settings_fp]
+    kept = None if carry is None else carry.added(KEPT, REQUESTS, kept_fp)
+    docs: dict[str, str] = {} if kept is None else dict(kept[0])
+    appended = None if kept is None else kept[1]
     same_settings = state.get("settings") == settings_fp and store.exists(FINDINGS)
     old = state.get("groups", {}) if same_settings else {}
     changed = sorted(g for g, fp in fps.items() if old.get(g, {}).get("fp") != fp)
     removed = sorted(set(old) - set(fps))
     up_to_date = not changed and not removed
+    resumed: set[str] = set()
     groups_state: dict[str, Any] = {g: v for g, v in old.items() if g in fps and g not in changed}
     if not up_to_date:
         unchanged = len(fps) - len(changed)
-        log(f"audit: evaluating {plural(len(changed), 'group')} with new rows ({unchanged} unchanged)")
-        stacked = None
-        if changed and len(changed) == len(fps):  # every group (a first audit, new settings): no join
-            stacked = stacked_inputs(frames)
-        elif changed:  # the changed groups' rows (a semi join: there may be many groups)
-            wanted = spark.createDataFrame([(g,) for g in changed], "group_id string")
-            stacked = stacked_inputs(frames).join(F.broadcast(wanted), "group_id", "left_semi")
+        if kept is not None:
+            resumed = _resumable(changed, docs, appended)
+        whole = [g for g in changed if g not in resumed]
+        resumed_text = f", {len(resumed)} resumed from what the last audit kept" if resumed else ""
+        log(
+            f"audit: evaluating {plural(len(changed), 'group')} with new rows ({unchanged} unchanged"
+            f"{resumed_text})"
+        )
+        parts: list[DataFrame] = []
+        if whole and len(whole) == len(fps):  # every group (a first audit, new settings): no join
+            parts.append(stacked_inputs(frames))
+        elif whole:  # the changed groups' rows (a semi join: there may be many groups)
+            parts.append(_of_groups(stacked_inputs(frames), whole))
+        if resumed:  # their kept state, the requests appended since, their other tables' rows
+            since = {**frames, "requests": store.empty(REQUESTS) if appended is None else appended}
+            parts.append(_of_groups(stacked_inputs(since), resumed))
+            parts.append(
+                spark.createDataFrame(
+                    [(g, KEPT, docs[g]) for g in sorted(resumed)],
+                    "group_id string, kind string, payload string",
+                )
+            )
+        stacked = (
+            functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
+            if parts
+            else None
+        )
         new_findings: list[dict[str, Any]] = []
         coverage: dict[str, int] = {}
         unsupported_rows: dict[str, list[list[str]]] = {g: [] for g in changed}
         if stacked is not None:
             out = (
                 grouped_partitions(stacked)
-                .mapInArrow(audit_function(settings, only, broker), AUDIT_OUTPUT.spark_schema())
+                .mapInArrow(audit_function(settings, only, broker, keeping), AUDIT_OUTPUT.spark_schema())
                 .collect()
             )
             for row in out:
+                if row["kind"] == KEPT:
+                    docs[row["group_id"]] = row["payload"]
+                    continue
                 payload = json.loads(row["payload"])
                 if row["kind"] == "finding":
                     new_findings.append(payload)
@@ -741,6 +812,9 @@ def audit(
                         coverage[row["group_id"]] = newest if horizon_ms is None else min(newest, horizon_ms)
                 else:
                     unsupported_rows[row["group_id"]].append([payload["rule_id"], payload["reason"]])
+        if carry is not None:  # as of the version of requests read; a group evaluated in full starts one
+            carry.keep(KEPT, REQUESTS, kept_fp, {g: d for g, d in sorted(docs.items()) if g in fps})
+            carry.save()
         for g in changed:
             groups_state[g] = {
                 "fp": fps[g],
@@ -781,6 +855,7 @@ def audit(
         horizon_closed=horizon_closed,
         groups=len(fps),
         evaluated_groups=len(changed),
+        resumed_groups=len(resumed),
         up_to_date=up_to_date,
         findings=findings,
         unsupported=unsupported,
@@ -805,6 +880,35 @@ def audit(
             write_json(state_file, {**state, "gx_done": True})
     result.seconds = time.monotonic() - started
     return result
+
+
+def _resumable(changed: Sequence[str], docs: Mapping[str, str], appended: DataFrame | None) -> set[str]:
+    """The changed groups the audit resumes from their kept state: those with one, whose requests
+    appended since all arrived after the rows the state may have left out (a request landing later than
+    that, a log file read late, makes the group evaluated in full again)."""
+    from pyspark.sql import functions as F
+
+    candidates = [g for g in changed if g in docs]
+    if not candidates:
+        return set()
+    first: dict[str, int] = {}
+    if appended is not None:
+        wanted = _of_groups(appended, candidates)
+        first = {r[0]: int(r[1]) for r in wanted.groupBy("group_id").agg(F.min("arrival_ms")).collect()}
+    out = set()
+    for g in candidates:
+        until = int(json.loads(docs[g])["until"])
+        if g not in first or first[g] >= until:
+            out.add(g)
+    return out
+
+
+def _of_groups(df: DataFrame, groups: Iterable[str]) -> DataFrame:
+    """``df``'s rows of ``groups`` (a broadcast semi join: there may be many groups)."""
+    from pyspark.sql import functions as F
+
+    wanted = df.sparkSession.createDataFrame([(g,) for g in sorted(groups)], "group_id string")
+    return df.join(F.broadcast(wanted), "group_id", "left_semi")
 
 
 def _json_ready(row: dict[str, Any]) -> dict[str, Any]:

@@ -162,6 +162,13 @@ def test_three_scheduled_batches_new_ongoing_resolved_fail_on_and_webhook(
         {"new": 0, "ongoing": 0, "resolved": 2},
     ]
     assert [s["findings"] for s in summaries] == [{"R02": 1, "R07": 1}, {"R02": 1}, {}]
+    # the first audit read every request; the next ones resumed each group from what the last one kept of
+    # it (its routine rows summed) and read only the requests appended since: the same findings
+    assert [(s["audit"]["evaluated_groups"], s["audit"]["resumed_groups"]) for s in summaries] == [
+        (2, 0),
+        (2, 2),
+        (2, 2),
+    ]
     assert summaries[0]["audit"]["fail_on"] == {
         "severity": "critical",
         "include_ongoing": False,

@@ -235,7 +235,11 @@ def kept_to_json(inputs: GroupInputs) -> str:
 
 def kept_from_json(text: str) -> tuple[tuple[Req, ...], RoutineSummary]:
     """The rows and summary :func:`kept_to_json` wrote."""
-    doc = json.loads(text)
+    return kept_from_doc(json.loads(text))
+
+
+def kept_from_doc(doc: Mapping[str, Any]) -> tuple[tuple[Req, ...], RoutineSummary]:
+    """The rows and summary of :func:`kept_to_json`'s document, parsed."""
     if doc.get("format") != KEPT_FORMAT:
         raise ValueError(f"a kept audit state of format {doc.get('format')}, not {KEPT_FORMAT}")
     reqs = [_req_of(v) for v in doc["requests"]]
@@ -279,3 +283,19 @@ def _req_of(v: list[Any]) -> Req:
         commit_errors=tuple(errors),
         assignments=tuple((m, None if b is None else base64.b64decode(b)) for m, b in assignments),
     )
+
+
+#: the group states of a rebalance still going on (its ``rebalances`` row comes when it ends)
+REBALANCING = ("PreparingRebalance", "CompletingRebalance")
+
+
+def settled_before(inputs: GroupInputs, horizon_ms: int | None) -> int | None:
+    """The arrival time before which a scheduled audit may leave routine rows out (:func:`compact`'s
+    ``until``): the replay's late-arrival horizon (None: a batch replay, everything replayed), and no later
+    than the start of a rebalance the group is still in (its ``transitions``: the last one into
+    PreparingRebalance when the last one leaves it rebalancing). None: no bound (every row)."""
+    bounds = [] if horizon_ms is None else [horizon_ms]
+    if inputs.transitions and inputs.transitions[-1].to_state in REBALANCING:
+        began = [t.time_ms for t in inputs.transitions if t.to_state == "PreparingRebalance"]
+        bounds.append(began[-1] if began else inputs.transitions[-1].time_ms)
+    return min(bounds) if bounds else None
