@@ -14,9 +14,13 @@ tables) and one of the run (audit settings, broker bounds, the rules' source) ar
 ``<warehouse>/_audit/state.json``; the sums behind the group fingerprints are carried in
 ``<warehouse>/_audit/fingerprints.json`` (:mod:`rebalance_replay.jobs.carry`): a scheduled run sums only
 the rows each table appended since the last one. A run re-evaluates only groups whose fingerprint
-changed (new rows), over *all* their rows, so three scheduled runs give the findings of one batch run; a
-changed run fingerprint re-evaluates every group; when nothing changed the table is not written at all
-(a rerun changes nothing).
+changed (new rows), with the findings of *all* their rows, so three scheduled runs give the findings of one
+batch run; a changed run fingerprint re-evaluates every group; when nothing changed the table is not written
+at all (a rerun changes nothing). A scheduled run does not read all the rows of a group again: it keeps each
+group it evaluates compacted (:func:`rebalance_replay.transforms.audit.routine.compact`: the non-routine
+requests, the routine ones a rule can reach, sums of the others; the same findings) with the fingerprint
+sums, as of the version of ``requests`` it read, and the next run resumes from that plus the requests
+appended since (a group whose new requests arrived before the rows its state left out is read whole again).
 
 Across runs: the run merges the findings it found with the table's rows
 (:func:`rebalance_replay.transforms.audit.lifecycle.merge`): each finding keeps its ``finding_key`` and gets
