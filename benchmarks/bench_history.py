@@ -8,14 +8,15 @@ A steady log (``bench_replay.broker_lines``: consumers heartbeating every 3 s, c
 ``--hours`` hours is generated once into ``benchmarks/.data/history-…/hours`` (one file a broker and hour).
 Two warehouses are built once, each by scheduled runs as a scheduler leaves them: *young* has read hour 0;
 *old* has read hours 0 … N-2 (in one ``run --incremental``: the same tables and checkpoints as N-1 hourly
-runs, without the hours of waiting). Then, in rotation, each from a copy of its warehouse: the next hour
-lands as the live ``kafka-request.log`` (the hour before it rotated) and one ``run --incremental`` is
-timed per stage (each stage's end is its ``<stage>: this run`` line; ingest's time includes the JVM's
-start). Both measured hours have the same traffic (the generator's hours are alike), so the ratio old /
-young is the warehouse's age in the run's cost. ``--before DIR``: each timed run is made twice in the
-rotation, first with the code of the checkout at ``DIR`` (``git archive`` of an earlier commit) on the same
-restored warehouse, then with this one's: columns ``(before)``. Not a test: the numbers depend on the
-machine.
+runs, without the hours of waiting). Each code timed first gives each base its own audit state (one
+``audit`` from scratch: :func:`warmed`), as its own scheduled runs would have left it. Then, in rotation,
+each from a copy of its warehouse: the next hour lands as the live ``kafka-request.log`` (the hour before it
+rotated) and one ``run --incremental`` is timed per stage (each stage's end is its ``<stage>: this run``
+line; ingest's time includes the JVM's start). Both measured hours have the same traffic (the generator's
+hours are alike), so the ratio old / young is the warehouse's age in the run's cost. ``--before DIR``: each
+timed run is made twice in the rotation, first with the code of the checkout at ``DIR`` (``git archive`` of
+an earlier commit) on the same restored warehouse, then with this one's: columns ``(before)``. Not a test:
+the numbers depend on the machine.
 """
 
 from __future__ import annotations
@@ -123,6 +124,27 @@ def ensure_warehouse(data: Path, name: str, upto: int) -> Path:
     return base
 
 
+def warmed(data: Path, name: str, base: Path, tag: str, root: Path) -> Path:
+    """``base`` with the audit's state as the code at ``root`` leaves it (a base built by other code has
+    another's, or none a later version reads): its audit state dropped and one ``audit`` run with that code
+    (every group evaluated, as a first scheduled audit does), kept as ``warehouse-<name>.warm<tag>`` (made in
+    ``warehouse-<name>`` itself: the incremental checkpoint knows its warehouse's path)."""
+    wh = data / f"warehouse-{name}"
+    out = data / f"warehouse-{name}.warm{'-' + tag if tag else ''}"
+    shutil.rmtree(wh, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(base, wh, symlinks=True)
+    for state in ("state.json", "fingerprints.json"):
+        (wh / "_audit" / state).unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "rebalance_replay.jobs.cli", "audit", "--warehouse", str(wh)]
+    run = run_cli_staged(cmd, root=root)
+    if run.code not in (0, 3):  # 3: findings at --fail-on's severity
+        raise RuntimeError(f"warming the {name} warehouse failed: {''.join(run.err)[-2000:]}")
+    shutil.copytree(wh, out, symlinks=True)
+    print(f"  warmed {name}{' ' + tag if tag else ''}: {run.total:.0f} s", flush=True)
+    return out
+
+
 def timed_hour(data: Path, name: str, base: Path, hour: int, root: Path = ROOT) -> dict[str, float]:
     """One ``run --incremental`` (with the code at ``root``) on the warehouse as ``base`` has it, after
     hour ``hour`` lands (the live file before it rotated): seconds per stage."""
@@ -156,11 +178,18 @@ def main(argv: list[str] | None = None) -> int:
     young = ensure_warehouse(data, "young", 0)
     old = ensure_warehouse(data, "old", args.hours - 2)
     trees = ([("before", args.before.resolve())] if args.before else []) + [("", ROOT)]
+    bases = {
+        (name, tag): warmed(data, name, base, tag, tree)
+        for tag, tree in trees
+        for name, base in (("young", young), ("old", old))
+    }
     runs: dict[tuple[str, str], list[dict[str, float]]] = {}
     for _ in range(args.repeat):
         for tag, tree in trees:
-            runs.setdefault(("young", tag), []).append(timed_hour(data, "young", young, 1, tree))
-            runs.setdefault(("old", tag), []).append(timed_hour(data, "old", old, args.hours - 1, tree))
+            for name, hour in (("young", 1), ("old", args.hours - 1)):
+                runs.setdefault((name, tag), []).append(
+                    timed_hour(data, name, bases[(name, tag)], hour, tree)
+                )
 
     def median(name: str, tag: str, stage: str) -> float:
         return statistics.median(r.get(stage, 0.0) for r in runs[(name, tag)])
