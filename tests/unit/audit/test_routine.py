@@ -263,3 +263,51 @@ def test_a_member_whose_expiry_the_next_run_learns_keeps_its_last_heartbeat() ->
     full = evaluate(inputs, AuditSettings(), only=["R02"]).findings
     assert len(full) == 1 and [e.arrival_ms for e in full[0].evidence][:1] == [249_000]
     assert evaluate(state, AuditSettings(), only=["R02"]).findings == full
+
+
+def test_the_routine_rows_kept_are_the_anchors_and_no_more() -> None:
+    """Each anchor of the module docstring, on a group made by hand: m1 joins at 0 and heartbeats every
+    second (its coordinator moves to broker-2 at 21 s; it commits once at 5.5 s; the replay expires it at
+    30 s); m2 heartbeats every second from 0.5 s and a LeaveGroup names it at 10.5 s."""
+    from rebalance_replay.transforms.audit import GroupInputs
+    from rebalance_replay.transforms.audit.model import Session
+    from tests.helpers import audit_request
+
+    def m1(t: int, api: str = "HEARTBEAT", broker: str = "broker-1") -> Any:
+        return audit_request(
+            t, api_name=api, member_id="m1", client_id="c1", client_address="10.0.0.1:5000", broker_id=broker
+        )._replace(generation_id=1, error_name="NONE")
+
+    def m2(t: int, api: str = "HEARTBEAT") -> Any:
+        return audit_request(
+            t, api_name=api, member_id="m2", client_id="c2", client_address="10.0.0.2:5000"
+        )._replace(generation_id=1, error_name="NONE")
+
+    rows = [m1(0, "JOIN_GROUP"), m1(5_500, "OFFSET_COMMIT")]
+    rows += [m1(t) for t in range(1_000, 21_000, 1_000)] + [
+        m1(t, broker="broker-2") for t in (21_000, 22_000, 23_000)
+    ]
+    rows += [m2(t) for t in range(500, 16_000, 1_000)]
+    rows.append(m2(10_500, "LEAVE_GROUP")._replace(leave_members=(("m2", None, None),)))
+    expiry = Session("m1", 1, 0, "session_expiry", client_id="c1", ended_ms=30_000, session_timeout_ms=10_000)
+    inputs = GroupInputs.build("g", requests=rows, sessions=[expiry])
+    kept = compact(inputs, 30_000).requests
+    assert [(r.member_id, r.api_name[0], r.arrival_ms) for r in kept] == [
+        ("m1", "J", 0),  # not routine; the first of broker-1's run
+        ("m2", "H", 500),  # m2's first heartbeat (its identity's first row)
+        ("m1", "H", 1_000),  # m1's first heartbeat
+        ("m1", "O", 5_500),  # m1's first commit
+        ("m2", "H", 10_500),  # m2's last routine row at or before the LeaveGroup naming it
+        ("m2", "L", 10_500),  # not routine
+        ("m2", "H", 11_500),  # m2's first three after it (the first answered as a member among them)
+        ("m2", "H", 12_500),
+        ("m2", "H", 13_500),
+        ("m2", "H", 15_500),  # m2's last
+        ("m1", "H", 20_000),  # the last of broker-1's run
+        ("m1", "H", 21_000),  # the first of broker-2's
+        ("m1", "H", 23_000),  # the last of broker-2's, m1's last (and before its expiry), the group's last
+    ]
+    # from ``until`` on, every row stays (a later run leaves them out once it knows what may ask)
+    later = compact(inputs, 30_000, until=14_500).requests
+    assert {r for r in rows if r.arrival_ms >= 14_500} <= set(later)
+    assert m1(13_000) not in later and m1(14_000) in later  # m1's last before it: its last to leave out
