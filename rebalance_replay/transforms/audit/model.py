@@ -292,6 +292,11 @@ class BrokerBounds:
     group_max_size: int = 2_147_483_647
 
 
+def request_order(r: Req) -> tuple[int, int, str, int]:
+    """The order of a group's requests in :class:`GroupInputs` (arrival, completion, file, line)."""
+    return (r.arrival_ms, r.completion_ms, r.source_file, r.line_no)
+
+
 @dataclass(frozen=True)
 class GroupInputs:
     """Everything the rules see of one group, each list in time order."""
@@ -325,7 +330,7 @@ class GroupInputs:
         """Sorted deterministically, whatever order the rows came in."""
         return GroupInputs(
             group_id,
-            tuple(sorted(requests, key=lambda r: (r.arrival_ms, r.completion_ms, r.source_file, r.line_no))),
+            tuple(sorted(requests, key=request_order)),
             tuple(sorted(rebalances, key=lambda r: r.rebalance_seq)),
             tuple(sorted(sessions, key=lambda s: (s.joined_ms, s.member_id, s.generation_id))),
             # one request's transitions share seq and time (the last member leaving: Stable →

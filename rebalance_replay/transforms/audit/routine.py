@@ -36,7 +36,7 @@ from typing import Any
 
 from rebalance_replay.transforms.audit.base import HEARTBEAT, answered_as_member
 from rebalance_replay.transforms.audit.cadence import Cadence, Gap, cadences, then
-from rebalance_replay.transforms.audit.model import GroupInputs, Rebalance, Req
+from rebalance_replay.transforms.audit.model import GroupInputs, Rebalance, Req, request_order
 from rebalance_replay.transforms.audit.protocol import GROUP_APIS
 
 ROUTINE_APIS = (HEARTBEAT, "OFFSET_COMMIT")
@@ -82,11 +82,6 @@ class RoutineSummary:
             raise ValueError(
                 f"no count of the heartbeats left out at {t} (a rebalance unknown then)"
             ) from None
-
-
-def sort_key(r: Req) -> tuple[int, int, str, int]:
-    """The order of a group's requests (:meth:`GroupInputs.build`)."""
-    return (r.arrival_ms, r.completion_ms, r.source_file, r.line_no)
 
 
 def compact(inputs: GroupInputs, floor: int, until: int | None = None) -> GroupInputs:
@@ -149,8 +144,8 @@ def compact(inputs: GroupInputs, floor: int, until: int | None = None) -> GroupI
     else:
         if old.floor != floor:
             raise ValueError(f"cadences were kept from {old.floor} ms, not {floor} ms")
-        beats = then(old.cadences, cadences([r for r in reqs if sort_key(r) > old.through], floor))
-    through = sort_key(reqs[-1]) if reqs else (0, 0, "", 0) if old is None else old.through
+        beats = then(old.cadences, cadences([r for r in reqs if request_order(r) > old.through], floor))
+    through = request_order(reqs[-1]) if reqs else (0, 0, "", 0) if old is None else old.through
     summary = RoutineSummary(
         cadences=beats,
         floor=floor,

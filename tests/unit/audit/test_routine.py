@@ -10,12 +10,12 @@ import pytest
 
 from rebalance_replay.transforms.audit import AuditSettings, evaluate
 from rebalance_replay.transforms.audit.config import R12Settings
+from rebalance_replay.transforms.audit.model import request_order
 from rebalance_replay.transforms.audit.routine import (
     compact,
     is_routine,
     kept_from_json,
     kept_to_json,
-    sort_key,
 )
 from simulator.incidents import group_inputs_of, incident_coordinator, log_files
 
@@ -168,7 +168,9 @@ def test_carried_run_after_run_the_rules_find_what_they_find_on_every_row(seed: 
                 now
                 if state is None
                 else dataclasses.replace(
-                    now, requests=tuple(sorted([*state.requests, *new], key=sort_key)), routine=state.routine
+                    now,
+                    requests=tuple(sorted([*state.requests, *new], key=request_order)),
+                    routine=state.routine,
                 )
             )
             # the routine rows since a rebalance still going on stay whole too: its row comes at its end
@@ -200,7 +202,7 @@ def _carry(inputs: Any, runs: list[tuple[int, int, Any]]) -> Any:
             now
             if state is None
             else dataclasses.replace(
-                now, requests=tuple(sorted([*state.requests, *new], key=sort_key)), routine=state.routine
+                now, requests=tuple(sorted([*state.requests, *new], key=request_order)), routine=state.routine
             )
         )
         state = _kept(compact(carried, 30_000, until=until))
