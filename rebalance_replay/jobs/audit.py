@@ -87,6 +87,7 @@ from rebalance_replay.transforms.audit.routine import (
     KEPT_FORMAT,
     compact,
     kept_from_doc,
+    kept_from_json,
     kept_to_json,
     settled_before,
 )
@@ -768,7 +769,7 @@ def audit(
     if not up_to_date:
         unchanged = len(fps) - len(changed)
         if kept is not None:
-            resumed = _resumable(changed, docs, appended)
+            resumed = _resumable(changed, docs, appended, log)
         whole = [g for g in changed if g not in resumed]
         resumed_text = f", {len(resumed)} resumed from what the last audit kept" if resumed else ""
         log(
@@ -886,25 +887,33 @@ def audit(
     return result
 
 
-def _resumable(changed: Sequence[str], docs: Mapping[str, str], appended: DataFrame | None) -> set[str]:
+def _resumable(
+    changed: Sequence[str], docs: Mapping[str, str], appended: DataFrame | None, log: Log = print
+) -> set[str]:
     """The changed groups the audit resumes from their kept state: those with one, whose requests
     appended since all arrived after the rows the state may have left out (a request landing later than
-    that, a log file read late, makes the group evaluated in full again)."""
+    that, a log file read late, makes the group evaluated in full again). A kept state that cannot be read
+    (a damaged state file) is dropped with a line in the log: the group is evaluated from all its rows."""
     from pyspark.sql import functions as F
 
-    candidates = [g for g in changed if g in docs]
-    if not candidates:
+    until: dict[str, int] = {}
+    for g in changed:
+        if g not in docs:
+            continue
+        try:
+            until[g] = kept_from_json(docs[g])[1].until
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+            log(
+                f"audit: group {g}: the kept state in {'/'.join(FINGERPRINTS_FILE)} cannot be read "
+                f"({type(e).__name__}: {str(e)[:120]}); evaluating the group from all its rows"
+            )
+    if not until:
         return set()
     first: dict[str, int] = {}
     if appended is not None:
-        wanted = _of_groups(appended, candidates)
+        wanted = _of_groups(appended, until)
         first = {r[0]: int(r[1]) for r in wanted.groupBy("group_id").agg(F.min("arrival_ms")).collect()}
-    out = set()
-    for g in candidates:
-        until = int(json.loads(docs[g])["until"])
-        if g not in first or first[g] >= until:
-            out.add(g)
-    return out
+    return {g for g, u in until.items() if g not in first or first[g] >= u}
 
 
 def _of_groups(df: DataFrame, groups: Iterable[str]) -> DataFrame:

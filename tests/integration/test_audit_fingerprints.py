@@ -70,3 +70,57 @@ def test_carried_fingerprints_equal_the_full_count(
     assert main(["audit", *common]) == 0
     assert [n for _kind, n in summed] == [0] * len(summed) and summed
     assert json.loads(state.read_text())["groups"] == json.loads(before)["groups"]
+
+
+def _brief_findings(wh: Path) -> list[tuple[Any, ...]]:
+    from tests.helpers import read_table
+
+    return sorted(
+        (r["rule_id"], r["group_id"], r["finding_key"], r["severity"], r["status"], json.dumps(r["metrics"]))
+        for r in read_table(wh / "findings")
+    )
+
+
+def test_a_damaged_kept_state_is_read_again_from_all_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A group's kept audit state that cannot be read (a damaged ``fingerprints.json`` entry) costs that
+    group a full read, named in one line of the log, never a stack trace; its findings are the same."""
+    import shutil
+
+    lines, _truths = _log()
+    live = tmp_path / "live" / "broker-1"
+    live.mkdir(parents=True)
+    wh, intact = tmp_path / "wh", tmp_path / "intact"
+    half = lines[len(lines) // 2][0]
+    for cut in (half, lines[-1][0] + 1):
+        (live / "kafka-request.log").write_text("".join(line + "\n" for t, line in lines if t < cut))
+        common = ["--warehouse", str(wh), "--set", "report.great_expectations=false"]
+        assert main(["ingest", "--input", str(live.parent), *common]) == 0
+        assert main(["replay", "--incremental", *common]) == 0
+        if cut == half:
+            assert main(["audit", *common]) == 0
+    shutil.copytree(wh, intact)
+    carried = wh / "_audit" / "fingerprints.json"
+    data = json.loads(carried.read_text())
+    docs = data["entries"]["kept"]["tally"]
+    assert len(docs) == 2
+    damaged = sorted(docs)[0]
+    docs[damaged] = docs[damaged][: len(docs[damaged]) // 2]  # cut short, as a torn write leaves it
+    carried.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["audit", "--warehouse", str(wh), "--set", "report.great_expectations=false"]) == 0
+    out = capsys.readouterr()
+    named = [line for line in (out.out + out.err).splitlines() if "cannot be read" in line]
+    assert named == [
+        f"audit: group {damaged}: the kept state in _audit/fingerprints.json cannot be read "
+        f"(JSONDecodeError: {named[0].split('JSONDecodeError: ')[1]}"
+    ], out
+    assert "Traceback" not in out.out + out.err
+    summary = json.loads((wh / "summary.json").read_text())["audit"]
+    assert (summary["evaluated_groups"], summary["resumed_groups"]) == (2, 1)
+    assert main(["audit", "--warehouse", str(intact), "--set", "report.great_expectations=false"]) == 0
+    assert json.loads((intact / "summary.json").read_text())["audit"]["resumed_groups"] == 2
+    assert _brief_findings(wh) == _brief_findings(intact)
+    # the group evaluated in full is kept again: the next audit may resume it
+    assert json.loads(json.loads(carried.read_text())["entries"]["kept"]["tally"][damaged])["format"] == 1
