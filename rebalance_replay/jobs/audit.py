@@ -798,6 +798,8 @@ def audit(
         new_findings: list[dict[str, Any]] = []
         coverage: dict[str, int] = {}
         unsupported_rows: dict[str, list[list[str]]] = {g: [] for g in changed}
+        for g in changed:  # evaluated now: kept again below, or not at all (a group left whole)
+            docs.pop(g, None)
         if stacked is not None:
             out = (
                 grouped_partitions(stacked)

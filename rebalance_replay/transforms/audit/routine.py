@@ -95,9 +95,13 @@ def compact(inputs: GroupInputs, floor: int, until: int | None = None) -> GroupI
     would have given, provided every session and rebalance time before the earlier ``until`` was known
     then."""
     reqs = inputs.requests
-    if any(r.api_name == "CONSUMER_GROUP_HEARTBEAT" for r in reqs):
-        return inputs
     old = inputs.routine
+    if any(r.api_name == "CONSUMER_GROUP_HEARTBEAT" for r in reqs):
+        if old is None:  # a KIP-848 group: left whole
+            return inputs
+        # compacted while classic, since moved to the consumer protocol: no row is left out any more, the
+        # summary is brought up to date with the rows that came since
+        until = old.until
     if old is not None and until is not None and until < old.until:
         raise ValueError(f"cannot keep again the rows before {old.until} left out (until {until})")
     cut = until if until is not None else (reqs[-1].arrival_ms + 1 if reqs else 0)

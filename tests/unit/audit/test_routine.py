@@ -313,3 +313,45 @@ def test_the_routine_rows_kept_are_the_anchors_and_no_more() -> None:
     later = compact(inputs, 30_000, until=14_500).requests
     assert {r for r in rows if r.arrival_ms >= 14_500} <= set(later)
     assert m1(13_000) not in later and m1(14_000) in later  # m1's last before it: its last to leave out
+
+
+def test_a_compacted_group_that_moves_to_kip_848_keeps_its_summary_up_to_date() -> None:
+    """A classic group compacted by an earlier run, then upgraded online to the consumer protocol
+    (KIP-848): the new rows are kept whole from then on, and the heartbeats that came between the runs
+    still count in each member's cadence and the rules' findings, as on all rows."""
+    import dataclasses
+
+    from rebalance_replay.transforms.audit import GroupInputs
+    from rebalance_replay.transforms.audit.cadence import member_cadences
+    from tests.helpers import audit_request
+
+    def beat(t: int) -> Any:
+        return audit_request(t, member_id="m1", client_id="c1", error_name="NONE")
+
+    before = [beat(t) for t in range(3_000, 60_000, 3_000)]
+    # the member goes quiet 40 s, heartbeats again, then the group moves to the consumer protocol
+    after = [beat(t) for t in (100_000, 103_000, 106_000)]
+    after.append(
+        audit_request(
+            107_000, api_name="CONSUMER_GROUP_HEARTBEAT", api_version=0, member_id="m2", error_name="NONE"
+        )
+    )
+    settings = AuditSettings()
+    floor = settings.rule("R12").min_silence_ms  # type: ignore[attr-defined]
+    first = compact(GroupInputs.build("g", requests=before), floor)
+    assert first.routine is not None and len(first.requests) < len(before)
+    everything = GroupInputs.build("g", requests=[*before, *after])
+    resumed = dataclasses.replace(
+        everything,
+        requests=tuple(sorted([*first.requests, *after], key=request_order)),
+        routine=first.routine,
+    )
+    again = compact(resumed, floor)
+    assert again.routine is not None and set(after) <= set(again.requests)
+    assert again.routine.through == request_order(after[-1])
+    assert member_cadences(again) == member_cadences(everything)
+    full, part = evaluate(everything, settings), evaluate(again, settings)
+    assert [f.to_json() for f in part.findings] == [f.to_json() for f in full.findings]
+    # read back by the next run, the same
+    rows, summary = kept_from_json(kept_to_json(again))
+    assert rows == again.requests and summary == again.routine
