@@ -16,7 +16,8 @@ the non-routine rows and, of the routine ones, only the *anchors* a rule can rea
 What cannot be kept as rows is kept as sums (:class:`RoutineSummary`): each member's heartbeat cadence
 (R06 and R12: :mod:`~rebalance_replay.transforms.audit.cadence`) and how many routine heartbeats were left
 out before each rebalance began and up to when it ended (R01 counts the heartbeats of its window). A group
-that speaks KIP-848's ConsumerGroupHeartbeat (R23 counts its classic heartbeats) is left whole.
+that speaks KIP-848's ConsumerGroupHeartbeat is left whole; one compacted while classic and upgraded since
+keeps every row that came after (R23 adds the heartbeats left out, ``left_out``, to its classic ones).
 
 Carried from run to run (:func:`kept_to_json`), a group's kept rows plus the rows that came since are
 compacted again with the same result as all its rows at once, provided the routine rows left out are older
