@@ -86,8 +86,8 @@ from rebalance_replay.transforms.audit.registry import rule_ids_text
 from rebalance_replay.transforms.audit.routine import (
     KEPT_FORMAT,
     compact,
+    kept_disputes,
     kept_from_doc,
-    kept_from_json,
     kept_to_json,
     settled_before,
 )
@@ -134,6 +134,8 @@ def broker_bounds(config: Config) -> BrokerBounds:
 
 #: the stacked frame's and the output's kind of a group's kept state (``transforms.audit.routine``)
 KEPT = "kept"
+#: the carried entry of the ``predictions`` version the kept states' disputes are as of
+KEPT_DISPUTES = "kept:disputes"
 
 
 @dataclass(frozen=True)
@@ -248,12 +250,14 @@ def inputs_of(
     requests: list[Req] = []
     others: dict[str, list[dict[str, Any]]] = {k: [] for k in TABLE_COLUMNS}
     summary = None
+    disputes: list[Dispute] = []
     for kind, row in rows:
         if isinstance(row, Req):
             requests.append(row)
         elif kind == KEPT:  # what the last scheduled audit kept of the group (its rows before the new ones)
             kept_rows, summary = kept_from_doc(row)
             requests += kept_rows
+            disputes += kept_disputes(row)
         else:
             others[kind].append(row)
     inputs = GroupInputs.build(
@@ -263,7 +267,7 @@ def inputs_of(
         sessions=[Session.from_row(r) for r in others["member_sessions"]],
         transitions=[Transition.from_row(r) for r in others["transitions"]],
         broker=broker,
-        disputes=[Dispute.from_row(r) for r in others["disputes"]],
+        disputes=[*disputes, *(Dispute.from_row(r) for r in others["disputes"])],
     )
     return inputs if summary is None else dataclasses.replace(inputs, routine=summary)
 
@@ -757,6 +761,16 @@ def audit(
     keeping = None if carry is None else Keeping(settings.rule("R12").min_silence_ms, horizon_ms)  # type: ignore[attr-defined]
     kept_fp = [KEPT_FORMAT, settings_fp]
     kept = None if carry is None else carry.added(KEPT, REQUESTS, kept_fp)
+    # the kept states hold their groups' disputes as of the predictions the last audit read: a resumed
+    # group reads only the predictions appended since (none resumes when predictions were written again)
+    new_disputes: DataFrame | None = None
+    if carry is not None and kept is not None:
+        if "disputes" not in frames:
+            kept = None if KEPT_DISPUTES in carry.entries else kept
+        elif (got := carry.added(KEPT_DISPUTES, PREDICTIONS, kept_fp)) is None:
+            kept = None
+        elif got[1] is not None:
+            new_disputes = disputed(got[1])
     docs: dict[str, str] = {} if kept is None else dict(kept[0])
     appended = None if kept is None else kept[1]
     same_settings = state.get("settings") == settings_fp and store.exists(FINDINGS)
@@ -781,8 +795,12 @@ def audit(
             parts.append(stacked_inputs(frames))
         elif whole:  # the changed groups' rows (a semi join: there may be many groups)
             parts.append(_of_groups(stacked_inputs(frames), whole))
-        if resumed:  # their kept state, the requests appended since, their other tables' rows
+        if resumed:  # their kept state, the requests and predictions appended since, their other tables' rows
             since = {**frames, "requests": store.empty(REQUESTS) if appended is None else appended}
+            if new_disputes is not None:
+                since["disputes"] = new_disputes
+            else:
+                since.pop("disputes", None)
             parts.append(_of_groups(stacked_inputs(since), resumed))
             parts.append(
                 spark.createDataFrame(
@@ -821,6 +839,8 @@ def audit(
                     unsupported_rows[row["group_id"]].append([payload["rule_id"], payload["reason"]])
         if carry is not None:  # as of the version of requests read; a group evaluated in full starts one
             carry.keep(KEPT, REQUESTS, kept_fp, {g: d for g, d in sorted(docs.items()) if g in fps})
+            if "disputes" in frames:
+                carry.keep(KEPT_DISPUTES, PREDICTIONS, kept_fp, len(docs))
             carry.save()
         for g in changed:
             groups_state[g] = {
@@ -903,7 +923,9 @@ def _resumable(
         if g not in docs:
             continue
         try:
-            until[g] = kept_from_json(docs[g])[1].until
+            doc = json.loads(docs[g])
+            kept_disputes(doc)
+            until[g] = kept_from_doc(doc)[1].until
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
             log(
                 f"audit: group {g}: the kept state in {'/'.join(FINGERPRINTS_FILE)} cannot be read "

@@ -15,6 +15,7 @@ from rebalance_replay.jobs import audit as audit_job
 from rebalance_replay.jobs.cli import main
 from rebalance_replay.jobs.delta import open_store
 from rebalance_replay.schemas import MEMBER_SESSIONS, PREDICTIONS, REBALANCES, REQUESTS, TRANSITIONS
+from rebalance_replay.transforms.audit.routine import KEPT_FORMAT
 from tests.integration.test_scheduled_audit import _log
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
@@ -123,4 +124,49 @@ def test_a_damaged_kept_state_is_read_again_from_all_rows(
     assert json.loads((intact / "summary.json").read_text())["audit"]["resumed_groups"] == 2
     assert _brief_findings(wh) == _brief_findings(intact)
     # the group evaluated in full is kept again: the next audit may resume it
-    assert json.loads(json.loads(carried.read_text())["entries"]["kept"]["tally"][damaged])["format"] == 1
+    assert (
+        json.loads(json.loads(carried.read_text())["entries"]["kept"]["tally"][damaged])["format"]
+        == KEPT_FORMAT
+    )
+
+
+def test_a_resumed_group_keeps_its_disputes_and_reads_only_the_predictions_since(tmp_path: Path) -> None:
+    """A heartbeat of the first batch answered REBALANCE_IN_PROGRESS where the replay predicts NONE: a
+    dispute. The second audit resumes the group from its kept state, which holds that dispute, and reads
+    only the predictions appended since: the state it keeps then holds the group's disputes of the whole
+    ``predictions`` table, each once."""
+    from rebalance_replay.transforms.audit.routine import kept_disputes
+    from tests.helpers import read_table
+    from tests.integration.test_scheduled_audit import R02_GROUP, scheduled_args
+
+    lines, _truths = _log()
+    half = lines[len(lines) // 2][0]
+    beats = [
+        k
+        for k, (t, line) in enumerate(lines)
+        if t < half and f'"groupId":"{R02_GROUP}"' in line and '"requestApiKeyName":"HEARTBEAT"' in line
+    ]
+    k = beats[len(beats) // 2]
+    assert '"response":{"throttleTimeMs":0,"errorCode":0}' in lines[k][1]
+    lines[k] = (lines[k][0], lines[k][1].replace('"errorCode":0}', '"errorCode":27}'))
+    live = tmp_path / "live" / "broker-1"
+    live.mkdir(parents=True)
+    wh = tmp_path / "wh"
+    common = scheduled_args(wh)
+    resumed = []
+    for cut in (half, lines[-1][0] + 1):
+        (live / "kafka-request.log").write_text("".join(line + "\n" for t, line in lines if t < cut))
+        assert main(["ingest", "--input", str(live.parent), *common]) == 0
+        assert main(["replay", "--incremental", *common]) == 0
+        assert main(["audit", *common]) == 0
+        resumed.append(json.loads((wh / "summary.json").read_text())["audit"]["resumed_groups"])
+    assert resumed == [0, 2]
+    disputed = sorted(
+        (r["source_file"], r["line_no"], r["api"])
+        for r in read_table(wh / PREDICTIONS.name)
+        if r["group_id"] == R02_GROUP and r["scored"] and not r["matched"]
+    )
+    assert disputed and ("HEARTBEAT" in {api for _f, _n, api in disputed})
+    docs = json.loads((wh / "_audit" / "fingerprints.json").read_text())["entries"]["kept"]["tally"]
+    kept = [(d.source_file, d.line_no, d.api) for d in kept_disputes(json.loads(docs[R02_GROUP]))]
+    assert kept == disputed

@@ -37,7 +37,14 @@ from typing import Any
 
 from rebalance_replay.transforms.audit.base import HEARTBEAT, answered_as_member
 from rebalance_replay.transforms.audit.cadence import Cadence, Gap, cadences, then
-from rebalance_replay.transforms.audit.model import GroupInputs, Rebalance, Req, request_order
+from rebalance_replay.transforms.audit.model import (
+    DISPUTE_COLUMNS,
+    Dispute,
+    GroupInputs,
+    Rebalance,
+    Req,
+    request_order,
+)
 from rebalance_replay.transforms.audit.protocol import GROUP_APIS
 
 ROUTINE_APIS = (HEARTBEAT, "OFFSET_COMMIT")
@@ -187,12 +194,13 @@ def heartbeats_left_out(inputs: GroupInputs, first: Rebalance, last: Rebalance) 
 
 
 #: the layout of :func:`kept_to_json`'s document (a state kept by an earlier version is not read)
-KEPT_FORMAT = 1
+KEPT_FORMAT = 2
 
 
 def kept_to_json(inputs: GroupInputs) -> str:
     """What a compacted group's next run needs of it: its rows and summary, as one JSON document (each
-    request once, referred to by its place: the cadences' gaps are mostly rows kept too)."""
+    request once, referred to by its place: the cadences' gaps are mostly rows kept too), and its disputes
+    (the next run reads only the ``predictions`` appended since: :func:`kept_disputes`)."""
     summary = inputs.routine
     if summary is None:
         raise ValueError(f"group {inputs.group_id} is not compacted")
@@ -229,6 +237,7 @@ def kept_to_json(inputs: GroupInputs) -> str:
         "left_out": summary.left_out,
         "left_out_at": sorted([t, *v] for t, v in summary.left_out_at.items()),
         "cadences": beats,
+        "disputes": [[getattr(d, c) for c in DISPUTE_COLUMNS] for d in inputs.disputes],
     }
     return json.dumps(doc, separators=(",", ":"))
 
@@ -266,6 +275,11 @@ def kept_from_doc(doc: Mapping[str, Any]) -> tuple[tuple[Req, ...], RoutineSumma
         left_out_at={int(t): (int(lt), int(le)) for t, lt, le in doc["left_out_at"]},
     )
     return tuple(reqs[i] for i in doc["rows"]), summary
+
+
+def kept_disputes(doc: Mapping[str, Any]) -> tuple[Dispute, ...]:
+    """The disputes :func:`kept_to_json`'s document kept (the group's as of the ``predictions`` it read)."""
+    return tuple(Dispute.from_row(dict(zip(DISPUTE_COLUMNS, v, strict=True))) for v in doc["disputes"])
 
 
 def _req_json(r: Req) -> list[Any]:

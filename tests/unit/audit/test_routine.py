@@ -4,6 +4,7 @@ incident and the healthy groups beside them, through the product's pure parse an
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from rebalance_replay.transforms.audit.model import request_order
 from rebalance_replay.transforms.audit.routine import (
     compact,
     is_routine,
+    kept_disputes,
     kept_from_json,
     kept_to_json,
 )
@@ -123,8 +125,10 @@ def _kept(state: Any) -> Any:
 
     if state.routine is None:
         return state
-    rows, summary = kept_from_json(kept_to_json(state))
+    text = kept_to_json(state)
+    rows, summary = kept_from_json(text)
     assert rows == state.requests and summary == state.routine
+    assert kept_disputes(json.loads(text)) == state.disputes
     return dataclasses.replace(state, requests=rows, routine=summary)
 
 
@@ -355,3 +359,24 @@ def test_a_compacted_group_that_moves_to_kip_848_keeps_its_summary_up_to_date() 
     # read back by the next run, the same
     rows, summary = kept_from_json(kept_to_json(again))
     assert rows == again.requests and summary == again.routine
+
+
+def test_the_kept_state_holds_the_groups_disputes() -> None:
+    """The next run reads only the predictions appended since: the kept state holds the group's disputes
+    (the predictions the broker contradicted), each field as it was."""
+    from rebalance_replay.transforms.audit import GroupInputs
+    from rebalance_replay.transforms.audit.model import Dispute
+    from tests.helpers import audit_request
+
+    disputes = [
+        Dispute("b1/kafka-request.log", 9_000, "HEARTBEAT", (), "REBALANCE_IN_PROGRESS", "NONE"),
+        Dispute("b1/kafka-request.log", 3_000, "SYNC_GROUP", ("assignment",), "NONE", "NONE"),
+    ]
+    rows = [
+        audit_request(t, member_id="m1", client_id="c1", error_name="NONE") for t in range(0, 60_000, 3_000)
+    ]
+    inputs = compact(GroupInputs.build("g", requests=rows, disputes=disputes), 30_000)
+    assert inputs.routine is not None
+    kept = kept_disputes(json.loads(kept_to_json(inputs)))
+    assert kept == inputs.disputes and len(kept) == 2
+    assert kept[0].mismatch_kinds == ("assignment",) and kept[1].observed_error == "REBALANCE_IN_PROGRESS"
