@@ -19,8 +19,10 @@ batch run; a changed run fingerprint re-evaluates every group; when nothing chan
 at all (a rerun changes nothing). A scheduled run does not read all the rows of a group again: it keeps each
 group it evaluates compacted (:func:`rebalance_replay.transforms.audit.routine.compact`: the non-routine
 requests, the routine ones a rule can reach, sums of the others; the same findings) with the fingerprint
-sums, as of the version of ``requests`` it read, and the next run resumes from that plus the requests
-appended since (a group whose new requests arrived before the rows its state left out is read whole again).
+sums, as of the version of ``requests`` it read, and the group's disputes as of the version of
+``predictions`` it read; the next run resumes from that plus the requests and predictions appended since (a
+group whose new requests arrived before the rows its state left out, or whose kept state cannot be read, is
+read whole again; so is every group once ``predictions`` was written again).
 
 Across runs: the run merges the findings it found with the table's rows
 (:func:`rebalance_replay.transforms.audit.lifecycle.merge`): each finding keeps its ``finding_key`` and gets
