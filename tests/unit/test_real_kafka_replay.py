@@ -400,3 +400,17 @@ def test_the_real_log_mends_survive_fuzzed_lines() -> None:
             replayer.process(max(int(r["completion_ms"]) for r in group_rows) + 1).rows["predictions"]
         )
     assert replayed > 1_000
+
+
+@pytest.mark.xfail(
+    strict=True, reason="a 3.7 broker's birth under load: the replay disagrees (stop 46, not fixed)"
+)
+def test_a_loaded_37_birth_with_a_late_initial_delay_timer(mode: str) -> None:
+    """Recorded by ``make test-realkafka`` on 2026-12-06 while the whole test suite ran beside it (Kafka
+    3.7.2, one broker, initial rebalance delay 1 s): ``birth``'s three Java consumers rejoin with their
+    member ids at 22,782 (the delay armed), 23,193 and 23,823 ms, the last 41 ms after the delay's first
+    end; the broker answered all three at 24,842-24,855 ms, generation 1: one extension, its timer ran
+    after the third join. The replay (both modes) predicts the second member's JoinGroup (line 95)
+    unanswered, and the first MEMBER_ID_REQUIRED (line 70, totalTimeMs 17.9: the loaded broker's first
+    request of the run) 18 ms before the broker's answer. Kept here until the model explains it."""
+    assert disagreements(replay("3.7", "single", "birth", mode, FOUND)) == []
