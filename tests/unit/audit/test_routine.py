@@ -380,3 +380,15 @@ def test_the_kept_state_holds_the_groups_disputes() -> None:
     kept = kept_disputes(json.loads(kept_to_json(inputs)))
     assert kept == inputs.disputes and len(kept) == 2
     assert kept[0].mismatch_kinds == ("assignment",) and kept[1].observed_error == "REBALANCE_IN_PROGRESS"
+
+
+def test_a_kept_dispute_missing_a_field_is_refused() -> None:
+    """A kept state whose dispute lost a field (a damaged state file) is refused, never read with the
+    fields shifted: the audit then evaluates the group from all its rows (``jobs.audit._resumable``)."""
+    from rebalance_replay.transforms.audit.model import DISPUTE_COLUMNS
+
+    whole = ["b1/kafka-request.log", 9_000, "HEARTBEAT", [], "REBALANCE_IN_PROGRESS", "NONE"]
+    assert len(whole) == len(DISPUTE_COLUMNS)
+    assert kept_disputes({"disputes": [whole]})[0].observed_error == "REBALANCE_IN_PROGRESS"
+    with pytest.raises(ValueError):
+        kept_disputes({"disputes": [whole[:-1]]})
