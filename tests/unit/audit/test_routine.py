@@ -126,6 +126,7 @@ def _kept(state: Any) -> Any:
     if state.routine is None:
         return state
     text = kept_to_json(state)
+    assert json.loads(text)["group"] == state.group_id  # the state file names its group for a reader
     rows, summary = kept_from_json(text)
     assert rows == state.requests and summary == state.routine
     assert kept_disputes(json.loads(text)) == state.disputes
@@ -356,6 +357,10 @@ def test_a_compacted_group_that_moves_to_kip_848_keeps_its_summary_up_to_date() 
     assert member_cadences(again) == member_cadences(everything)
     full, part = evaluate(everything, settings), evaluate(again, settings)
     assert [f.to_json() for f in part.findings] == [f.to_json() for f in full.findings]
+    # R23 counts every classic request of the group, those the compaction left out too
+    (r23,) = [f for f in part.findings if f.rule_id == "R23"]
+    assert dict(r23.metrics)["classic_requests"] == len(before) + 3
+    assert dict(r23.metrics)["consumer_group_heartbeats"] == 1
     # read back by the next run, the same
     rows, summary = kept_from_json(kept_to_json(again))
     assert rows == again.requests and summary == again.routine
@@ -392,3 +397,19 @@ def test_a_kept_dispute_missing_a_field_is_refused() -> None:
     assert kept_disputes({"disputes": [whole]})[0].observed_error == "REBALANCE_IN_PROGRESS"
     with pytest.raises(ValueError):
         kept_disputes({"disputes": [whole[:-1]]})
+
+
+def test_compacting_again_from_another_floor_is_refused() -> None:
+    """Cadences kept from one R12 floor cannot be resumed with a lower one (the gaps between would be
+    lost): refused, naming both."""
+    import dataclasses
+
+    from rebalance_replay.transforms.audit import GroupInputs
+    from tests.helpers import audit_request
+
+    rows = [
+        audit_request(t, member_id="m1", client_id="c1", error_name="NONE") for t in range(0, 60_000, 3_000)
+    ]
+    first = compact(GroupInputs.build("g", requests=rows), 30_000)
+    with pytest.raises(ValueError, match="cadences were kept from 30000 ms, not 20000 ms"):
+        compact(dataclasses.replace(first, routine=first.routine), 20_000)
