@@ -841,8 +841,8 @@ def audit(
                     unsupported_rows[row["group_id"]].append([payload["rule_id"], payload["reason"]])
         if carry is not None:  # as of the version of requests read; a group evaluated in full starts one
             carry.keep(KEPT, REQUESTS, kept_fp, {g: d for g, d in sorted(docs.items()) if g in fps})
-            if "disputes" in frames:
-                carry.keep(KEPT_DISPUTES, PREDICTIONS, kept_fp, len(docs))
+            if "disputes" in frames:  # its version is what counts: no tally
+                carry.keep(KEPT_DISPUTES, PREDICTIONS, kept_fp, None)
             carry.save()
         for g in changed:
             groups_state[g] = {
