@@ -287,6 +287,22 @@ class CoordinatorEngine:
         finally:
             self._predictions, self._events = outputs
 
+    def output_marks(self) -> tuple[int, int]:
+        """How many predictions and events are waiting to be drained (for :meth:`outputs_since` and
+        :meth:`take_outputs_before`)."""
+        return len(self._predictions), len(self._events)
+
+    def outputs_since(self, marks: tuple[int, int]) -> list[Prediction]:
+        """The predictions made since ``marks`` (:meth:`output_marks`) and not drained yet."""
+        return self._predictions[marks[0] :]
+
+    def take_outputs_before(self, other: Self, marks: tuple[int, int]) -> None:
+        """Put ``other``'s undrained outputs made before ``marks`` ahead of this model's own: this model is a
+        :meth:`fork` of ``other`` taken at ``marks`` and replayed again (the replay's late-timer
+        backtrack), and takes its place."""
+        self._predictions = other._predictions[: marks[0]] + self._predictions
+        self._events = other._events[: marks[1]] + self._events
+
     def fingerprint(self) -> Hashable:
         """What the answers to later requests depend on, as one hashable value (the replay's tie ordering
         compares the states different orders lead to): the group's state, generation, protocol, leader,
@@ -369,14 +385,18 @@ class CoordinatorEngine:
             return timer.deadline, timer.deadline + int(timer.data[1])
         return timer.deadline, timer.deadline
 
-    def handle(self, request: GroupRequest, late_timers_from: int | None = None) -> None:
+    def handle(
+        self, request: GroupRequest, late_timers_from: int | None = None, *, hold: bool = False
+    ) -> None:
         """Process one request (arrival order, non-decreasing ``arrival_ms``); fires due timers first.
 
         ``late_timers_from``: the timers due from that time up to the arrival fire *after* the request, at
         its arrival — a broker's timer thread running late (its purgatory reaper, a busy coordinator),
         which a log shows when a request right after a deadline was answered as if the timer had not
         fired yet. The replayer passes it only when the observed answer says so
-        (``rebalance_replay.transforms.replay``, within ``validation.broker_lag_ms``)."""
+        (``rebalance_replay.transforms.replay``, within ``validation.broker_lag_ms``). With ``hold`` they
+        do not fire after it either: a later request's ``late_timers_from`` fires them after that one (a
+        timer thread late past several requests)."""
         t = request.arrival_ms
         book = self._book
         if book.silent_move is not None or (not book.moved_episode and _move_error(request.observed)):
@@ -386,7 +406,8 @@ class CoordinatorEngine:
             return
         self._advance(min(late_timers_from, t), inclusive=False)  # strictly before: those fire on time
         served = self._handle(request, None)
-        self._advance(t, late=t)
+        if not hold:
+            self._advance(t, late=t)
         if served:  # the late timers ran at the broker that answered: alive then
             self._served()
 
