@@ -111,7 +111,9 @@ class Digests:
 
 @contextmanager
 def model_events(sink: list[Any]) -> Iterator[None]:
-    """Every event the coordinator model drains, in order (the replay's tracker consumes them)."""
+    """Every event the coordinator model drains, in order (the replay's tracker consumes them); under a
+    ``GroupReplayer``, use :func:`replayer_events`: only its own model's, not those of the copies it
+    tries requests on."""
     from rebalance_replay.transforms.coordinator.engine import CoordinatorEngine
 
     drain = CoordinatorEngine.drain
@@ -128,6 +130,35 @@ def model_events(sink: list[Any]) -> Iterator[None]:
         CoordinatorEngine.drain = drain  # type: ignore[method-assign]
 
 
+@contextmanager
+def replayer_events(sink: list[Any]) -> Iterator[None]:
+    """Every event a ``GroupReplayer``'s model drains into its tracker, in order."""
+    from rebalance_replay.transforms.replay import GroupReplayer
+
+    drain_model = GroupReplayer._drain_model
+
+    def recording(self: Any, out: Any) -> None:
+        model = self.model
+        drain = model.drain
+
+        def recorded() -> Any:
+            predictions, events = drain()
+            sink.extend((model.group_id, e) for e in events)
+            return predictions, events
+
+        model.drain = recorded
+        try:
+            drain_model(self, out)
+        finally:
+            del model.drain
+
+    GroupReplayer._drain_model = recording  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        GroupReplayer._drain_model = drain_model  # type: ignore[method-assign]
+
+
 def replay_groups(
     out: Digests, key: str, rows: list[dict[str, Any]], config: Any, horizon: int | None = None, **kw: Any
 ) -> None:
@@ -140,7 +171,7 @@ def replay_groups(
             by_group.setdefault(str(r["group_id"]), []).append(r)
     settings = ReplaySettings(coordinator=config, **kw)
     events: list[Any] = []
-    with model_events(events):
+    with replayer_events(events):
         for gid in sorted(by_group):
             group_rows = by_group[gid]
             replayer = GroupReplayer(gid, settings)
