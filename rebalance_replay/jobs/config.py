@@ -372,9 +372,9 @@ class ValidationConfig:
         200,
         "A JoinGroup/SyncGroup answer may leave the broker's coordinator up to this much later (ms) than the "
         "model's instant and still agree (the broker's own processing: appends, timer threads, GC); never "
-        "earlier beyond completion_tolerance_ms and line_lag_ms. A coordinator timer due up to this much before "
-        "a request may also be taken as firing after it, or after the next few, when only that explains the "
-        "broker's answers (a late timer thread).",
+        "earlier beyond completion_tolerance_ms and line_lag_ms. A coordinator timer due up to this much "
+        "before a request may also be taken as firing after it, or after the next few, when only that "
+        "explains the broker's answers (a late timer thread).",
         minimum=0,
     )
     line_lag_ms: int = setting(
