@@ -1386,6 +1386,7 @@ class GroupReplayer:
             self.model.moved_silently(
                 f"its requests are answered by {broker} now, by {self.serving_broker} before"
             )
+            self._held = None  # taken before the move: it cannot be replayed again without it
         self.serving_broker = broker
 
     def _handle(self, request: GroupRequest) -> None:
