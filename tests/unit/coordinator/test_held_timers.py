@@ -79,7 +79,7 @@ def test_without_hold_the_timer_fires_after_the_first_request() -> None:
 def test_outputs_since_marks_and_taken_before() -> None:
     """The predictions made since a mark are those of the requests handled since; a copy taken at the mark
     and replayed again takes the original's outputs from before the mark ahead of its own."""
-    model, a = group_with_the_delay_armed()
+    model, _ = group_with_the_delay_armed()
     marks = model.output_marks()
     before = model.outputs_since((0, 0))
     assert marks[0] == len(before) == 1 and marks[1] > marks[0]  # two predictions and events differ
