@@ -132,6 +132,32 @@ def results() -> dict[str, int | None]:
     return out
 
 
+#: the digest of the sources ./mutants was generated from (source_digest)
+SOURCE_STAMP = ".rebalance-replay-sources"
+
+
+def source_digest() -> str:
+    """A digest of every source file's path and content."""
+    h = hashlib.sha256()
+    for path in sorted((ROOT / "rebalance_replay").rglob("*.py")):
+        h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def drop_stale_mutants() -> None:
+    """Remove ./mutants when it was generated from other sources. mutmut regenerates a file's mutants only
+    when the source's mtime is later than its copy's: a copy left from other sources with a later mtime
+    (another checkout's, a file restored by git) is kept, and its tests then fail on the clean run
+    ("failed to collect stats": a stale columnar_log.py without a function the tests import, stop 47)."""
+    import shutil
+
+    folder = ROOT / "mutants"
+    stamp = folder / SOURCE_STAMP
+    if folder.exists() and (not stamp.exists() or stamp.read_text() != source_digest()):
+        print("mutation: ./mutants was generated from other sources: generated again", flush=True)
+        shutil.rmtree(folder)
+
+
 def generate(max_children: int) -> None:
     """mutmut's mutant generation (the first step of ``mutmut run``), alone: to list the mutants."""
     os.chdir(ROOT)
@@ -145,12 +171,14 @@ def generate(max_children: int) -> None:
     from mutmut.mutation.trampoline import set_mutant_under_test
 
     set_mutant_under_test("mutant_generation")
+    drop_stale_mutants()
     (ROOT / "mutants").mkdir(exist_ok=True)
     copy_src_dir()
     copy_also_copy_files()
     setup_source_paths()
     store_lines_covered_by_tests()
     stats = create_mutants(max_children)
+    (ROOT / "mutants" / SOURCE_STAMP).write_text(source_digest())
     print(f"mutation: generated ({stats.mutated} files mutated, {stats.unmodified} unchanged)", flush=True)
 
 
