@@ -1409,9 +1409,9 @@ class GroupReplayer:
                 self.model = trial
                 self._held = None
                 return
-        if held is None and lag and request.observed is not None:
-            due = self.model.next_timer_deadline()
-            if due is not None and t - lag <= due <= t:
+        if held is None:
+            due = self._lagging_timer(self.model, request)
+            if due is not None:
                 held = self._held = _Held(self.model.fork(), self.model.output_marks(), due, [])
         self._handle_on(self.model, request)
         if held is not None:
@@ -1448,19 +1448,25 @@ class GroupReplayer:
         after it when only that explains the broker's answer: a broker's timer thread runs late by a few
         ms (a real 3.7 broker expired a session 4 ms after its deadline and answered a heartbeat that
         arrived in between as if the member were still there; tests/data/real-kafka)."""
-        lag = self.settings.broker_lag_ms
-        t = request.arrival_ms
-        if lag and request.observed is not None:
-            due = model.next_timer_deadline()
-            if (
-                due is not None
-                and t - lag <= due <= t
-                and not self._explains(model, request, None)
-                and self._explains(model, request, due)
-            ):
-                model.handle(request, late_timers_from=due)
-                return
+        due = self._lagging_timer(model, request)
+        if (
+            due is not None
+            and not self._explains(model, request, None)
+            and self._explains(model, request, due)
+        ):
+            model.handle(request, late_timers_from=due)
+            return
         model.handle(request)
+
+    def _lagging_timer(self, model: GroupCoordinatorModel, request: GroupRequest) -> int | None:
+        """The deadline of ``model``'s next timer when it fell due at most ``broker_lag_ms`` before
+        ``request`` and the log gives the broker's answer to it (a timer the broker may have fired late)."""
+        lag = self.settings.broker_lag_ms
+        if not lag or request.observed is None:
+            return None
+        due = model.next_timer_deadline()
+        t = request.arrival_ms
+        return due if due is not None and t - lag <= due <= t else None
 
     def _explains(
         self, model: GroupCoordinatorModel, request: GroupRequest, late_timers_from: int | None

@@ -24,6 +24,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -149,8 +150,6 @@ def drop_stale_mutants() -> None:
     when the source's mtime is later than its copy's: a copy left from other sources with a later mtime
     (another checkout's, a file restored by git) is kept, and its tests then fail on the clean run
     ("failed to collect stats": a stale columnar_log.py without a function the tests import, stop 47)."""
-    import shutil
-
     folder = ROOT / "mutants"
     stamp = folder / SOURCE_STAMP
     if folder.exists() and (not stamp.exists() or stamp.read_text() != source_digest()):
