@@ -435,6 +435,12 @@ def _reconcile_member_request(model: Coordinator, call: ParkedCall, observed: st
             ensure_member(model, group, member_id, instance_id, req.client_id, req.protocol_type, what)
         if group.generation_id == gen:
             lose_confidence(model, f"{what}: the broker's generation is not {gen}")
+        if group.state == EMPTY and group.members:
+            # the broker checks the generation only of a member it has, and a group with a member is
+            # never Empty: it has moved to a later generation the model has not seen (which of the
+            # live states it is in, the answer does not say — Stable, as an accepted request would)
+            lose_confidence(model, f"{what} while the model is Empty")
+            force_state(model, group, STABLE, what)
     elif observed == "COORDINATOR_NOT_AVAILABLE" or observed == "GROUP_ID_NOT_FOUND":
         return
 

@@ -437,6 +437,47 @@ def test_track_mode_with_another_versions_answers(
         assert replay(track, observed, split=split) == once
 
 
+def test_warm_start_on_a_heartbeat_of_an_old_generation_then_a_static_rejoin() -> None:
+    """Found by the property above under CI's random seed (a 2.8 broker's answers, a 2.3.0 model in track
+    mode, warm start from the third request): a Heartbeat answered ILLEGAL_GENERATION after the model had
+    emptied the group made the model adopt its member but leave the group Empty, and the static member's
+    rejoin that followed raised IllegalStateTransition. The broker checks the generation only of a member
+    it has, so its group is not Empty: the model now puts it in Stable and knows it is guessing."""
+    config = CoordinatorConfig(kafka_version="2.8", group_initial_rebalance_delay_ms=0, group_max_size=2)
+    actions = [
+        ("join", 0, 0, 0, 0),
+        ("join", 0, 0, 0, 0),
+        ("join", 0, 0, 0, 0),
+        ("join", 0, 0, 0, 0),
+        ("join", 0, 0, 0, 3),
+        ("heartbeat", 0, 0, 8, 0),
+        ("join", 0, 8000, 0, 0),
+        ("join", 0, 0, 2, 0),
+    ]
+    requests, preds, _, _ = drive(config, actions, 1)
+    observed = with_answers(requests, preds)
+    heartbeat = observed[5]
+    assert heartbeat.api is ApiKey.HEARTBEAT and heartbeat.observed is not None
+    assert heartbeat.observed.error == "ILLEGAL_GENERATION"
+    warm = GroupCoordinatorModel(GROUP, replace(config, kafka_version="2.3.0", mode="track", warm_start=True))
+    suffix = observed[2:]
+    answered = []
+    for req in suffix:
+        warm.handle(req)
+        answered.extend(warm.drain()[0])
+        check_group(warm)
+        if req is heartbeat:
+            assert warm.group is not None and warm.group.state is GroupState.STABLE
+            assert not warm.book.confident
+    assert sorted(p.seq for p in answered) == list(range(len(suffix)))
+    join = answered[-1]
+    assert (join.request.api, join.response.error, join.response.member_id) == (
+        ApiKey.JOIN_GROUP,
+        "NONE",
+        suffix[-1].observed.member_id if suffix[-1].observed else None,
+    )
+
+
 def test_warm_start_on_a_commit_refused_mid_rebalance_then_a_static_rejoin() -> None:
     """Found by the property above (a 2.8 broker's answers, a 2.3.0 model in track mode, warm start from
     the commit): an OffsetCommit answered REBALANCE_IN_PROGRESS made the model adopt its member and
