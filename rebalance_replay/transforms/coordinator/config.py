@@ -128,6 +128,9 @@ class CoordinatorConfig:
     def features(self) -> VersionFeatures:
         return VersionFeatures.of(self)
 
+    def __deepcopy__(self, memo: dict[int, object]) -> CoordinatorConfig:
+        return self  # frozen, of immutable values: the model's fork shares it
+
 
 @dataclass(frozen=True, slots=True)
 class VersionFeatures:
@@ -184,6 +187,9 @@ class VersionFeatures:
     sync_stable_refreshes: bool
     #: Java OffsetCommit v9+ on an unknown group with generation >= 0 → GROUP_ID_NOT_FOUND.
     commit_group_id_not_found_v9: bool
+
+    def __deepcopy__(self, memo: dict[int, object]) -> VersionFeatures:
+        return self  # frozen, of immutable values: the model's fork shares it
 
     @staticmethod
     def of(config: CoordinatorConfig) -> VersionFeatures:

@@ -16,9 +16,10 @@ orders are checked against the real maps (``tests/unit/coordinator/test_java_has
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from rebalance_replay.transforms.coordinator.types import Cause, GroupRequest, GroupState, Protocol
 from rebalance_replay.transforms.kafka_protocol import Errors
@@ -162,6 +163,37 @@ def check_transition(current: GroupState, target: GroupState) -> None:
         raise IllegalStateTransition(f"illegal group state transition {current.value} -> {target.value}")
 
 
+_Slotted = TypeVar("_Slotted")
+_ATOMIC = (int, str, bytes, float, type(None))
+
+
+def copy_slots(
+    obj: _Slotted,
+    memo: dict[int, Any],
+    shallow: frozenset[str] = frozenset(),
+    shared: frozenset[str] = frozenset(),
+) -> _Slotted:
+    """``copy.deepcopy`` of a slotted object for the model's ``fork`` (the replay copies the model for nearly
+    every request it tries): numbers, strings and the ``shared`` slots (immutable, or never changed in
+    place) are taken as they are, the ``shallow`` slots (containers of such values) copied one level, and
+    any other slot deep-copied with ``memo`` (so that a parked call both a member and the book hold stays
+    one object). ``copy.deepcopy``'s generic walk goes through ``__reduce_ex__`` and every value."""
+    cls = type(obj)
+    new = cls.__new__(cls)
+    memo[id(obj)] = new
+    for name in cls.__slots__:  # type: ignore[attr-defined]
+        try:
+            value = getattr(obj, name)
+        except AttributeError:
+            continue
+        if name in shallow:
+            value = value.copy()
+        elif not (isinstance(value, _ATOMIC) or name in shared):
+            value = copy.deepcopy(value, memo)
+        setattr(new, name, value)
+    return new
+
+
 #: called by :meth:`ClassicGroup.transition_to` after every state change: (group, previous state,
 #: cause, causing member, adopted)
 TransitionListener = Callable[["ClassicGroup", GroupState, Cause, "str | None", bool], None]
@@ -197,6 +229,9 @@ class ParkedCall:
         self.unscored_reason = unscored_reason
         #: track mode: its Prediction was already emitted (the broker answered it before the model)
         self.emitted = False
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ParkedCall:
+        return copy_slots(self, memo, shared=frozenset({"request"}))
 
 
 @dataclass(slots=True)
@@ -248,6 +283,15 @@ class ReplayBook:
     last_request_ms: int | None = None
     silence_ms: int | None = None
     silence_end_ms: int | None = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ReplayBook:
+        # the persisted snapshots are replaced whole, never changed in place: shared
+        return copy_slots(
+            self,
+            memo,
+            shallow=frozenset({"inferred_seen", "notes", "immediate"}),
+            shared=frozenset({"ev_ref", "persisted", "persisted_served"}),
+        )
 
 
 def next_generation(generation: int) -> int:
@@ -302,6 +346,9 @@ class ClassicGroupMember:
         #: warm start / reconciliation: known only from other members' or its own non-join requests,
         #: so protocols and timeouts are unknown (it supports any protocol, never expires on its own)
         self.inferred = inferred
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ClassicGroupMember:
+        return copy_slots(self, memo, shared=frozenset({"protocols"}))
 
     @property
     def is_static(self) -> bool:
@@ -396,6 +443,15 @@ class ClassicGroup:
         self.has_offsets: bool | None = False
         self.last_commit_ms = 0
         self.empty_since_ms = 0
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ClassicGroup:
+        return copy_slots(
+            self,
+            memo,
+            shallow=frozenset(
+                {"pending_members", "pending_sync_members", "static_members", "supported_protocols"}
+            ),
+        )
 
     # --- state machine (GroupMetadata.transitionTo / assertValidTransition) --------------------
     def transition_to(

@@ -1,0 +1,82 @@
+"""The model's ``fork`` (the replay tries requests, tie orders and late timers on copies of the model): the
+same state, nothing shared that either copy changes, and each copy's group reporting to its own model.
+The copy is hand-made for the slotted state classes (``state.copy_slots``); these tests fail when a slot
+it should copy is shared instead."""
+
+from __future__ import annotations
+
+import copy
+
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
+from rebalance_replay.transforms.coordinator.types import EventKind, GroupState
+from tests.unit.coordinator.scenario import J
+from tests.unit.coordinator.test_held_timers import completed, joined
+
+CONFIG = CoordinatorConfig(kafka_version="3.7", group_initial_rebalance_delay_ms=3000)
+
+
+def in_the_initial_delay() -> tuple[GroupCoordinatorModel, str, str]:
+    """a joined at 1 ms and waits in the initial delay (due 3,001); b has its member id (pending)."""
+    model = GroupCoordinatorModel("g", CONFIG)
+    a = joined(model, 0)
+    model.handle(J(1, a).request({}))
+    b = joined(model, 10)
+    return model, a, b
+
+
+def test_a_fork_has_the_same_state_and_copies_what_changes() -> None:
+    model, a, _ = in_the_initial_delay()
+    model.drain()  # a fork leaves the undrained outputs behind; the saved state holds them
+    fork = model.fork()
+    assert fork.to_bytes() == model.to_bytes()
+    group, copied = model.group, fork.group
+    assert group is not None and copied is not None and copied is not group
+    assert copied.members[a] is not group.members[a]
+    assert copied.members[a].awaiting_join is not group.members[a].awaiting_join
+    maps = ("members", "pending_members", "pending_sync_members", "static_members", "supported_protocols")
+    for name in maps:
+        assert list(getattr(copied, name)) == list(getattr(group, name))
+        assert getattr(copied, name) is not getattr(group, name), name
+    assert fork._book is not model._book and fork._book.inferred_seen is not model._book.inferred_seen
+    assert fork._book.notes is not model._book.notes and fork._book.immediate is not model._book.immediate
+    # immutable values are shared, not copied
+    assert fork.config is model.config and copied.members[a].protocols is group.members[a].protocols
+
+
+def test_what_a_fork_does_leaves_the_model_as_it_was() -> None:
+    """b joins at 2,000 in the fork and the join phase completes there (one extension: both at 6,001); the
+    model keeps a alone in the delay, and its group reports none of the fork's transitions."""
+    model, a, b = in_the_initial_delay()
+    saved = model.to_bytes()
+    fork = model.fork()
+    fork.handle(J(2000, b).request({}))
+    fork.advance_to(10_000)
+    predictions, _ = fork.drain()
+    assert completed(predictions) == {a: (6001, 1), b: (6001, 1)}
+    assert model.to_bytes() == saved
+    assert model.group is not None and model.group.state is GroupState.PREPARING_REBALANCE
+    assert model.group.members[a].awaiting_join is not None and b in model.group.pending_members
+    assert model.next_timer_deadline() == 3001
+    original_predictions, original_events = model.drain()
+    assert [p.request.arrival_ms for p in original_predictions] == [0, 10]  # the MEMBER_ID_REQUIRED answers
+    assert all(e.time_ms <= 10 for e in original_events)  # the fork's transitions came at 3,001 and 6,001
+    assert any(e.kind is EventKind.TRANSITION for e in original_events)  # Empty -> PreparingRebalance at 1
+
+
+def test_a_parked_call_held_twice_stays_one_object_in_the_fork() -> None:
+    """Track mode keeps a parked call in the book as well as on its member: the copy keeps them one."""
+    model, a, _ = in_the_initial_delay()
+    group = model.group
+    assert group is not None
+    call = group.members[a].awaiting_join
+    assert call is not None
+    model._book.parked[call.seq] = call
+    fork = model.fork()
+    assert fork.group is not None
+    copied = fork.group.members[a].awaiting_join
+    assert copied is not call and fork._book.parked[call.seq] is copied
+    assert (copied.seq, copied.request, copied.state_before) == (call.seq, call.request, call.state_before)
+    copied.emitted = True
+    assert not call.emitted
+    assert copy.deepcopy(call).request is call.request  # frozen: shared
