@@ -429,6 +429,8 @@ class CoordinatorEngine:
         last = book.last_request_ms
         if last is not None and t - last >= self.config.group_min_session_timeout_ms:
             book.silence_ms, book.silence_end_ms = t - last, t
+        elif book.silence_ms is not None:
+            self._forget_silence_past(t)
         book.last_request_ms = t
         seq = book.seq
         book.seq = seq + 1
@@ -594,6 +596,8 @@ class CoordinatorEngine:
         book.seq = base + run.size
         book.now = book.clock = run.last_ms
         book.last_request_ms = run.last_ms
+        if book.silence_ms is not None:
+            self._forget_silence_past(run.last_ms)  # as the run's last request would (:meth:`_handle`)
         book.ev_seq = base + run.size - 1
         book.ev_ref = run.last_ref
         book.moved_episode = False
@@ -1003,6 +1007,18 @@ class CoordinatorEngine:
                     self.learn_member_order(group, call.request.observed)
                 self.append_prediction(call, out.response, reconciled=reconciled)
 
+    def _forget_silence_past(self, t: int) -> bool:
+        """Forget the silence the log-gap rule watches once ``t`` is past its window (as long again as the
+        silence, at least the smallest session timeout, after it ended): the members the gap hid would
+        have shown by then. Checked at every answer (:meth:`_log_gap`) and at every request, so that a
+        request the hot path takes (no answer goes through :meth:`_finish_op`) leaves the same state."""
+        book = self._book
+        silence, ended = book.silence_ms or 0, book.silence_end_ms or 0
+        if t - ended > max(silence, self.config.group_min_session_timeout_ms):
+            book.silence_ms = book.silence_end_ms = None
+            return True
+        return False
+
     def _log_gap(self, call: ParkedCall, predicted: PredictedResponse) -> None:
         """A log that lost lines: the group was silent in the log for at least the broker's smallest
         session timeout shortly before this request (within as long again), and the broker accepted it
@@ -1013,9 +1029,8 @@ class CoordinatorEngine:
         the broker until it is confident again — instead of counting the gap as the coordinator's
         mistakes. (Both modes, while confident; the silence is part of the saved state.)"""
         book = self._book
-        silence, ended = book.silence_ms or 0, book.silence_end_ms or 0
-        if book.clock - ended > max(silence, self.config.group_min_session_timeout_ms):
-            book.silence_ms = book.silence_end_ms = None  # the members the gap hid would have shown by now
+        silence = book.silence_ms or 0
+        if self._forget_silence_past(book.clock):
             return
         obs = call.request.observed
         if (
