@@ -159,6 +159,20 @@ def test_timer_queue_orders_equal_deadlines_rebalance_first_then_fifo() -> None:
     assert fired == [("join-g", 100), ("heartbeat-g-b", 100), ("heartbeat-g-a", 150)]
 
 
+def test_timer_queue_pop_key_removes_the_timer_and_tells_an_unarmed_key() -> None:
+    """``pop_key`` returns the timer armed under the key, which then never fires, and None for a key with
+    no timer (the immediate timers' loop pops only armed keys: a mutation making an unarmed key raise
+    passed every other test)."""
+    q = TimerQueue()
+    q.arm("join-g", 100, 0, "join")
+    q.arm("heartbeat-g-a", 100, SESSION_PRIORITY, "heartbeat")
+    popped = q.pop_key("join-g")
+    assert popped is not None and (popped.key, popped.deadline) == ("join-g", 100)
+    assert q.pop_key("join-g") is None and q.pop_key("never-armed") is None
+    fired = q.pop_due(200, inclusive=True)
+    assert fired is not None and fired.key == "heartbeat-g-a" and q.pop_due(200, inclusive=True) is None
+
+
 # ------------------------------------------------------------------------------------------ events
 def test_events_carry_kafka_causes_members_and_assignments() -> None:
     case = Case(
