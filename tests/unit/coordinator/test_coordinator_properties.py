@@ -10,6 +10,7 @@ mode (fed with another version's answers) keeps every invariant.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -539,6 +540,32 @@ def test_a_sync_sent_while_its_join_was_parked_at_the_ms_the_join_phase_ended() 
         assert not any(p.reconciled for p in model.drain()[0])
 
 
+def warm_start_answers_the_static_rejoin(
+    config: CoordinatorConfig,
+    observed: list[Any],
+    after: Callable[[Any, GroupCoordinatorModel], None] | None = None,
+) -> None:
+    """A 2.3.0 model in track mode warm-started from the third of ``observed`` (a 2.8 broker's answers):
+    every invariant after each request (and ``after``'s checks), each request answered once, and the last
+    one, a static member's rejoin, answered as the broker did."""
+    warm = GroupCoordinatorModel(GROUP, replace(config, kafka_version="2.3.0", mode="track", warm_start=True))
+    suffix = observed[2:]
+    answered = []
+    for req in suffix:
+        warm.handle(req)
+        answered.extend(warm.drain()[0])
+        check_group(warm)
+        if after is not None:
+            after(req, warm)
+    assert sorted(p.seq for p in answered) == list(range(len(suffix)))
+    join = answered[-1]
+    assert (join.request.api, join.response.error, join.response.member_id) == (
+        ApiKey.JOIN_GROUP,
+        "NONE",
+        suffix[-1].observed.member_id if suffix[-1].observed else None,
+    )
+
+
 def test_warm_start_on_a_heartbeat_of_an_old_generation_then_a_static_rejoin() -> None:
     """Found by the property above under CI's random seed (a 2.8 broker's answers, a 2.3.0 model in track
     mode, warm start from the third request): a Heartbeat answered ILLEGAL_GENERATION after the model had
@@ -561,23 +588,13 @@ def test_warm_start_on_a_heartbeat_of_an_old_generation_then_a_static_rejoin() -
     heartbeat = observed[5]
     assert heartbeat.api is ApiKey.HEARTBEAT and heartbeat.observed is not None
     assert heartbeat.observed.error == "ILLEGAL_GENERATION"
-    warm = GroupCoordinatorModel(GROUP, replace(config, kafka_version="2.3.0", mode="track", warm_start=True))
-    suffix = observed[2:]
-    answered = []
-    for req in suffix:
-        warm.handle(req)
-        answered.extend(warm.drain()[0])
-        check_group(warm)
+
+    def after(req: Any, warm: GroupCoordinatorModel) -> None:
         if req is heartbeat:
             assert warm.group is not None and warm.group.state is GroupState.STABLE
             assert not warm.book.confident
-    assert sorted(p.seq for p in answered) == list(range(len(suffix)))
-    join = answered[-1]
-    assert (join.request.api, join.response.error, join.response.member_id) == (
-        ApiKey.JOIN_GROUP,
-        "NONE",
-        suffix[-1].observed.member_id if suffix[-1].observed else None,
-    )
+
+    warm_start_answers_the_static_rejoin(config, observed, after)
 
 
 def test_warm_start_on_a_commit_refused_mid_rebalance_then_a_static_rejoin() -> None:
@@ -597,17 +614,4 @@ def test_warm_start_on_a_commit_refused_mid_rebalance_then_a_static_rejoin() -> 
     ]
     requests, preds, _, _ = drive(config, actions, 3)
     observed = with_answers(requests, preds)
-    warm = GroupCoordinatorModel(GROUP, replace(config, kafka_version="2.3.0", mode="track", warm_start=True))
-    suffix = observed[2:]
-    answered = []
-    for req in suffix:
-        warm.handle(req)
-        answered.extend(warm.drain()[0])
-        check_group(warm)
-    assert sorted(p.seq for p in answered) == list(range(len(suffix)))
-    join = answered[-1]
-    assert (join.request.api, join.response.error, join.response.member_id) == (
-        ApiKey.JOIN_GROUP,
-        "NONE",
-        suffix[-1].observed.member_id if suffix[-1].observed else None,
-    )
+    warm_start_answers_the_static_rejoin(config, observed)
