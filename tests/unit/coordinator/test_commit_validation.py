@@ -60,3 +60,23 @@ def test_a_commit_in_stable(version: str) -> None:
             config=config(version),
         )
     )
+
+
+@pytest.mark.parametrize("version", ["2.3", "2.8"])
+def test_a_commit_naming_a_static_members_instance_with_another_member_id_is_fenced(version: str) -> None:
+    """Static membership (2.3+): a commit whose group instance id belongs to another member id is
+    FENCED_INSTANCE_ID (``doCommitOffsets``: ``group.isStaticMemberFenced`` before the member and generation
+    checks), even from a member the group does not have; the static member's own commit is accepted."""
+    run_case(
+        Case(
+            "doCommitOffsets, a fenced static member",
+            [
+                J(0, alias="a", v=5, instance="i-a", expect=E(error="NONE", gen=1, completion=0)),
+                S(1, "a", 1, v=3, assignments={"a": b"A"}, expect=E(error="NONE")),
+                C(2, "stranger", 1, instance="i-a", expect=E(error="FENCED_INSTANCE_ID")),
+                C(3, "a", 1, instance="i-a", expect=E(error="NONE")),
+            ],
+            End(state="Stable", generation=1),
+            config=config(version),
+        )
+    )
