@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from rebalance_replay.transforms.coordinator.types import shared_when_copied
 from rebalance_replay.transforms.kafka_protocol import Errors
 from rebalance_replay.transforms.kafka_version import Version
 from rebalance_replay.transforms.kafka_version import (
@@ -128,9 +129,6 @@ class CoordinatorConfig:
     def features(self) -> VersionFeatures:
         return VersionFeatures.of(self)
 
-    def __deepcopy__(self, memo: dict[int, object]) -> CoordinatorConfig:
-        return self  # frozen, of immutable values: the model's fork shares it
-
 
 @dataclass(frozen=True, slots=True)
 class VersionFeatures:
@@ -188,9 +186,6 @@ class VersionFeatures:
     #: Java OffsetCommit v9+ on an unknown group with generation >= 0 → GROUP_ID_NOT_FOUND.
     commit_group_id_not_found_v9: bool
 
-    def __deepcopy__(self, memo: dict[int, object]) -> VersionFeatures:
-        return self  # frozen, of immutable values: the model's fork shares it
-
     @staticmethod
     def of(config: CoordinatorConfig) -> VersionFeatures:
         v = config.version
@@ -229,3 +224,7 @@ class VersionFeatures:
             sync_stable_refreshes=not java,
             commit_group_id_not_found_v9=java,
         )
+
+
+for _frozen in (CoordinatorConfig, VersionFeatures):
+    _frozen.__deepcopy__ = shared_when_copied  # type: ignore[union-attr]

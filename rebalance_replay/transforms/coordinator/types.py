@@ -284,12 +284,13 @@ class HeartbeatRun:
     max_gap_ms: int = 0  # the longest time between two consecutive requests of the run
 
 
-def _shared(self: object, memo: dict[int, object]) -> object:
+def shared_when_copied(self: object, memo: dict[int, object]) -> object:
     """A deep copy of a frozen value made only of immutable values is the value itself: the model's
-    ``fork`` (the replay's tie ordering copies the model once per request tried) shares requests and
-    answers instead of copying them field by field."""
+    ``fork`` (the replay's tie ordering copies the model once per request tried) shares requests,
+    answers and the configuration instead of copying them field by field (``__deepcopy__`` of such
+    classes, here and in ``config``)."""
     return self
 
 
 for _frozen in (Protocol, LeaveMember, ObservedResponse, GroupRequest, PredictedResponse):
-    _frozen.__deepcopy__ = _shared  # type: ignore[union-attr]
+    _frozen.__deepcopy__ = shared_when_copied  # type: ignore[union-attr]

@@ -7,20 +7,15 @@ from __future__ import annotations
 
 import copy
 
-from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
 from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
 from rebalance_replay.transforms.coordinator.types import EventKind, GroupState
 from tests.unit.coordinator.scenario import J
-from tests.unit.coordinator.test_held_timers import completed, joined
-
-CONFIG = CoordinatorConfig(kafka_version="3.7", group_initial_rebalance_delay_ms=3000)
+from tests.unit.coordinator.test_held_timers import completed, group_with_the_delay_armed, joined
 
 
 def in_the_initial_delay() -> tuple[GroupCoordinatorModel, str, str]:
     """a joined at 1 ms and waits in the initial delay (due 3,001); b has its member id (pending)."""
-    model = GroupCoordinatorModel("g", CONFIG)
-    a = joined(model, 0)
-    model.handle(J(1, a).request({}))
+    model, a = group_with_the_delay_armed()
     b = joined(model, 10)
     return model, a, b
 
