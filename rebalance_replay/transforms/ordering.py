@@ -258,6 +258,12 @@ class Trial(Protocol[Node]):
         """A whole order at once: its disagreements and the end state's fingerprint."""
         ...
 
+    def run_unless(self, order: Sequence[int], end: Hashable) -> tuple[int, Hashable] | None:
+        """As :meth:`run`, or None when the order ends in ``end`` (a fingerprint :meth:`close` gave): then
+        its disagreements are not needed — nothing it leads to differs — and what follows the tie need not
+        be scored."""
+        ...
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -307,7 +313,8 @@ def search_order(
 
     Ambiguity, looked for only where it is cheap: the constrained order with the stable key reversed,
     and — when the first search had to run — the same search preferring the opposite choices, look for
-    a second explaining order; when one ends in another state, the choice says so.
+    a second explaining order; when one ends in another state, the choice says so. (The reversed order of
+    an unsearched tie is scored only when it ends elsewhere: :meth:`Trial.run_unless`.)
     """
     n = len(before)
     base = constrained_order(before)
@@ -329,10 +336,15 @@ def search_order(
     # another explaining order, only where it is cheap: the reversed stable order, and a second search
     # only when the first one had to run (a stable order that explains the log costs one more run)
     reverse = constrained_order(before, reverse=True)
-    other_score, other_end = trial.run(reverse)
-    other: tuple[list[int], int, Hashable] | None = (reverse, other_score, other_end)
-    if other_score > 0 and searched:
-        other = _best_first(before, trial, budget, _preference(n, first, reverse=True))
+    other: tuple[list[int], int, Hashable] | None
+    if searched:
+        other_score, other_end = trial.run(reverse)
+        other = (reverse, other_score, other_end)
+        if other_score > 0:
+            other = _best_first(before, trial, budget, _preference(n, first, reverse=True))
+    else:  # the reversed order's score matters only when it ends elsewhere
+        ran = trial.run_unless(reverse, end)
+        other = None if ran is None else (reverse, *ran)
     if other is not None and other[1] == 0 and other[2] != end:
         return Choice(order, 0, other[0])
     return Choice(order, 0)

@@ -853,6 +853,13 @@ class _TieTrial:
         extra, end = self.close(model)
         return self._disagreements(predictions) + extra, end
 
+    def run_unless(self, order: Sequence[int], end: Hashable) -> tuple[int, Hashable] | None:
+        model, predictions = self._played(order)
+        if self._answers_depend_on(model) == end:
+            return None  # the lookahead (most of a run's cost) not run
+        extra, own_end = self.close(model)
+        return self._disagreements(predictions) + extra, own_end
+
     def _played(self, order: Sequence[int]) -> tuple[GroupCoordinatorModel, list[Prediction]]:
         """A copy of the model after the tie's requests in ``order``, and the answers it gave them."""
         model = self.model.fork()

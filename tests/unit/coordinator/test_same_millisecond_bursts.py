@@ -70,3 +70,25 @@ def test_an_order_the_log_does_not_single_out_is_reported_ambiguous() -> None:
     assert not [o for o in outcomes if o.what.startswith("mismatch")]
     ambiguous = {o.op for o in outcomes if o.what == f"unscored: {AMBIGUOUS_ORDER_REASON}"}
     assert blind <= ambiguous
+
+
+def test_an_order_that_explains_the_log_at_once_is_still_checked_for_ambiguity() -> None:
+    """The same blinded log without the five refused JoinGroups (the order the lines give explains
+    every answer, so no search runs): the reversed order explains them too and makes another leader,
+    so the five answers are still unscored as ambiguous."""
+    rec = bursts.read_fixture(DATA / "capped_v3.jsonl")
+    rows, line_ops = bursts.log_rows(rec, 2)
+    kept, blind = [], set()
+    for row in rows:
+        if row["api_key"] == ApiKey.JOIN_GROUP and row["error_name"] != "NONE":
+            continue
+        if row["api_key"] == ApiKey.JOIN_GROUP and row["completion_ms"] > row["arrival_ms"]:
+            row["response_leader"], row["response_members"] = None, None
+            blind.add(line_ops[row["line_no"]])
+        kept.append(row)
+    assert len(blind) == 5 and len(kept) == len(rows) - 5
+    predictions = bursts.replay(kept, bursts.coordinator(rec))
+    outcomes = bursts.disagreements(rec, predictions, line_ops)
+    assert not [o for o in outcomes if o.what.startswith("mismatch")]
+    ambiguous = {o.op for o in outcomes if o.what == f"unscored: {AMBIGUOUS_ORDER_REASON}"}
+    assert blind <= ambiguous
