@@ -5,13 +5,12 @@ the Scala and the Java coordinator."""
 
 from __future__ import annotations
 
+from rebalance_replay.transforms.coordinator import state
+
 
 def java_string_hash(text: str) -> int:
     """``java.lang.String.hashCode`` of ``text`` as a signed 32-bit int."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    h = state.java_string_hash(text)
     return h - (1 << 32) if h >= 1 << 31 else h
 
 

@@ -76,6 +76,19 @@ def test_string_hash_matches_java_values() -> None:
     assert java_string_hash("a") == 97
     assert java_string_hash("hello") == 99162322
     assert java_string_hash("polygenelubricants") == (-(2**31)) & 0xFFFFFFFF  # Java's famous MIN_VALUE hash
+    # over UTF-16 code units: a character outside the BMP is its two surrogates (0xD83D, 0xDE00)
+    assert java_string_hash("\U0001f600") == 31 * 0xD83D + 0xDE00
+    assert java_string_hash("\u00e9t\u00e9") == (233 * 31 + 116) * 31 + 233
+
+
+def test_string_hash_of_strings_longer_than_any_before() -> None:
+    """Java's loop, ``h = 31·h + c`` wrapping at 32 bits, on ids longer than the powers of 31 kept so far."""
+    for n in (1, 2, 63, 64, 65, 700):
+        text = "".join(chr(0x21 + (7 * i) % 0x5D) for i in range(n)) + "\u20ac"
+        h = 0
+        for c in text:
+            h = (31 * h + ord(c)) & 0xFFFFFFFF
+        assert java_string_hash(text) == h
 
 
 def test_capacity_doubles_past_three_quarters() -> None:
