@@ -1053,6 +1053,9 @@ class GroupReplayer:
         self.last_answer: dict[str, int] = {}  # member id → completion time of its last request
         self.clock_divisor = CLOCK_DIVISORS[0]
         self._held: _Held | None = None  # not saved: dropped when the model's outputs are drained
+        # id(row) → (row, its request) for rows a tie's trial made requests of, until they are replayed
+        # (within one process call)
+        self._made: dict[int, tuple[Mapping[str, Any], GroupRequest]] = {}
 
     # -- feeding ------------------------------------------------------------------------------------
     def feed(self, rows: Iterable[Mapping[str, Any]]) -> None:
@@ -1076,7 +1079,7 @@ class GroupReplayer:
         ``settings.bulk`` they stay columns (a call of at least ``settings.bulk_min_rows`` rows), and
         :meth:`process` validates routine runs of heartbeats in bulk; else they become rows for
         :meth:`feed`."""
-        if not self.settings.bulk or table.num_rows < self.settings.bulk_min_rows:
+        if not self.takes_columns(table.num_rows):
             self.feed(table.to_pylist())
             return
         api = table.column("api_key")
@@ -1088,6 +1091,11 @@ class GroupReplayer:
         rows = rows.select(list(REPLAY_COLUMNS)).cast(REPLAY_SCHEMA)
         self._sample_clock(rows.column("completion_ms").drop_null().to_numpy())
         self.pending.append(rows)
+
+    def takes_columns(self, n_rows: int) -> bool:
+        """Whether :meth:`feed_table` keeps a call of ``n_rows`` rows as columns (else it makes them rows
+        for :meth:`feed`)."""
+        return self.settings.bulk and n_rows >= self.settings.bulk_min_rows
 
     def _sample_clock(self, done: np.ndarray) -> None:
         """Logged completion times seen: the clock's resolution is the coarsest divisor of them all."""
@@ -1144,11 +1152,22 @@ class GroupReplayer:
             self._collect(out)  # what the model answered before the group outgrew the limit
             self._drop()
             return out
+        self._made.clear()
         if self.horizon_ms is None or until_ms > self.horizon_ms:
             self.model.advance_to(until_ms)
             self.horizon_ms = until_ms
         self._collect(out)
         return out
+
+    def _request(self, row: Mapping[str, Any]) -> GroupRequest:
+        """``request_from_row(row)``, made once for a row a tie's trial handled (its own and the lookahead's:
+        the same rows are replayed after it)."""
+        made = self._made.get(id(row))  # the entry keeps its row alive: no other row has that id
+        if made is not None:
+            return made[1]
+        request = request_from_row(row)
+        self._made[id(row)] = (row, request)
+        return request
 
     def _outgrown(self, at_ms: int) -> bool:
         """Whether the group has just outgrown ``settings.max_group_members`` (members and pending members
@@ -1172,6 +1191,7 @@ class GroupReplayer:
     def _drop(self) -> None:
         """Forget a refused group's replay state (rows, model, tracker): its state stays a few bytes."""
         self.buffer, self.pending = [], []
+        self._made.clear()
         self.brokers.clear()
         self.late.clear()
         self.ambiguous.clear()
@@ -1342,9 +1362,9 @@ class GroupReplayer:
         :class:`_TieTrial`). When another order explains the log as well but leads elsewhere, the
         requests whose answers differ between the two (or are still to come) are marked to be unscored
         (``AMBIGUOUS_ORDER_REASON``)."""
-        requests = [request_from_row(row) for row in tie]
+        requests = [self._request(row) for row in tie]
         taken, until = lookahead_rows(tie, following)
-        after = [request_from_row(row) for row in taken]
+        after = [self._request(row) for row in taken]
         trial = _TieTrial(self.model, requests, self.completion_tolerance_ms, after, until, self._handle_on)
         choice = search_order(
             predecessors(tie, () if self.model.group is None else self.model.group.members),
@@ -1363,7 +1383,8 @@ class GroupReplayer:
     def _replay_rows(self, rows: Iterable[Mapping[str, Any]], out: ReplayOutput) -> None:
         for row in rows:
             key = request_key(row["source_file"], row["line_no"], row["completion_ms"])
-            request = request_from_row(row)
+            made = self._made.pop(id(row), None) if self._made else None
+            request = request_from_row(row) if made is None else made[1]
             if self.horizon_ms is not None and request.arrival_ms < self.horizon_ms:
                 # landed after its time had been replayed (beyond replay.late_tolerance_ms): replayed now, at
                 # the horizon it missed, and not scored
