@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from rebalance_replay.jobs.group_runs import grouped_partitions, key_runs
+from rebalance_replay.jobs.group_runs import fewer_collections, grouped_partitions, key_runs
 from rebalance_replay.jobs.replay_run import ReplayResult, _finish_result, _write_small
 from rebalance_replay.jobs.replay_wire import (
     PredictionRows,
@@ -46,6 +46,10 @@ def fast_function(
     chunk = 20_000
 
     def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        with fewer_collections():
+            yield from replay_all(batches)
+
+    def replay_all(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         replayer: GroupReplayer | None = None
         parts: list[tuple[_Batch, int, int]] = []  # the current group's rows not yet fed: batch, from, to
         waiting = 0

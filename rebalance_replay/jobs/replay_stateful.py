@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from rebalance_replay.jobs.bookkeeping import write_json
 from rebalance_replay.jobs.config import Config
+from rebalance_replay.jobs.group_runs import fewer_collections
 from rebalance_replay.jobs.replay_feed import _classic_rows, _write_feed, _write_whole_feed
 from rebalance_replay.jobs.replay_run import (
     ReplayDirs,
@@ -74,9 +75,10 @@ def stateful_function(settings: ReplaySettings, side_dir: str) -> Callable[..., 
                 ]
             )
         )
-        out = _step(replayer, rows)
-        state.update((replayer.to_bytes(),))
-        predictions, rest = split_output(replayer, out)
+        with fewer_collections():
+            out = _step(replayer, rows)
+            state.update((replayer.to_bytes(),))
+            predictions, rest = split_output(replayer, out)
         _write_side(side_dir, f"call-{uuid.uuid4().hex}", [side_table([rest])])
         yield predictions.to_pandas(integer_object_nulls=True, date_as_object=True)
 

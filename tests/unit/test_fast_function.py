@@ -5,6 +5,7 @@ columns for a large one), its output is each group's replay on its own — the o
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,9 @@ def _run(
     side = tmp_path / f"side-{batch_rows}-{bulk_min_rows}"
     side.mkdir()
     fn = replay_fast.fast_function(_settings(bulk_min_rows), str(side))
+    thresholds = gc.get_threshold()
     out = list(fn(iter(feed.to_batches(max_chunksize=batch_rows))))
+    assert gc.get_threshold() == thresholds  # the task paced the collector only while it ran
     predictions = pa.Table.from_batches(out).to_pylist() if out else []
     (part,) = side.glob("*.parquet")
     return predictions, pq.read_table(part).to_pylist()

@@ -146,3 +146,22 @@ def test_collector_paused_turns_the_collector_off_for_the_block_and_back_as_it_w
         assert not gc.isenabled()  # left as it was: off
     finally:
         gc.enable()
+
+
+def test_fewer_collections_paces_the_collector_inside_and_puts_it_back() -> None:
+    import gc
+
+    from rebalance_replay.jobs.group_runs import YOUNG_THRESHOLD, fewer_collections
+
+    before = gc.get_threshold()
+    assert before[0] != YOUNG_THRESHOLD
+    with fewer_collections():
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, 20, 100)
+    assert gc.get_threshold() == before
+    try:
+        with fewer_collections(1234):
+            assert gc.get_threshold()[0] == 1234
+            raise RuntimeError("a task that fails")
+    except RuntimeError:
+        pass
+    assert gc.get_threshold() == before
