@@ -849,16 +849,18 @@ class _TieTrial:
         return node.fingerprint()
 
     def run(self, order: Sequence[int]) -> tuple[int, Hashable]:
-        model, predictions = self._played(order)
-        extra, end = self.close(model)
-        return self._disagreements(predictions) + extra, end
+        return self._scored(*self._played(order))
 
     def run_unless(self, order: Sequence[int], end: Hashable) -> tuple[int, Hashable] | None:
         model, predictions = self._played(order)
         if self._answers_depend_on(model) == end:
             return None  # the lookahead (most of a run's cost) not run
-        extra, own_end = self.close(model)
-        return self._disagreements(predictions) + extra, own_end
+        return self._scored(model, predictions)
+
+    def _scored(self, model: GroupCoordinatorModel, predictions: list[Prediction]) -> tuple[int, Hashable]:
+        """A whole order's disagreements (its answers, then :meth:`close`'s) and its end fingerprint."""
+        extra, end = self.close(model)
+        return self._disagreements(predictions) + extra, end
 
     def _played(self, order: Sequence[int]) -> tuple[GroupCoordinatorModel, list[Prediction]]:
         """A copy of the model after the tie's requests in ``order``, and the answers it gave them."""
