@@ -115,12 +115,14 @@ MUTATION_BASE   ?= $(shell git rev-parse -q --verify origin/main >/dev/null && e
 MUTATION_BUDGET ?= 540
 MUTATION_SAMPLE ?= 4
 MUTATION_SEED   ?= 24
+# mutants run at once (mutmut --max-children): CI runs one beside the real-Kafka tier
+MUTATION_CHILDREN ?= 2
 mutation: install
 	$(BIN)/python tests/mutation/run.py --full
 
 mutation-ci: install
 	$(BIN)/python tests/mutation/run.py --base $(MUTATION_BASE) --sample $(MUTATION_SAMPLE) \
-	  --seed $(MUTATION_SEED) --budget $(MUTATION_BUDGET)
+	  --seed $(MUTATION_SEED) --budget $(MUTATION_BUDGET) --max-children $(MUTATION_CHILDREN)
 
 bench: install
 	$(BIN)/python benchmarks/bench_model.py

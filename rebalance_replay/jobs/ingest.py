@@ -29,7 +29,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +46,7 @@ from rebalance_replay.jobs.log_files import (
     InputError,
     LogFile,
     SliceStats,
+    decode_line,
     describe_file,
     discover_files,
     plan_slices,
@@ -58,6 +59,7 @@ from rebalance_replay.jobs.warehouse import open_warehouse, redaction_key
 from rebalance_replay.schemas import INGEST_FILES, QUARANTINE, REQUESTS
 from rebalance_replay.schemas.core import Column, TableDef, arrow_table
 from rebalance_replay.transforms.broker_facts import (
+    api_versions_answer,
     api_versions_evidence,
     merge_by_broker,
     merge_evidence,
@@ -258,7 +260,7 @@ def parse_slices(
         clock.stepped([(n, _int_or_none(r.get("completion_ms"))) for n, r in records if r is not None])
         # other APIs' lines (most of a request log) are counted as they are read, told by their head
         # alone: only the rest is parsed, a block of BLOCK_LINES of them at a time
-        lines = _counting_other_apis(read_slice(s, stats), other_api, evidence)
+        lines = read_slice(s, stats, skip=_other_api_counter(other_api, evidence))
         for block in _blocks(lines, BLOCK_LINES if columnar and redact is None else 1):
             typed: dict[int, int] = {}  # block index -> row of routine.records
             routine = None
@@ -357,24 +359,37 @@ def _line_times(
     return times
 
 
-def _counting_other_apis(
-    lines: Iterator[tuple[int, str]], counts: dict[str, int], evidence: dict[str, Any]
-) -> Iterator[tuple[int, str]]:
-    """``lines`` but other APIs' JSON-era lines, told by their head alone (:func:`other_api_line`: a
-    substring test, no JSON parse): those are counted into ``counts`` instead, as ``parse_line`` would
-    have them counted."""
-    for line_no, line in lines:
-        out = other_api_line(line)
+def _other_api_counter(counts: dict[str, int], evidence: dict[str, Any]) -> Callable[[bytes], bool]:
+    """``read_slice``'s ``skip``: other APIs' JSON-era lines, told by their head alone
+    (:func:`other_api_line`: a substring test on the bytes, no decoding, no JSON parse), counted into
+    ``counts`` as ``parse_line`` would have them counted, and not read further."""
+
+    answers: set[str] = set()  # the ApiVersions answers read (most lines of that API repeat one)
+
+    def skip(raw: bytes) -> bool:
+        out = other_api_line(raw)
         if out is None:
-            yield line_no, line
-        else:
-            _count_other_api(out.api_name or "UNKNOWN", line, counts, evidence)
+            return False
+        name = out.api_name or "UNKNOWN"
+        line = None
+        if name == "API_VERSIONS":
+            line = decode_line(raw)
+            answer = api_versions_answer(line)
+            if answer in answers:
+                line = None  # its evidence is merged in already
+            elif answer is not None:
+                answers.add(answer)
+        _count_other_api(name, line, counts, evidence)
+        return True
+
+    return skip
 
 
-def _count_other_api(name: str, line: str, counts: dict[str, int], evidence: dict[str, Any]) -> None:
-    """Count one other API's line by its API name."""
+def _count_other_api(name: str, line: str | None, counts: dict[str, int], evidence: dict[str, Any]) -> None:
+    """Count one other API's line by its API name; an ApiVersions answer's ``line`` (one a connection: the
+    broker's versions per API) is read for evidence (None: not read)."""
     counts[name] = counts.get(name, 0) + 1
-    if name == "API_VERSIONS":  # one a connection: the broker's versions per API
+    if name == "API_VERSIONS" and line is not None:
         merge_evidence(evidence, api_versions_evidence(line))
 
 

@@ -15,7 +15,7 @@ import hashlib
 import os
 import re
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -188,18 +188,22 @@ def preceding_lines(s: FileSlice) -> list[str]:
     lines.pop()  # the slice starts at a line start: what follows the last newline is empty
     if begin > 0 and lines:
         lines.pop(0)  # cut mid-line
-    return [_decode(raw) for raw in lines]
+    return [decode_line(raw) for raw in lines]
 
 
-def read_slice(s: FileSlice, stats: SliceStats) -> Iterator[tuple[int, str]]:
+def read_slice(
+    s: FileSlice, stats: SliceStats, skip: Callable[[bytes], bool] | None = None
+) -> Iterator[tuple[int, str]]:
     """Yield ``(line_no, line)`` for every complete line of the slice, filling ``stats`` as it goes.
 
     A last line without a newline is taken only when it cannot still be growing: the file is gzipped or
     rotated, or the line already ends with the logger suffix. Otherwise it is left for the next ingest.
+    ``skip``: lines it takes (it is given each line's bytes, as read) are read and counted but neither
+    decoded nor yielded — ingest counts other APIs' lines, most of a request log, this way.
     """
     stats.end_line = s.start_line - 1
     stats.end_offset = s.start_offset
-    line_no = s.start_line - 1
+    before = line_no = s.start_line - 1
     offset = s.start_offset
     limit = s.end_offset
     try:
@@ -235,15 +239,17 @@ def read_slice(s: FileSlice, stats: SliceStats) -> Iterator[tuple[int, str]]:
                 for raw in lines:
                     line_no += 1
                     offset += len(raw) + 1
-                    stats.lines_read += 1
-                    stats.end_line, stats.end_offset = line_no, offset
-                    yield line_no, _decode(raw)
+                    if skip is not None and skip(raw):
+                        continue
+                    stats.lines_read, stats.end_line, stats.end_offset = line_no - before, line_no, offset
+                    yield line_no, decode_line(raw)
+                stats.lines_read, stats.end_line, stats.end_offset = line_no - before, line_no, offset
             if pending and (s.compressed or not s.live or _COMPLETE_TAIL.search(pending)):
                 line_no += 1
                 offset += len(pending)
-                stats.lines_read += 1
-                stats.end_line, stats.end_offset = line_no, offset
-                yield line_no, _decode(pending)
+                stats.lines_read, stats.end_line, stats.end_offset = line_no - before, line_no, offset
+                if skip is None or not skip(pending):
+                    yield line_no, decode_line(pending)
             elif pending:
                 stats.waiting_bytes = len(pending)
     except (OSError, EOFError, zlib.error) as e:
@@ -261,7 +267,9 @@ def _skip(f: Any, n: int) -> None:
         n -= len(chunk)
 
 
-def _decode(raw: bytes) -> str:
+def decode_line(raw: bytes) -> str:
+    """A line's bytes as read → its text (a CRLF file's ``\\r`` dropped, bytes that do not decode
+    replaced)."""
     if raw.endswith(b"\r"):
         raw = raw[:-1]
     return raw.decode("utf-8", errors="replace")

@@ -194,7 +194,7 @@ def count_predictions(
     members = (
         F.collect_set(F.when(F.col("api") == "JOIN_GROUP", _member("observed_member_id")))
         if join_members
-        else F.array()
+        else F.array().cast("array<string>")  # typed: Arrow has no non-nullable list of nulls
     )
     rows = _rows(
         predictions.groupBy("group_id", "api").agg(

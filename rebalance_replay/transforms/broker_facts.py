@@ -81,6 +81,7 @@ NEWEST: Version = (4, 99, 99)
 _API_KEY_RE = re.compile(
     r'api_?[kK]ey"?\s*[:=]\s*(\d+)\s*,\s*"?min_?[vV]ersion"?\s*[:=]\s*(-?\d+)\s*,\s*"?max_?[vV]ersion"?\s*[:=]\s*(-?\d+)'
 )
+_API_KEY_WORD = re.compile(r"api_?[kK]ey")
 _SOFTWARE_RE = re.compile(
     r'(?:"clientSoftwareName"\s*:\s*"([^"]*)"\s*,\s*"clientSoftwareVersion"\s*:\s*"([^"]*)"'
     r"|client_software_name=([^,]*),client_software_version=([^,}]*))"
@@ -103,6 +104,20 @@ def api_versions_evidence(line: str) -> dict[str, Any] | None:
     for m in _API_KEY_RE.finditer(line, max(cut, 0)):
         keys[m.group(1)] = [int(m.group(2)), int(m.group(3))]
     return {"api_versions": keys} if keys else None
+
+
+def api_versions_answer(line: str) -> str | None:
+    """The part of a JSON-era API_VERSIONS line :func:`api_versions_evidence` finds its evidence in — from
+    its answer to the ``"connection"`` field after it — when nothing past it names an API key; None when
+    the line is not so shaped. Lines with equal parts have equal evidence: a broker gives every client
+    the same answer, so ingest reads each distinct one once (the merge is idempotent)."""
+    cut = line.find("response")
+    if cut < 0:
+        return None
+    end = line.find(',"connection":', cut)
+    if end < 0 or _API_KEY_WORD.search(line, end):
+        return None
+    return line[cut:end]
 
 
 def other_line_evidence(line: str) -> dict[str, Any] | None:

@@ -264,6 +264,13 @@ class Trial(Protocol[Node]):
         be scored."""
         ...
 
+    def outcome(self, order: Sequence[int]) -> object:
+        """What a whole order leaves behind, compared with ``==``: its answers to the tie's requests, the
+        disagreements its end state shows and that state exactly (not only its fingerprint) as far as
+        what the trial scores after the tie can tell. Orders with equal outcomes score the same on what
+        follows the tie, and lead to the same fingerprint."""
+        ...
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -271,12 +278,38 @@ class Choice:
     out — another order that explains the log as well (no disagreement) but leads to another state."""
 
     order: list[int]
-    score: int
+    #: None: not scored (the log allows no other order, or every other one leaves the same outcome)
+    score: int | None
     alternative: list[int] | None = None
 
     @property
     def ambiguous(self) -> bool:
         return self.alternative is not None
+
+
+def few_orders(before: Sequence[set[int]], limit: int) -> list[list[int]] | None:
+    """Every order respecting ``before`` (the constrained order first) when there are at most ``limit``
+    of them; None when there are more, or when the constraints contradict each other (a cycle)."""
+    n = len(before)
+    indegree = [len(b) for b in before]
+    after: list[list[int]] = [[] for _ in range(n)]
+    for i, b in enumerate(before):
+        for j in b:
+            after[j].append(i)
+    ready = [i for i in range(n) if indegree[i] == 0]
+    seen = 0
+    while ready:
+        i = ready.pop()
+        seen += 1
+        for k in after[i]:
+            indegree[k] -= 1
+            if indegree[k] == 0:
+                ready.append(k)
+    if seen < n:
+        return None  # a cycle: linear_extensions would search every prefix in vain
+    # no cycle: every prefix linear_extensions builds completes, so taking limit + 1 costs little
+    orders = list(itertools.islice(linear_extensions(before), limit + 1))
+    return orders if len(orders) <= limit else None
 
 
 def search_budget(n: int, exhaustive_max: int) -> int:
@@ -315,11 +348,20 @@ def search_order(
     and — when the first search had to run — the same search preferring the opposite choices, look for
     a second explaining order; when one ends in another state, the choice says so. (The reversed order of
     an unsearched tie is scored only when it ends elsewhere: :meth:`Trial.run_unless`.)
+
+    Nothing is scored when the constraints allow one order, or two whose outcomes
+    (:meth:`Trial.outcome`, without what follows the tie) are equal: the constrained order is kept, not
+    ambiguous, as the search would (two followers' SyncGroups in one instant, two members leaving).
     """
     n = len(before)
     base = constrained_order(before)
     if n < 2:
         return Choice(base, 0)
+    few = few_orders(before, 2)
+    if few is not None and (len(few) == 1 or trial.outcome(few[0]) == trial.outcome(few[1])):
+        # the log allows one order, or two that leave the same outcome: whatever follows scores them the
+        # same, so the search would keep the constrained order and find nothing ambiguous
+        return Choice(base, None)
     score, end = trial.run(base)
     if n > search_max:
         return Choice(base, score)

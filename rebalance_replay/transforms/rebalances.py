@@ -122,7 +122,7 @@ JoinGroup.
 from __future__ import annotations
 
 import bisect
-import copy
+import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -1203,7 +1203,18 @@ class RebalanceTracker:
 
     @staticmethod
     def _copy(r: _Rebalance) -> _Rebalance:
-        return copy.deepcopy(r)
+        """A copy of an open rebalance to finish as a row: its lists copied (they are extended and sorted
+        into), their strings and context events shared (never changed once made)."""
+        return dataclasses.replace(
+            r,
+            members_before=list(r.members_before),
+            ctx_pre=list(r.ctx_pre),
+            ctx_post=list(r.ctx_post),
+            joined=list(r.joined),
+            left=list(r.left),
+            evicted=list(r.evicted),
+            members_after=None if r.members_after is None else list(r.members_after),
+        )
 
     @staticmethod
     def _attribute(r: _Rebalance, events: Sequence[_Ctx]) -> None:

@@ -816,6 +816,11 @@ class _TieTrial:
         self.member_lists = {
             obs.generation_id: obs.members for obs in parked if obs.members and obs.generation_id is not None
         }
+        #: the lookahead's last instant: a timer due later fires in no order the lookahead sees
+        self.horizon = max([self.t, *(r.arrival_ms for r in after), lookahead_until or self.t])
+        #: orders played by :meth:`outcome` and not used since (a model run for an order is used up by
+        #: the lookahead: taken once)
+        self._kept: dict[tuple[int, ...], tuple[GroupCoordinatorModel, list[Prediction]]] = {}
 
     def refused_at_once(self) -> list[int]:
         """The tie's requests the broker answered at once with an error."""
@@ -862,8 +867,26 @@ class _TieTrial:
         extra, end = self.close(model)
         return self._disagreements(predictions) + extra, end
 
+    def outcome(self, order: Sequence[int]) -> object:
+        model, predictions = self._played(order)
+        self._kept[tuple(order)] = model, predictions  # for run, when the outcomes differ
+        # each request's answer (in whatever order the model gave them: the order of the output rows is
+        # the real replay's, which plays the chosen order again)
+        by_request = {p.request.ref: (p.response, p.reconciled) for p in predictions}
+        answers: object = by_request
+        if None in by_request or len(by_request) != len(predictions):  # not one answer a logged request
+            answers = [(p.request.ref, p.response, p.reconciled) for p in predictions]
+        return (
+            answers,
+            2 * self._provisional(model) + self._deadline(model),
+            model.settled_state(self.horizon),
+        )
+
     def _played(self, order: Sequence[int]) -> tuple[GroupCoordinatorModel, list[Prediction]]:
         """A copy of the model after the tie's requests in ``order``, and the answers it gave them."""
+        kept = self._kept.pop(tuple(order), None)
+        if kept is not None:
+            return kept
         model = self.model.fork()
         for i in order:
             model.handle(self.requests[i])

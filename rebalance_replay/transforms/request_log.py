@@ -934,26 +934,30 @@ def _other_api_name(key: int, line: str, b: int) -> str:
     return name
 
 
+_MARKER_BYTES = _MARKER.encode()
+_JSON_HEAD_BYTES = re.compile(_JSON_HEAD.pattern.encode())
 #: the outcome of another API's line by its key as the broker writes it (no sign, no leading zero)
-_OTHER_API_OUTCOMES: dict[str, LineOutcome] = {
-    str(key): LineOutcome(LineKind.OTHER_API, api_name=name)
+_OTHER_API_OUTCOMES: dict[bytes, LineOutcome] = {
+    str(key).encode(): LineOutcome(LineKind.OTHER_API, api_name=name)
     for key, name in KNOWN_API_NAMES.items()
     if key not in _KEPT
 }
 
 
-def other_api_line(line: str) -> LineOutcome | None:
+def other_api_line(raw: bytes) -> LineOutcome | None:
     """What :func:`parse_line` says of a line that is another API's JSON-era ``Completed request`` line
     (Fetch, Produce, Metadata, …: most of a broker's request log), told from the line's head alone —
     the API key right after ``Completed request:{"isForwarded":…,"requestHeader":{"requestApiKey":`` —
-    without parsing its JSON, reading its timestamp or looking at the rest of the line: ``parse_line``
-    counts such a line as the API of that key whatever follows (broken JSON included). None when the head
-    does not tell: a kept API's line, a key Kafka does not name (or written with a sign or leading
-    zeros), the text era, another shape, any other line — those go through ``parse_line``."""
-    marker = line.find(_MARKER)
+    without decoding the line, parsing its JSON, reading its timestamp or looking at the rest of it:
+    ``parse_line`` counts such a line as the API of that key whatever follows (broken JSON included).
+    ``raw``: the line's bytes as read (the head is ASCII: a byte that does not decode, replaced by
+    ``parse_line``'s reading, cannot be part of it). None when the head does not tell: a kept API's line,
+    a key Kafka does not name (or written with a sign or leading zeros), the text era, another shape, any
+    other line — those go through ``parse_line``."""
+    marker = raw.find(_MARKER_BYTES)
     if marker < 0:
         return None
-    m = _JSON_HEAD.match(line, marker + _MARKER_LEN)
+    m = _JSON_HEAD_BYTES.match(raw, marker + _MARKER_LEN)
     return None if m is None else _OTHER_API_OUTCOMES.get(m.group(1))
 
 

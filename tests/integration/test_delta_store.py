@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,6 @@ from rebalance_replay.jobs.errors import SchemaEvolutionError, StorageError
 from rebalance_replay.schemas.core import Column as C
 from rebalance_replay.schemas.core import TableDef
 from rebalance_replay.schemas.tables import REQUESTS
-from tests.conftest import delta_spark_or_skip
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
@@ -730,43 +728,12 @@ def test_replace_where_predicates() -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# delta-spark engine (clusters)
+# delta-spark engine (clusters): every test above with ``engine`` runs on it in the delta-spark tier
+# (``make test-delta-spark``, CI). Three delta-spark-only tests that repeated them in ``make test`` (176 s
+# of its 3,421 worker-seconds, stop 52) were removed: a round trip (the retry, partition-overwrite and
+# round-trip tests), a whole overwrite and an empty append (their own tests), the rows a write returns
+# (``test_write_returns_the_rows_committed``, the same check).
 # --------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def spark_store(spark: Any, warehouse: Path) -> Iterator[DeltaStore]:
-    delta_spark_or_skip(spark)
-    yield open_store(spark, str(warehouse), "delta-spark")
-
-
-def test_delta_spark_round_trip(spark: Any, spark_store: DeltaStore) -> None:
-    assert spark_store.engine == "delta-spark"
-    assert spark_store.read(TINY).count() == 0
-    assert spark_store.append(tiny_rows(spark, [1, 2], D1), TINY, app_id="job", txn_version=1)
-    assert spark_store.append(tiny_rows(spark, [1, 2], D1), TINY, app_id="job", txn_version=1) is False
-    assert spark_store.transaction_version(TINY, "job") == 1
-    v = spark_store.version(TINY)
-    assert v is not None
-    assert spark_store.append(tiny_rows(spark, [3], D2), TINY)
-    assert spark_store.overwrite(tiny_rows(spark, [4], D1), TINY, partitions=[{"day": D1}])
-    assert ids_of(spark_store.read(TINY)) == [3, 4]
-    assert same_types(spark_store.read(TINY).schema, TINY.spark_schema())
-    # delta-rs reads what delta-spark wrote
-    assert DeltaTable(spark_store.path(TINY)).version() == spark_store.version(TINY)
-
-
-def test_delta_spark_whole_overwrite_and_empty_append(spark: Any, spark_store: DeltaStore) -> None:
-    empty = spark.createDataFrame([], TINY.spark_schema())
-    assert spark_store.append(empty, TINY, app_id="ingest", txn_version=0)
-    assert spark_store.exists(TINY)
-    assert spark_store.transaction_version(TINY, "ingest") == 0
-    assert spark_store.overwrite(tiny_rows(spark, [7], D3), TINY)
-    assert ids_of(spark_store.read(TINY)) == [7]
-
-
-def test_delta_spark_write_returns_the_rows_committed(spark: Any, spark_store: DeltaStore) -> None:
-    _check_write_counts(spark, spark_store)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -250,6 +250,19 @@ def test_data_docs_render_offline(sample_wh: Path) -> None:
     assert load.console_errors == [] and load.page_errors == []
 
 
+def test_no_member_limit_draws_what_a_limit_no_group_reaches_draws(sample_wh: Path, tmp_path: Path) -> None:
+    """``report.max_group_members=0`` means no limit (docs/config.md): every group gets its page, the same
+    pages as under a limit no group reaches. It crashed the report ("A null type field may not be
+    non-nullable": the JoinGroups' member ids not collected came back as an untyped empty array)."""
+    pages: dict[str, dict[str, str]] = {}
+    for limit in ("0", "1000"):
+        out = tmp_path / limit
+        args = ["report", "--warehouse", str(sample_wh), "--out", str(out)]
+        assert main([*args, "--set", f"report.max_group_members={limit}"]) == 0
+        pages[limit] = {p.name: p.read_text() for p in out.glob("group-*.html")}
+    assert len(pages["0"]) == 3 and pages["0"] == pages["1000"]
+
+
 @pytest.mark.browser  # its browser checks skip visibly when Chromium is missing
 def test_findings_are_rendered_when_the_audit_wrote_them(sample_wh: Path, tmp_path: Path) -> None:
     """A `findings` table (issue 10's columns) → markers with summary and fix, the evidence as file:line,

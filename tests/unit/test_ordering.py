@@ -7,21 +7,29 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Hashable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
+from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
+from rebalance_replay.transforms.coordinator.types import ObservedResponse
 from rebalance_replay.transforms.kafka_protocol import ApiKey
 from rebalance_replay.transforms.ordering import (
     constrained_order,
+    few_orders,
     linear_extensions,
     predecessors,
     search_budget,
     search_order,
     sort_key,
 )
-from rebalance_replay.transforms.replay import lookahead_rows
+from rebalance_replay.transforms.replay import _TieTrial, lookahead_rows
+from tests.unit.coordinator.scenario import H, J, S
+from tests.unit.coordinator.test_fork import in_the_initial_delay
+from tests.unit.coordinator.test_held_timers import joined
 
 JOIN, SYNC, HB = int(ApiKey.JOIN_GROUP), int(ApiKey.SYNC_GROUP), int(ApiKey.HEARTBEAT)
 
@@ -140,6 +148,7 @@ class _Target:
         self.ends = ends
         self.runs: list[list[int]] = []
         self.tries = 0
+        self.outcomes = 0
 
     def root(self) -> tuple[int, ...]:
         return ()
@@ -165,6 +174,10 @@ class _Target:
         score, own_end = self.run(order)
         return None if own_end == end else (score, own_end)
 
+    def outcome(self, order: Sequence[int]) -> object:
+        self.outcomes += 1
+        return [int(a != b) for a, b in zip(order, self.target, strict=True)], self._end(tuple(order))
+
 
 @settings(max_examples=80, deadline=None)
 @given(st.integers(min_value=2, max_value=12), st.randoms(use_true_random=False))
@@ -176,7 +189,8 @@ def test_search_finds_the_order_the_observations_need(n: int, rnd: random.Random
     trial = _Target(target)
     got = search_order(before, trial, exhaustive_max=5, search_max=64)
     assert _respects(got.order, before)
-    assert got.order == target and got.score == 0 and not got.ambiguous
+    assert got.order == target and not got.ambiguous
+    assert got.score == (None if len(few_orders(before, 1) or ()) == 1 else 0)  # None: the only order
 
 
 def test_search_is_pruned_by_the_answers_not_brute_force() -> None:
@@ -251,6 +265,11 @@ class _Costs(_Target):
         own = sum(self.costs.get((tuple(order[:k]), i), 0) for k, i in enumerate(order))
         return own + self.after.get(tuple(order), 0), frozenset(order)
 
+    def outcome(self, order: Sequence[int]) -> object:
+        # the lookahead's cost is what the end state leads to: part of the state, exactly
+        own = [self.costs.get((tuple(order[:k]), i), 0) for k, i in enumerate(order)]
+        return own, frozenset(order), self.after.get(tuple(order), 0)
+
 
 def test_a_state_reached_again_with_fewer_disagreements_is_searched_on() -> None:
     """[0, 1, 2] and [0, 2, 1] end in the same state, but request 2 after 1 contradicts its answer (a
@@ -289,3 +308,108 @@ def test_lookahead_rows_reach_the_last_answer_of_the_tie_and_of_the_next_join() 
     taken, until = lookahead_rows(tie, following[:3])
     assert taken == following[:3] and until == 150
     assert lookahead_rows(tie, []) == ([], None)
+
+
+def test_few_orders_lists_the_orders_only_when_there_are_few() -> None:
+    assert few_orders([set(), {0}, {1}], 2) == [[0, 1, 2]]
+    assert few_orders([set(), set()], 2) == [[0, 1], [1, 0]]
+    assert few_orders([set(), set(), {0, 1}], 2) == [[0, 1, 2], [1, 0, 2]]
+    assert few_orders([set(), set(), set()], 2) is None  # six
+    assert few_orders([{1}, {0}], 2) is None  # a cycle: no order respects it
+    assert few_orders([set() for _ in range(60)], 2) is None  # and at once
+
+
+def test_the_only_order_the_log_allows_is_not_scored() -> None:
+    """One connection's two requests: nothing to choose, so neither the order nor what follows it is run
+    (the lookahead would only score the order the search must keep)."""
+    trial = _Target([1, 0])
+    got = search_order([set(), {0}], trial, exhaustive_max=5, search_max=64)
+    assert got.order == [0, 1] and got.score is None and not got.ambiguous
+    assert trial.runs == [] and trial.tries == 0 and trial.outcomes == 0
+
+
+def test_two_orders_with_one_outcome_are_not_scored_further() -> None:
+    """Two orders that give the same answers and leave the same state (two followers' SyncGroups): the
+    constrained order, not ambiguous, and no lookahead run; when the outcomes differ, the search as
+    before."""
+    same = _Costs({}, {})
+    got = search_order([set(), set()], same, exhaustive_max=5, search_max=64)
+    assert got.order == [0, 1] and got.score is None and not got.ambiguous and same.runs == []
+    apart = _Costs({}, {(0, 1): 2})  # the same answers, but what follows contradicts the first order
+    apart.key = lambda node: node  # type: ignore[method-assign]  # (so the two end states differ)
+    got = search_order([set(), set()], apart, exhaustive_max=5, search_max=64)
+    assert got.order == [1, 0] and got.score == 0 and apart.runs[0] == [0, 1]
+
+
+def _two_joins_in_one_instant(leader_logged: bool) -> _TieTrial:
+    """Two members with their ids (KIP-394) join a new group at 100 ms, in one instant; the join phase
+    ends at 6,100 (the initial delay, extended once: b came after a). The log's answers name b leader
+    (``leader_logged``), or were logged without leader and member list."""
+    model = GroupCoordinatorModel(
+        "g", CoordinatorConfig(kafka_version="3.7", group_initial_rebalance_delay_ms=3000)
+    )
+    a, b = joined(model, 0), joined(model, 5)
+    model.drain()
+    leader, members = (b, (a, b)) if leader_logged else (None, None)
+    observed = ObservedResponse(error="NONE", generation_id=1, leader=leader, completion_ms=6100)
+    tie = [
+        replace(J(100, m).request({}), observed=replace(observed, member_id=m, members=ms), ref=("f", i))
+        for i, (m, ms) in enumerate(((a, None if members is None else ()), (b, members)))
+    ]
+    return _TieTrial(model, tie, 0, (), 6101)
+
+
+def test_two_joins_answered_later_are_ordered_by_their_answers() -> None:
+    """Neither JoinGroup is answered in the instant: each order leaves the same answers so far, but
+    another leader. The answers logged later name the second (in stable order) leader: the reversed
+    order, found by the search."""
+    trial = _two_joins_in_one_instant(leader_logged=True)
+    assert trial.outcome([0, 1]) != trial.outcome([1, 0])
+    got = search_order([set(), set()], trial, exhaustive_max=5, search_max=64)
+    assert got.order == [1, 0] and got.score == 0 and not got.ambiguous
+
+
+def test_two_joins_whose_answers_do_not_tell_are_ambiguous() -> None:
+    """The same, the answers logged without leader and member list: both orders explain the log and make
+    another leader, so the choice is ambiguous — their outcomes differ by the state alone (red when
+    ``outcome`` compares the answers and the disagreements only)."""
+    trial = _two_joins_in_one_instant(leader_logged=False)
+    assert trial.outcome([0, 1]) != trial.outcome([1, 0])
+    got = search_order([set(), set()], trial, exhaustive_max=5, search_max=64)
+    assert got.order == [0, 1] and got.score == 0 and got.alternative == [1, 0]
+
+
+def _two_heartbeats_in_one_instant(lookahead_until: int) -> tuple[_TieTrial, list[list[int]]]:
+    """a and b, Stable since 10,000 ms, send a heartbeat each at 11,000, in one instant: each re-arms its
+    member's session timer (due 21,000) — in the order they came, the order the two timers would fire
+    in. The lookahead runs the timers to ``lookahead_until``. Returns the trial and the orders it ran
+    whole (``run``: with the lookahead)."""
+    model, a, b = in_the_initial_delay()
+    ids = {a: a, b: b}
+    model.handle(J(2000, b).request(ids))
+    model.advance_to(10_000)  # one join phase, a leads: both await their SyncGroup
+    model.handle(S(10_000, a, assignments={}).request(ids))
+    model.handle(S(10_000, b).request(ids))
+    model.drain()
+    answered = ObservedResponse(error="NONE", completion_ms=11_000)
+    tie = [replace(H(11_000, m).request(ids), observed=answered, ref=("f", i)) for i, m in enumerate((a, b))]
+    trial = _TieTrial(model, tie, 0, (), lookahead_until)
+    ran: list[list[int]] = []
+    run = trial.run
+    trial.run = lambda order: ran.append(list(order)) or run(order)  # type: ignore[method-assign]
+    return trial, ran
+
+
+def test_two_heartbeats_are_one_outcome_while_their_timers_cannot_fire() -> None:
+    """Up to the lookahead's end, before the session timers are due, the two orders answer alike and leave
+    the same state but for the order their timers would fire in: one outcome, no lookahead run. When the
+    lookahead runs past their deadline, that order is part of the outcome, and the orders are scored as
+    before (the constrained one kept: nothing after tells them apart)."""
+    near, ran = _two_heartbeats_in_one_instant(20_999)
+    assert near.outcome([0, 1]) == near.outcome([1, 0])
+    got = search_order([set(), set()], near, exhaustive_max=5, search_max=64)
+    assert got.order == [0, 1] and got.score is None and not got.ambiguous and ran == []
+    far, ran = _two_heartbeats_in_one_instant(21_001)
+    assert far.outcome([0, 1]) != far.outcome([1, 0])
+    got = search_order([set(), set()], far, exhaustive_max=5, search_max=64)
+    assert got.order == [0, 1] and not got.ambiguous and ran[0] == [0, 1]

@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 
 import rebalance_replay.jobs.ingest as ingest
 from rebalance_replay.jobs.ingest import merge_slice_stats, parse_slices
-from rebalance_replay.jobs.log_files import describe_file, plan_slices
+from rebalance_replay.jobs.log_files import decode_line, describe_file, plan_slices
 from rebalance_replay.schemas import REQUESTS
+from rebalance_replay.transforms.broker_facts import api_versions_answer, api_versions_evidence
 from rebalance_replay.transforms.request_log import LineKind, other_api_line, parse_line
 from simulator.log_render import render_other_api_line
 from tests.log_corpus import suite_lines
@@ -184,20 +185,20 @@ def test_the_head_test_says_what_parse_line_says() -> None:
     lines = _mixed_sample()
     decided = 0
     for line in lines:
-        fast = other_api_line(line)
+        fast = other_api_line(line.encode())
         if fast is not None:
             decided += 1
             assert fast == parse_line(line, UTC_ZONE), line[:200]
             assert fast.kind is LineKind.OTHER_API
     # the head test takes every JSON-era line of the brokers' other APIs (there, Fetch is most of them)
     fetches = [line for line in _real_lines() if '"requestHeader":{"requestApiKey":1,' in line]
-    assert len(fetches) > 900 and all(other_api_line(line) is not None for line in fetches)
+    assert len(fetches) > 900 and all(other_api_line(line.encode()) is not None for line in fetches)
     assert decided > 1200
 
 
 @pytest.mark.parametrize("line", DECIDED, ids=range(len(DECIDED)))
 def test_other_apis_lines_are_decided_by_their_head(line: str) -> None:
-    fast = other_api_line(line)
+    fast = other_api_line(line.encode())
     assert fast is not None
     assert fast == parse_line(line, UTC_ZONE)
     assert fast.kind is LineKind.OTHER_API and fast.api_name
@@ -205,7 +206,7 @@ def test_other_apis_lines_are_decided_by_their_head(line: str) -> None:
 
 @pytest.mark.parametrize("line", UNDECIDED, ids=range(len(UNDECIDED)))
 def test_other_lines_are_left_to_the_parser(line: str) -> None:
-    assert other_api_line(line) is None
+    assert other_api_line(line.encode()) is None
     parse_line(line, UTC_ZONE)  # never raises
 
 
@@ -296,30 +297,36 @@ _VARIANTS = [FETCH, FOLLOWER_FETCH, PRODUCE, API_VERSIONS, HEARTBEAT, _spaced(FE
 
 
 @st.composite
-def _damaged(draw: st.DrawFn) -> str:
-    """A sample line cut, with a character changed, inserted or deleted somewhere (the head included)."""
+def _damaged(draw: st.DrawFn) -> bytes:
+    """A sample line cut, with a character changed, inserted or deleted somewhere (the head included), as
+    bytes; or with bytes that do not decode (a stray byte, a character cut short) inserted: the head test
+    reads the bytes as they come, the parser their decoding."""
     line = draw(st.sampled_from(_VARIANTS))
     i = draw(st.integers(0, len(line) - 1))
-    op = draw(st.sampled_from(["keep", "cut", "flip", "insert", "delete"]))
+    op = draw(st.sampled_from(["keep", "cut", "flip", "insert", "delete", "undecodable"]))
     char = draw(st.sampled_from(list('0123456789{}[]":, -\u0661x')))
+    if op == "undecodable":
+        raw = line.encode()
+        j = draw(st.integers(0, len(raw)))
+        return raw[:j] + draw(st.sampled_from([b"\xff", b"\xc3", b"\xe2\x82", b"\x80\x80"])) + raw[j:]
     return {
         "keep": line,
         "cut": line[:i],
         "flip": line[:i] + char + line[i + 1 :],
         "insert": line[:i] + char + line[i:],
         "delete": line[:i] + line[i + 1 :],
-    }[op]
+    }[op].encode()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(_damaged(), min_size=1, max_size=30))
-def test_damaged_lines_count_the_same_with_the_head_test(tmp_path_factory: Any, lines: list[str]) -> None:
-    for line in lines:
-        fast = other_api_line(line)
-        assert fast is None or fast == parse_line(line, UTC_ZONE)
+def test_damaged_lines_count_the_same_with_the_head_test(tmp_path_factory: Any, lines: list[bytes]) -> None:
+    for raw in lines:
+        fast = other_api_line(raw)
+        assert fast is None or fast == parse_line(decode_line(raw), UTC_ZONE)
     path = tmp_path_factory.mktemp("log") / "broker-1" / "kafka-request.log.1"
     path.parent.mkdir(parents=True)
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    path.write_bytes(b"".join(raw + b"\n" for raw in lines))
     new = _outcome(_slices(path), True)
     with pytest.MonkeyPatch.context() as m:
         _old_path(m)
@@ -329,3 +336,40 @@ def test_damaged_lines_count_the_same_with_the_head_test(tmp_path_factory: Any, 
     assert {k: v for k, v in new[2].items() if k != "other_api_counts"} == {
         k: v for k, v in old[2].items() if k != "other_api_counts"
     }
+
+
+@settings(max_examples=200, deadline=None)
+@given(raw=_damaged())
+def test_an_api_versions_answer_carries_its_lines_evidence(raw: bytes) -> None:
+    """Ingest reads each distinct ApiVersions answer once (``api_versions_answer``): the part it keys on
+    gives the whole line's evidence, whatever the damage."""
+    line = decode_line(raw)
+    answer = api_versions_answer(line)
+    assert answer is None or api_versions_evidence(answer) == api_versions_evidence(line)
+
+
+def test_api_versions_answers_repeat_across_connections_and_differ_by_listener() -> None:
+    again = API_VERSIONS.replace('"totalTimeMs":', '"totalTimeMs":1').replace(":52504-0", ":52777-3")
+    assert again != API_VERSIONS and api_versions_answer(again) == api_versions_answer(API_VERSIONS)
+    cut = API_VERSIONS.index('"apiKey":')
+    fewer = API_VERSIONS[:cut] + API_VERSIONS[API_VERSIONS.index('"apiKey":', cut + 1) :]
+    assert api_versions_answer(fewer) != api_versions_answer(API_VERSIONS)
+    trailing = API_VERSIONS.replace('"securityProtocol":', '"apiKey":68,"minVersion":0,"maxVersion":1,"x":')
+    assert api_versions_answer(trailing) is None  # past the answer, something names an API key: read whole
+
+
+def test_parse_slices_reads_each_answer_once_and_merges_them_all(tmp_path: Path) -> None:
+    """Many connections' ApiVersions answers, two distinct ones: the evidence is every answer's, as the
+    old path (each line read) gives it."""
+    cut = API_VERSIONS.index('"apiKey":')
+    fewer = API_VERSIONS[:cut] + API_VERSIONS[API_VERSIONS.index('"apiKey":', cut + 1) :]
+    lines = [API_VERSIONS, fewer, API_VERSIONS, HEARTBEAT, fewer] * 3
+    path = tmp_path / "broker-1" / "kafka-request.log.1"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    new = _outcome(_slices(path), True)[2]
+    with pytest.MonkeyPatch.context() as m:
+        _old_path(m)
+        old = _outcome(_slices(path), True)[2]
+    assert json.loads(new["evidence"]) == json.loads(old["evidence"])
+    assert json.loads(new["other_api_counts"]) == json.loads(old["other_api_counts"]) == {"API_VERSIONS": 12}

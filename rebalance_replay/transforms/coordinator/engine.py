@@ -19,9 +19,10 @@ class and implemented in :mod:`rebalance_replay.transforms.coordinator.reconcile
 from __future__ import annotations
 
 import copy
+import dataclasses
 import uuid
 from collections.abc import Callable, Hashable
-from typing import Self
+from typing import Any, Self
 
 from rebalance_replay.transforms.coordinator import causes
 from rebalance_replay.transforms.coordinator.codec import Json
@@ -43,6 +44,7 @@ from rebalance_replay.transforms.coordinator.state import (
     IllegalStateTransition,
     ParkedCall,
     ReplayBook,
+    copy_attributes,
     next_generation,
 )
 from rebalance_replay.transforms.coordinator.timers import (
@@ -161,6 +163,11 @@ def _protocol_inconsistent(requested: str | None, group_value: str | None, java:
     return requested != group_value
 
 
+#: what :meth:`CoordinatorEngine.settled_state` leaves out of the replay book: the outputs' sequence numbers
+#: and event context, the notes by request seq, and the parked calls keyed by seq (compared by request)
+_OUTPUT_BOOKKEEPING = frozenset({"seq", "clock", "ev_seq", "ev_ref", "notes", "parked"})
+
+
 class CoordinatorEngine:
     """The coordinator of one classic group, replayed from its requests in arrival order.
 
@@ -277,6 +284,9 @@ class CoordinatorEngine:
     def timer_keys(self) -> list[str]:
         return [t.key for t in self._timers.timers()]
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        return copy_attributes(self, memo)
+
     def fork(self) -> Self:
         """An independent copy to try requests on (the replay's tie ordering): the whole state, without
         the predictions and events not drained yet (they can be many, and the copy has no use for them)."""
@@ -302,6 +312,65 @@ class CoordinatorEngine:
         backtrack), and takes its place."""
         self._predictions = other._predictions[: marks[0]] + self._predictions
         self._events = other._events[: marks[1]] + self._events
+
+    def settled_state(self, firing_until: int | None = None) -> object:
+        """The state, exactly, as far as later answers can tell (the replay's tie ordering: two orders of
+        a tie that leave equal settled states are one for anything that follows, and neither needs its
+        lookahead): :meth:`fingerprint`, with every timer's deadline (a session timer's too) in firing
+        order, the members in the order they joined with every field, the group's remaining fields and
+        the replay book's (its parked calls by request). Not the bookkeeping of outputs (sequence
+        numbers, event context). Compared with ``==`` only (the written snapshots are dicts).
+
+        ``firing_until``: only what answers up to then can tell — the timers due later are listed by
+        key, not in the order they would fire (timers due together fire in the order they were armed:
+        two members' SyncGroups in one instant arm their session timers in the order they came)."""
+        due = self._timers.timers()
+        if firing_until is not None:
+            later = [t for t in due if t.deadline > firing_until]
+            due = [t for t in due if t.deadline <= firing_until] + sorted(later, key=lambda t: t.key)
+        timers = tuple((t.key, t.kind, t.deadline, t.priority, t.data) for t in due)
+        b = self._book
+        # every field of the book (a field added later is compared too) but the outputs' bookkeeping; the
+        # parked calls by request, not by their sequence numbers
+        book = (
+            *(getattr(b, f.name) for f in dataclasses.fields(b) if f.name not in _OUTPUT_BOOKKEEPING),
+            sorted(call.request.ref or ("", -1) for call in b.parked.values()),
+        )
+        group = self._group
+        if group is None:
+            return (self.fingerprint(), timers, book)
+        members = tuple(
+            (
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.protocol_type,
+                m.protocols,
+                m.session_timeout_ms,
+                m.rebalance_timeout_ms,
+                m.assignment,
+                m.is_new,
+                m.inferred,
+                None if m.awaiting_join is None else m.awaiting_join.request.ref,
+                None if m.awaiting_sync is None else m.awaiting_sync.request.ref,
+            )
+            for m in group.members.values()
+        )
+        return (
+            self.fingerprint(),
+            timers,
+            members,
+            group.previous_state,
+            group.map_layout,
+            group.peak_size,
+            group.order_known,
+            tuple(sorted(group.supported_protocols.items())),
+            group.has_offsets,
+            group.last_commit_ms,
+            group.empty_since_ms,
+            book,
+        )
 
     def fingerprint(self) -> Hashable:
         """What the answers to later requests depend on, as one hashable value (the replay's tie ordering

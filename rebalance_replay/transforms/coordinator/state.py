@@ -17,6 +17,7 @@ orders are checked against the real maps (``tests/unit/coordinator/test_java_has
 from __future__ import annotations
 
 import copy
+import functools
 import operator
 import sys
 from collections.abc import Callable, Iterable
@@ -52,8 +53,10 @@ def java_string_hash(text: str) -> int:
     return h & 0xFFFFFFFF
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _spread(key: str) -> int:
-    """``h ^ (h >>> 16)`` of ``String.hashCode`` (Java's ``HashMap.hash``, Scala's ``improveHash``)."""
+    """``h ^ (h >>> 16)`` of ``String.hashCode`` (Java's ``HashMap.hash``, Scala's ``improveHash``).
+    Remembered: the model orders a group's members by it on most requests, with the same few ids."""
     h = java_string_hash(key)
     return h ^ (h >> 16)
 
@@ -201,6 +204,22 @@ def copy_slots(
         elif not (isinstance(value, _ATOMIC) or name in shared):
             value = copy.deepcopy(value, memo)
         setattr(new, name, value)
+    return new
+
+
+def copy_attributes(obj: _Slotted, memo: dict[int, Any]) -> _Slotted:
+    """:func:`copy_slots` for an object whose attributes live in its ``__dict__`` (the model itself):
+    numbers and strings taken as they are, anything else deep-copied with ``memo``, without
+    ``copy.deepcopy``'s generic ``__reduce_ex__`` walk."""
+    cls = type(obj)
+    new = cls.__new__(cls)
+    memo[id(obj)] = new
+    new.__dict__.update(
+        {
+            name: value if isinstance(value, _ATOMIC) else copy.deepcopy(value, memo)
+            for name, value in obj.__dict__.items()
+        }
+    )
     return new
 
 

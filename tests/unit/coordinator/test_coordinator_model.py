@@ -3,6 +3,7 @@ events, the state machine table, placement, loading, warm-up confidence by time 
 
 from __future__ import annotations
 
+import copy
 import zlib
 
 import pytest
@@ -171,6 +172,24 @@ def test_timer_queue_pop_key_removes_the_timer_and_tells_an_unarmed_key() -> Non
     assert q.pop_key("join-g") is None and q.pop_key("never-armed") is None
     fired = q.pop_due(200, inclusive=True)
     assert fired is not None and fired.key == "heartbeat-g-a" and q.pop_due(200, inclusive=True) is None
+
+
+def test_timer_queue_copy_keeps_deepcopy_contract_and_is_independent() -> None:
+    """``TimerQueue.__deepcopy__`` (the fork's fast copy) registers its copy in ``memo`` under the queue's
+    own id: a graph that holds the queue twice gets one copy twice, and an entry under another id would
+    hand that copy out for an unrelated object (``None`` here) copied with the same memo. The copy's
+    timers are its own: re-arming or firing them leaves the original as it was."""
+    q = TimerQueue()
+    q.arm("join-g", 100, 0, "join")
+    q.arm("heartbeat-g-a", 120, SESSION_PRIORITY, "heartbeat")
+    first, second, nothing = copy.deepcopy([q, q, None])
+    assert first is second and first is not q and nothing is None
+    first.arm("heartbeat-g-a", 500, SESSION_PRIORITY, "heartbeat")
+    assert first.pop_key("join-g") is not None
+    fired = [(t.key, t.deadline) for t in iter(lambda: q.pop_due(1000, inclusive=True), None)]
+    assert fired == [("join-g", 100), ("heartbeat-g-a", 120)]
+    fired_copy = [(t.key, t.deadline) for t in iter(lambda: first.pop_due(1000, inclusive=True), None)]
+    assert fired_copy == [("heartbeat-g-a", 500)]
 
 
 # ------------------------------------------------------------------------------------------ events

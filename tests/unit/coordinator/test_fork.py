@@ -9,7 +9,7 @@ import copy
 
 from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
 from rebalance_replay.transforms.coordinator.types import EventKind, GroupState
-from tests.unit.coordinator.scenario import J
+from tests.unit.coordinator.scenario import H, J, S
 from tests.unit.coordinator.test_held_timers import completed, group_with_the_delay_armed, joined
 
 
@@ -75,3 +75,30 @@ def test_a_parked_call_held_twice_stays_one_object_in_the_fork() -> None:
     copied.emitted = True
     assert not call.emitted
     assert copy.deepcopy(call).request is call.request  # frozen: shared
+
+
+def test_the_settled_state_tells_what_the_fingerprint_leaves_out() -> None:
+    """Two heartbeats in one instant, in either order: the same fingerprint (a session timer by key only),
+    but the members' session timers, due together, fire in the order they were armed — a state the tie
+    ordering's outcome compares (``settled_state``)."""
+    model, a, b = in_the_initial_delay()
+    model.handle(J(2000, b).request({}))
+    model.advance_to(10_000)  # one join phase, a leads: both await their SyncGroup
+    model.handle(S(10_000, a, assignments={}).request({a: a, b: b}))
+    model.handle(S(10_000, b).request({a: a, b: b}))
+    assert model.group is not None and model.group.state is GroupState.STABLE
+    model.drain()
+    first, second = model.fork(), model.fork()
+    for copy_, order in ((first, (a, b)), (second, (b, a))):
+        for m in order:
+            copy_.handle(H(11_000, m).request({a: a, b: b}))
+    assert first.fingerprint() == second.fingerprint()
+    assert first.settled_state() != second.settled_state()
+    assert first.settled_state() == first.fork().settled_state()
+    # up to an instant before the two timers are due, no answer can tell the order they fire in
+    due = first.next_timer_deadline()
+    assert due is not None and due > 11_000
+    assert first.settled_state(firing_until=due - 1) == second.settled_state(firing_until=due - 1)
+    assert first.settled_state(firing_until=due) != second.settled_state(firing_until=due)
+    last = max(t.deadline for t in first._timers.timers())
+    assert first.settled_state(firing_until=last) == first.settled_state()  # all due by then: as a whole

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
 from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
-from rebalance_replay.transforms.coordinator.types import Prediction
+from rebalance_replay.transforms.coordinator.types import EventKind, Prediction
 from tests.unit.coordinator.scenario import J
 
 CONFIG = CoordinatorConfig(kafka_version="3.7", group_initial_rebalance_delay_ms=3000)
@@ -95,3 +95,20 @@ def test_outputs_since_marks_and_taken_before() -> None:
     assert [(p.seq, p.response) for p in predictions] == [(p.seq, p.response) for p in original_predictions]
     assert events[: marks[1]] == original_events[: marks[1]]
     assert len(events) == len(original_events)
+
+
+def test_an_extended_initial_delay_says_by_how_much_and_what_is_left() -> None:
+    """``InitialDelayedJoin``: armed with the delay (3 s) and what is left of the rebalance timeout after it
+    (60 s − 3 s = 57 s); when it fires with a member added since, it is armed again with min(the delay, what
+    is left) and what is left less the delay it ran (57 − 3 = 54 s) — the event names both."""
+    model, _ = group_with_the_delay_armed()
+    b = joined(model, 2000)
+    model.handle(J(2000, b).request({}))
+    model.advance_to(3001)
+    _, events = model.drain()
+    fired = [e for e in events if e.kind is EventKind.TIMER_EXPIRED and e.time_ms == 3001]
+    assert [(e.detail, e.cause) for e in fired] == [
+        ("join-g", None),  # the timer fired
+        ("join-g", "initial rebalance delay extended by 3000 ms (remaining 54000 ms)"),  # and was armed again
+    ]
+    assert model.next_timer_deadline() == 6001
