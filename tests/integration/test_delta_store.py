@@ -11,6 +11,7 @@ import json
 import os
 from datetime import UTC, date, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
@@ -29,7 +30,7 @@ from rebalance_replay.jobs.delta import (
     delta_spark_available,
     open_store,
 )
-from rebalance_replay.jobs.delta.spark import _replace_where
+from rebalance_replay.jobs.delta.spark import SNAPSHOT_PARTITIONS, _replace_where, size_snapshots
 from rebalance_replay.jobs.delta.task_files import TaskFileWriter
 from rebalance_replay.jobs.errors import SchemaEvolutionError, StorageError
 from rebalance_replay.schemas.core import Column as C
@@ -725,6 +726,37 @@ def test_replace_where_predicates() -> None:
     assert _replace_where(TWO_KEYS, specs) == (
         "(`day` = DATE'2024-05-01' AND `kind` = 'it\\'s') OR (`day` = DATE'2024-05-02' AND `kind` IS NULL)"
     )
+
+
+class _Conf:
+    """A session's runtime settings (``spark.conf``) as ``size_snapshots`` uses them."""
+
+    def __init__(self, **settings: str) -> None:
+        self.settings = settings
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.settings.get(key, default)
+
+    def set(self, key: str, value: str) -> None:
+        self.settings[key] = value
+
+
+@pytest.mark.parametrize(
+    "given,expected",
+    [
+        ({"spark.sql.shuffle.partitions": "8"}, "8"),  # the CLI's local session
+        ({"spark.sql.shuffle.partitions": "2"}, "2"),
+        ({}, None),  # Spark's default 200 shuffle partitions: Delta's own 50 stay
+        ({"spark.sql.shuffle.partitions": "50"}, None),
+        ({"spark.sql.shuffle.partitions": "8", SNAPSHOT_PARTITIONS: "64"}, "64"),  # the session's choice
+    ],
+)
+def test_snapshot_partitions_follow_a_small_sessions_shuffle_partitions(
+    given: dict[str, str], expected: str | None
+) -> None:
+    session = SimpleNamespace(conf=_Conf(**given))
+    size_snapshots(session)  # type: ignore[arg-type]
+    assert session.conf.get(SNAPSHOT_PARTITIONS) == expected
 
 
 # --------------------------------------------------------------------------------------------------

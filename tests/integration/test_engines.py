@@ -8,6 +8,8 @@ ingest's task-files path included); time travel, history, maintenance and tables
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,8 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 #: saw a finding), not what it found
 RUN_TIME_COLUMNS = ("ingested_at", "first_seen_ms", "last_seen_ms")
 PIPELINE = ("ingest", "replay", "validate", "audit")
+#: ``starts``' function: (kind, engine, where) → a copy of that start there
+Start = Callable[[str, str, Path], Path]
 
 
 def table_rows(wh: Path, name: str) -> list[str]:
@@ -104,16 +108,41 @@ def test_each_commit_names_its_run(warehouses: dict[str, Path]) -> None:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Path:
-    """The sample ingested and replayed (batch) by one engine, delta-rs."""
-    from tests.conftest import delta_spark_or_skip
+def reference(warehouses: dict[str, Path]) -> Path:
+    """The sample through the whole pipeline on one engine, delta-rs (its validate and audit leave the
+    tables the engine-change test compares as the ingest and the batch replay wrote them)."""
+    return warehouses["delta-rs"]
 
-    delta_spark_or_skip(spark)
-    wh = tmp_path_factory.mktemp("reference") / "wh"
-    for stage in ("ingest", "replay"):
-        extra = ["--input", str(SAMPLE)] if stage == "ingest" else []
-        assert main([stage, *extra, "--warehouse", str(wh), *engine_args("delta-rs")]) == 0
-    return wh
+
+#: the warehouses the tests below start from, each built once a module and engine, then copied
+_STARTS = {
+    # broker-1's logs ingested and replayed (batch)
+    "replayed": (("ingest", "--input", str(SAMPLE / "broker-1")), ("replay",)),
+    # broker-1's logs, then broker-2's: two runs, two versions of ``requests`` (the Delta commits)
+    "two ingests": (
+        ("ingest", "--input", str(SAMPLE / "broker-1")),
+        ("ingest", "--input", str(SAMPLE / "broker-2")),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def starts(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Start:
+    """``start(kind, engine, wh)``: a copy at ``wh`` of the ``kind`` warehouse (:data:`_STARTS`) that
+    ``engine`` wrote; the commands run once a kind and engine (Delta's log names its files relatively, so a
+    copied table is the table)."""
+    built: dict[tuple[str, str], Path] = {}
+
+    def start(kind: str, engine: str, wh: Path) -> Path:
+        if (kind, engine) not in built:
+            base = tmp_path_factory.mktemp("start") / "wh"
+            for command in _STARTS[kind]:
+                assert main([*command, "--warehouse", str(base), *engine_args(engine)]) == 0, command
+            built[(kind, engine)] = base
+        shutil.copytree(built[(kind, engine)], wh)
+        return wh
+
+    return start
 
 
 @pytest.mark.parametrize("first,second", [("delta-spark", "delta-rs"), ("delta-rs", "delta-spark")])
@@ -157,14 +186,12 @@ def _make_old(path: Path, drop: str) -> None:
     assert drop not in [f.name for f in DeltaTable(str(path)).schema().fields]
 
 
-def test_an_old_warehouse_takes_a_new_column(engine: str, tmp_path: Path) -> None:
+def test_an_old_warehouse_takes_a_new_column(engine: str, starts: Start, tmp_path: Path) -> None:
     """Old warehouse → new code: ``requests`` and ``rebalances`` lack a nullable column this release
     declares; the next ingest (an append: the tasks' own files on delta-rs) and replay (an overwrite) add
     it, the older rows read it as null, and a breaking change is refused in one line."""
-    wh = tmp_path / "wh"
+    wh = starts("replayed", engine, tmp_path / "wh")
     args = ["--warehouse", str(wh), *engine_args(engine)]
-    assert main(["ingest", "--input", str(SAMPLE / "broker-1"), *args]) == 0
-    assert main(["replay", *args]) == 0
     _make_old(wh / "requests", "raw_response")
     _make_old(wh / "rebalances", "trigger_cause")
     before = {r["line_no"] for r in read_table(wh / "requests")}
@@ -180,15 +207,13 @@ def test_an_old_warehouse_takes_a_new_column(engine: str, tmp_path: Path) -> Non
 
 
 def test_a_breaking_change_is_refused_in_one_line(
-    engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    engine: str, starts: Start, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    wh = tmp_path / "wh"
+    wh = starts("replayed", engine, tmp_path / "wh")
     args = ["--warehouse", str(wh), *engine_args(engine)]
-    assert main(["ingest", "--input", str(SAMPLE / "broker-1"), *args]) == 0
-    assert main(["replay", *args]) == 0
     path = wh / "rebalances"
     dt = DeltaTable(str(path))
     t = dt.to_pyarrow_table()
@@ -204,23 +229,15 @@ def test_a_breaking_change_is_refused_in_one_line(
     assert "breaking schema change" in err[0] and "MIGRATIONS" in err[0] and "generation_to" in err[0], err
 
 
-def _two_ingests(engine: str, wh: Path) -> list[Any]:
-    """broker-1's logs, then broker-2's: two runs, two versions of ``requests`` (the Delta commits)."""
-    args = ["--warehouse", str(wh), *engine_args(engine)]
-    assert main(["ingest", "--input", str(SAMPLE / "broker-1"), *args]) == 0
-    assert main(["ingest", "--input", str(SAMPLE / "broker-2"), *args]) == 0
-    return list(DeltaTable(str(wh / "requests")).history())
-
-
 def test_history_and_time_travel(
-    engine: str, spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    engine: str, spark: Any, starts: Start, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from rebalance_replay.jobs.delta import open_store
     from rebalance_replay.schemas import REQUESTS
 
-    wh = tmp_path / "wh"
+    wh = starts("two ingests", engine, tmp_path / "wh")
     args = ["--warehouse", str(wh), *engine_args(engine)]
-    commits = _two_ingests(engine, wh)
+    commits = list(DeltaTable(str(wh / "requests")).history())
     runs = json.loads((wh / "summary.json").read_text())["runs"]
     assert [r["command"] for r in runs] == ["ingest", "ingest"]
     assert {c.get("userMetadata") for c in commits} == {r["run_id"] for r in runs}
@@ -269,12 +286,11 @@ def test_history_and_time_travel(
     assert len(err) == 1 and "--as-of 999: table 'predictions' has versions" in err[0], err
 
 
-def test_maintain(engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_maintain(engine: str, starts: Start, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from rebalance_replay.jobs.locking import warehouse_lock
 
-    wh = tmp_path / "wh"
+    wh = starts("two ingests", engine, tmp_path / "wh")
     args = ["--warehouse", str(wh), *engine_args(engine)]
-    _two_ingests(engine, wh)
     before = {t.name: table_rows(wh, t.name) for t in ALL_TABLES if (wh / t.name).exists()}
     files_before = len(DeltaTable(str(wh / "requests")).file_uris())
     version_before = DeltaTable(str(wh / "requests")).version()

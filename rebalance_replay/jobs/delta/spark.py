@@ -36,6 +36,10 @@ DELTA_SQL_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
+#: Delta's partitions for reading a table's log into a snapshot (its state: every file, every
+#: transaction), and Delta's own default for it
+SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
+DELTA_DEFAULT_SNAPSHOT_PARTITIONS = 50
 
 
 def delta_package(spark_version: str | None = None) -> str:
@@ -120,6 +124,7 @@ class DeltaSparkStore(DeltaStore):
                 "the delta-spark engine needs the Delta Lake jars on the Spark classpath "
                 f"(spark.jars.packages={delta_package()}, or spark-submit --packages {delta_package()})"
             )
+        size_snapshots(spark)
 
     def _commit_conf(self) -> dict[str, str]:
         """Session settings of this store's commits: the run id in each commit's ``userMetadata``."""
@@ -454,6 +459,21 @@ class DeltaSparkStore(DeltaStore):
 # --------------------------------------------------------------------------------------------------
 
 _DELTA_CLASSES = ("io.delta.tables.DeltaTable", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+
+
+def size_snapshots(spark: SparkSession) -> None:
+    """Delta reads a table's log into a snapshot in :data:`SNAPSHOT_PARTITIONS` tasks, 50 unless set: sized
+    for logs of millions of files. A warehouse's tables have small logs, and every command reads several
+    snapshots, so on a small machine those 50 tasks a snapshot were most of a small command's time
+    (benchmarks/README.md, stop 53: two ingests, a replay and ``history`` of the sample on delta-spark
+    took 0.53x the wall time with 8 than with Delta's 50).
+    Unless the session sets it, it gets the session's shuffle partitions (the parallelism the session was
+    sized for), when those are fewer than Delta's 50."""
+    if spark.conf.get(SNAPSHOT_PARTITIONS, None) is not None:
+        return  # the session's own choice
+    shuffle = int(str(spark.conf.get("spark.sql.shuffle.partitions", "200")))
+    if shuffle < DELTA_DEFAULT_SNAPSHOT_PARTITIONS:
+        spark.conf.set(SNAPSHOT_PARTITIONS, str(shuffle))
 
 
 def delta_spark_available(spark: SparkSession) -> bool:
