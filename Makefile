@@ -46,17 +46,13 @@ cluster-demo: check-java install
 	  status=$$?; $(BIN)/python -m rebalance_replay.jobs.standalone stop --dir $(CLUSTER_DIR); exit $$status
 
 # The test tiers (README "Development" gives each one's measured time). `make test` is every tier but the
-# real-Kafka and the delta-spark ones: the browser tests in a pytest process of their own, after the rest
-# (both always run; it fails if either did).
+# real-Kafka and the delta-spark ones, the browser tests among the rest (a process of their own until stop 53:
+# one core idle for their ~6 minutes).
 # TEST_WORKERS pytest-xdist workers, a test file each at a time (a Spark session per worker; the real-Kafka
 # corpus file alone takes ~5 minutes, so two workers overlap it with the rest); TEST_WORKERS=0: one process
 TEST_WORKERS ?= 2
 test: check-java install
-	@status=0; \
-	$(BIN)/python -m pytest -m "not realkafka and not browser and not deltaspark" -n $(TEST_WORKERS) --dist loadfile \
-	  --durations=15 || status=$$?; \
-	$(BIN)/python -m pytest -p no:xdist -m "browser and not realkafka" --durations=5 || status=$$?; \
-	exit $$status
+	$(BIN)/python -m pytest -m "not realkafka and not deltaspark" -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 # The delta-spark engine (Delta's jars from Maven Central, cached in .cache/ivy): the two engines compared
 # table by table, a warehouse changing engine, schema evolution, time travel, maintenance, and the
