@@ -19,9 +19,10 @@ from simulator.oracle import KafkaOracle
 
 pytestmark = pytest.mark.differential
 
-#: Sequences per CI run (≈ 70,000 requests); the slow test adds more.
+#: Sequences per CI run (≈ 70,000 requests); the slow test adds more (8,000 until stop 53: ~4 minutes of
+#: CI's 90; the seeds are the same every run, so the extra 5,000 checked again what every earlier run had).
 CI_SEQUENCES = 2000
-SLOW_SEQUENCES = 8000
+SLOW_SEQUENCES = 3000
 
 
 def _assert_agree(oracle: KafkaOracle, seeds: range, kafka_version: str = "4.0") -> d.Triage:
