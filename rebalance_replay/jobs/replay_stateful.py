@@ -262,11 +262,19 @@ def _replay_incremental(
     say: Callable[[str], None],
     *,
     final: bool = False,
+    last_horizon_ms: int | None = None,
 ) -> ReplayResult:
     """The scheduled audit: replay what landed since the last run, keeping state in the checkpoint
-    (``final``: close the late-arrival horizon, :func:`~rebalance_replay.jobs.replay.replay`)."""
+    (``final``: close the late-arrival horizon, :func:`~rebalance_replay.jobs.replay.replay`).
+
+    A rebuild (the checkpoint lost, damaged or another warehouse's) replays every request again from empty
+    tables; its horizon is never behind the last run's (``last_horizon_ms``, else the manifest's), whose rows
+    were final: after a ``--final`` run, the rebuild would otherwise hold the log's last minutes back again
+    and the tables would lose their rows until the next ``--final``."""
     from pyspark.sql import functions as F
 
+    if last_horizon_ms is None and manifest.mode == "incremental":
+        last_horizon_ms = manifest.horizon_ms
     inc = dirs.incremental
     state_file = inc / "state.json"
     fresh = not state_file.exists() or manifest.mode != "incremental"
@@ -284,6 +292,7 @@ def _replay_incremental(
                 "this warehouse's tables"
             )
             fresh = True
+            last_horizon_ms = None  # the other warehouse's run, not this one's
     if fresh:
         shutil.rmtree(inc, ignore_errors=True)
         inc.mkdir(parents=True)
@@ -310,6 +319,8 @@ def _replay_incremental(
             return ReplayResult("incremental", "stateful", None, 0, up_to_date=True)
         tolerance = 0 if final else config.replay.late_tolerance_ms
         horizon = int(max_c) + 1 - tolerance
+        if fresh and last_horizon_ms is not None:  # a rebuild: as far as the last run had replayed
+            horizon = max(horizon, last_horizon_ms)
         ticks = [(g, False) for g in state["pending_groups"]]
         say(
             f"replay: incremental run {run_id}{' (final)' if final else ''}: {plural(n_new, 'new request')}, "
@@ -363,7 +374,15 @@ def _replay_incremental(
             )
             shutil.rmtree(inc, ignore_errors=True)
             return _replay_incremental(
-                spark, store, config, settings, dirs, ReplayManifest(), say, final=final
+                spark,
+                store,
+                config,
+                settings,
+                dirs,
+                ReplayManifest(),
+                say,
+                final=final,
+                last_horizon_ms=last_horizon_ms,
             )
         result = _finish_result("incremental", "stateful", horizon, n_new, totals, statuses)
         result.held_back = held_back_text(horizon, int(max_c), tolerance, final)

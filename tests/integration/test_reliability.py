@@ -120,6 +120,32 @@ def test_lost_or_damaged_checkpoint_is_rebuilt_from_the_tables(
     _assert_equal_and_not_empty(wh, fresh)
 
 
+@pytest.mark.parametrize("damage", ["damaged", "missing"])
+def test_a_rebuild_after_a_final_run_keeps_the_rows_it_made_final(
+    damage: str, tmp_path: Path, spark: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A scheduled audit closed with --final, then its checkpoint damaged or lost: the next (ordinary) run
+    rebuilds from the tables up to the final run's horizon, not the late-arrival tolerance behind the newest
+    answer, which would hold the log's last 10 minutes (all of the sample) back again and leave the tables
+    without the rows they had."""
+    wh = tmp_path / "wh"
+    assert main(["ingest", "--input", str(SAMPLE), "--warehouse", str(wh)]) == 0
+    assert main(["replay", "--warehouse", str(wh), "--incremental", "--final"]) == 0
+    closed = _tables(wh, OUTPUTS)
+    assert all(closed[t] for t in ("predictions", "transitions", "rebalances"))
+    checkpoint = wh / "_replay" / "incremental" / "checkpoint"
+    if damage == "missing":
+        shutil.rmtree(checkpoint)
+    else:
+        for f in (checkpoint / "offsets").iterdir():
+            if f.is_file():
+                f.write_bytes(b"\x00garbage")
+    capsys.readouterr()
+    assert main(["replay", "--warehouse", str(wh), "--incremental"]) == 0
+    assert "rebuilding the scheduled audit" in capsys.readouterr().err
+    assert _tables(wh, OUTPUTS) == closed
+
+
 def test_fuzzed_logs_run_end_to_end(tmp_path: Path, spark: object) -> None:
     """10,000 mutated lines of both eras and every API, plus damaged files (a gzip corrupt half-way, a
     50 MB line, binary garbage, an empty file, a symlink loop): the whole run finishes, every line is
