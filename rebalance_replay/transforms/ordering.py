@@ -174,16 +174,23 @@ def predecessors(tie: Sequence[Row], members: Collection[str] | None = None) -> 
     return before
 
 
+def _graph(before: Sequence[set[int]]) -> tuple[list[int], list[list[int]]]:
+    """The constraint graph as a topological sort walks it: each request's count of requests that must
+    come before it, and the requests that must come after each one."""
+    indegree = [len(b) for b in before]
+    after: list[list[int]] = [[] for _ in before]
+    for i, b in enumerate(before):
+        for j in b:
+            after[j].append(i)
+    return indegree, after
+
+
 def constrained_order(before: Sequence[set[int]], *, reverse: bool = False) -> list[int]:
     """A topological order of the constraint graph, smallest index (stable key) first whenever there is a
     choice (``reverse``: the largest); a cycle is broken by taking the smallest remaining index."""
     n = len(before)
     sign = -1 if reverse else 1
-    indegree = [len(b) for b in before]
-    after: list[list[int]] = [[] for _ in range(n)]
-    for i, b in enumerate(before):
-        for j in b:
-            after[j].append(i)
+    indegree, after = _graph(before)
     ready = [sign * i for i in range(n) if indegree[i] == 0]
     heapq.heapify(ready)
     done = [False] * n
@@ -291,11 +298,7 @@ def few_orders(before: Sequence[set[int]], limit: int) -> list[list[int]] | None
     """Every order respecting ``before`` (the constrained order first) when there are at most ``limit``
     of them; None when there are more, or when the constraints contradict each other (a cycle)."""
     n = len(before)
-    indegree = [len(b) for b in before]
-    after: list[list[int]] = [[] for _ in range(n)]
-    for i, b in enumerate(before):
-        for j in b:
-            after[j].append(i)
+    indegree, after = _graph(before)
     ready = [i for i in range(n) if indegree[i] == 0]
     seen = 0
     while ready:
