@@ -111,7 +111,7 @@ MUTATION_BASE   ?= $(shell git rev-parse -q --verify origin/main >/dev/null && e
 MUTATION_BUDGET ?= 540
 MUTATION_SAMPLE ?= 4
 MUTATION_SEED   ?= 24
-# mutants run at once (mutmut --max-children): CI runs one beside the real-Kafka tier
+# mutants run at once (mutmut --max-children)
 MUTATION_CHILDREN ?= 2
 mutation: install
 	$(BIN)/python tests/mutation/run.py --full
