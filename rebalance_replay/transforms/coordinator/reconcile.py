@@ -526,6 +526,10 @@ def _reconcile_join(
             model.remove_member_and_update_group(group, member, _because(what), RemovalReason.RECONCILED)
         elif member is not None and observed == "FENCED_INSTANCE_ID":
             drop_member(model, group, mid, what)
+    if not group.members and group.state in (COMPLETING, STABLE):
+        # the member the model took in for this join was the group's only one (a warm start's first
+        # sight of it): Kafka never holds a generation without members, the group is Empty
+        force_state(model, group, EMPTY, f"{what}: no member left")
 
 
 def _repark_join(

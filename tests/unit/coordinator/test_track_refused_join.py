@@ -8,7 +8,14 @@ from dataclasses import replace
 
 from rebalance_replay.transforms.coordinator.config import CoordinatorConfig
 from rebalance_replay.transforms.coordinator.model import GroupCoordinatorModel
-from rebalance_replay.transforms.coordinator.types import EventKind
+from rebalance_replay.transforms.coordinator.types import (
+    EventKind,
+    GroupRequest,
+    GroupState,
+    ObservedResponse,
+    Protocol,
+)
+from rebalance_replay.transforms.kafka_protocol import ApiKey
 from tests.unit.coordinator.test_coordinator_properties import GROUP, check_group, drive, with_answers
 
 ACTIONS = [
@@ -54,3 +61,38 @@ def test_join_phase_without_a_shared_protocol_loses_confidence_instead_of_crashi
         e.kind is EventKind.WARM_START and "no protocol shared by every member" in (e.detail or "")
         for e in events
     )
+
+
+def test_a_fenced_first_join_of_a_warm_start_leaves_the_group_empty() -> None:
+    """Regression (found by hypothesis): a warm-started model in track mode meets a group it has never seen
+    with a static member's JoinGroup (empty member id) that the broker answers FENCED_INSTANCE_ID (another
+    member holds the instance there). The model had taken the joiner in as the group's only member and
+    completed the join phase; the broker refused it, so the member goes and the group is Empty — before,
+    CompletingRebalance with no member and no leader, a state Kafka never holds."""
+    warm = GroupCoordinatorModel(
+        GROUP,
+        CoordinatorConfig(
+            kafka_version="2.3", mode="track", warm_start=True, group_initial_rebalance_delay_ms=0
+        ),
+    )
+    join = GroupRequest(
+        ApiKey.JOIN_GROUP,
+        5,
+        GROUP,
+        0,
+        member_id="",
+        group_instance_id="instance-0",
+        client_id="client-0",
+        session_timeout_ms=10_000,
+        rebalance_timeout_ms=30_000,
+        protocol_type="consumer",
+        protocols=(Protocol("range", b"m"),),
+        observed=ObservedResponse(
+            error="FENCED_INSTANCE_ID", generation_id=-1, leader="", member_id="instance-0-1", completion_ms=0
+        ),
+    )
+    warm.handle(join)
+    (answer,), _ = warm.drain()
+    check_group(warm)
+    assert answer.reconciled  # the model had said NONE
+    assert warm.group is not None and warm.group.state is GroupState.EMPTY and not warm.group.members
