@@ -1500,20 +1500,15 @@ class GroupReplayer:
         """The model handles ``request``. A timer due within ``broker_lag_ms`` before it is taken as firing
         after it when only that explains the broker's answer: a broker's timer thread runs late by a few
         ms (a real 3.7 broker expired a session 4 ms after its deadline and answered a heartbeat that
-        arrived in between as if the member were still there; tests/data/real-kafka). A timer due within
-        ``completion_tolerance_ms + line_lag_ms`` after it is taken as firing before it in the same case: a
-        real 4.4 broker expired a session (server.log: 29,336) a few ms before the deadline its last
-        heartbeat's line gives (29,337.8 or later) and answered the other member's heartbeat, arrived at
-        29,334, REBALANCE_IN_PROGRESS (tests/data/real-kafka-found/4.4/crash)."""
+        arrived in between as if the member were still there; tests/data/real-kafka)."""
         due = self._lagging_timer(model, request)
-        early = self._early_timer(model, request)
-        if (due is not None or early is not None) and not self._explains(model, request, None):
-            if due is not None and self._explains(model, request, due):
-                model.handle(request, late_timers_from=due)
-                return
-            if early is not None and self._explains(model, request, None, early):
-                model.handle(request, early_timers_until=early)
-                return
+        if (
+            due is not None
+            and not self._explains(model, request, None)
+            and self._explains(model, request, due)
+        ):
+            model.handle(request, late_timers_from=due)
+            return
         model.handle(request)
 
     def _lagging_timer(self, model: GroupCoordinatorModel, request: GroupRequest) -> int | None:
@@ -1526,23 +1521,8 @@ class GroupReplayer:
         t = request.arrival_ms
         return due if due is not None and t - lag <= due <= t else None
 
-    def _early_timer(self, model: GroupCoordinatorModel, request: GroupRequest) -> int | None:
-        """The deadline of ``model``'s next timer when it falls due at most ``completion_tolerance_ms +
-        line_lag_ms`` after ``request`` and the log gives the broker's answer to it (a deadline the
-        broker may have passed before it handled the request: :meth:`_handle_on`)."""
-        if request.observed is None:
-            return None
-        due = model.next_timer_deadline()
-        t = request.arrival_ms
-        window = self.completion_tolerance_ms + self.settings.line_lag_ms
-        return due if due is not None and t < due <= t + window else None
-
     def _explains(
-        self,
-        model: GroupCoordinatorModel,
-        request: GroupRequest,
-        late_timers_from: int | None,
-        early_timers_until: int | None = None,
+        self, model: GroupCoordinatorModel, request: GroupRequest, late_timers_from: int | None
     ) -> bool | None:
         """Whether a copy of ``model`` answers ``request`` as the broker did (None: not answered by when
         the broker answered it, or not answered yet when the log gives no answer time). A request the
@@ -1550,19 +1530,15 @@ class GroupReplayer:
         when its timers have run to the broker's answer: a real 4.4 broker's initial-delay timer fired
         after a join 18 ms past its deadline, took that member into the first extension and ended the
         delay one extension early (tests/data/real-kafka-found/4.4/single, group ``birth``)."""
-        return self._outcome(model, request, late_timers_from, early_timers_until)[0]
+        return self._outcome(model, request, late_timers_from)[0]
 
     def _outcome(
-        self,
-        model: GroupCoordinatorModel,
-        request: GroupRequest,
-        late_timers_from: int | None,
-        early_timers_until: int | None = None,
+        self, model: GroupCoordinatorModel, request: GroupRequest, late_timers_from: int | None
     ) -> tuple[bool | None, int]:
         """:meth:`_explains`, and how many of the answers a copy of ``model`` gives by then disagree with
         the broker's (``request``'s and those of requests it completes or contradicts)."""
         trial = model.fork()
-        trial.handle(request, late_timers_from=late_timers_from, early_timers_until=early_timers_until)
+        trial.handle(request, late_timers_from=late_timers_from)
         predictions, _ = trial.drain()
         obs = request.observed
         assert obs is not None

@@ -455,12 +455,7 @@ class CoordinatorEngine:
         return timer.deadline, timer.deadline
 
     def handle(
-        self,
-        request: GroupRequest,
-        late_timers_from: int | None = None,
-        *,
-        hold: bool = False,
-        early_timers_until: int | None = None,
+        self, request: GroupRequest, late_timers_from: int | None = None, *, hold: bool = False
     ) -> None:
         """Process one request (arrival order, non-decreasing ``arrival_ms``); fires due timers first.
 
@@ -470,29 +465,18 @@ class CoordinatorEngine:
         fired yet. The replayer passes it only when the observed answer says so
         (``rebalance_replay.transforms.replay``, within ``validation.broker_lag_ms``). With ``hold`` they
         do not fire after it either: a later request's ``late_timers_from`` fires them after that one (a
-        timer thread late past several requests).
-
-        ``early_timers_until``: the timers due after the arrival up to that time fire *before* the request,
-        at its arrival: a deadline the log puts a few ms after a request, which the broker had passed when
-        it handled the request (both instants come from ms-truncated line times less ``totalTimeMs``, a
-        line may be written late, and the broker handles a request after its ``requestQueueTimeMs``).
-        Passed, like ``late_timers_from``, only when the observed answer says so."""
+        timer thread late past several requests)."""
         t = request.arrival_ms
         book = self._book
         if book.silent_move is not None or (not book.moved_episode and _move_error(request.observed)):
             self._move_seen(request)
-        if early_timers_until is not None:
-            self._advance(t)
-            self._advance(early_timers_until, inclusive=True, at=t)
-            self._handle(request, None)
-            return
         if late_timers_from is None:
             self._handle(request, t)
             return
         self._advance(min(late_timers_from, t), inclusive=False)  # strictly before: those fire on time
         served = self._handle(request, None)
         if not hold:
-            self._advance(t, at=t)
+            self._advance(t, late=t)
         if served:  # the late timers ran at the broker that answered: alive then
             self._served()
 
@@ -767,21 +751,21 @@ class CoordinatorEngine:
     # ============================================================================================
     # timers
     # ============================================================================================
-    def _advance(self, t: int, inclusive: bool | None = None, at: int | None = None) -> None:
-        """Fire the timers due by ``t`` (the timer rule unless ``inclusive`` is given; at ``at`` when
-        the broker's timer ran late or early)."""
-        self._run_timers(t, self._inclusive if inclusive is None else inclusive, at)
+    def _advance(self, t: int, inclusive: bool | None = None, late: int | None = None) -> None:
+        """Fire the timers due by ``t`` (the timer rule unless ``inclusive`` is given; at ``late`` when
+        the broker's timer ran late)."""
+        self._run_timers(t, self._inclusive if inclusive is None else inclusive, late)
         if self._book.immediate:
             self._book.immediate.clear()
 
-    def _run_timers(self, t: int, inclusive: bool, at: int | None = None) -> None:
+    def _run_timers(self, t: int, inclusive: bool, late: int | None = None) -> None:
         timers = self._timers
         stalled = 0  # join timers fired in a row, each re-arming itself one rebalance timeout later
         while True:
             timer = timers.pop_due(t, inclusive)
             if timer is None:
                 return
-            self._fire_timer(timer, at)
+            self._fire_timer(timer, late)
             stalled = stalled + 1 if self._join_stalled(timer) else 0
             if stalled >= STALLED_JOIN_REPEATS:
                 self._skip_stalled_join(t)
@@ -836,9 +820,9 @@ class CoordinatorEngine:
                 self._timers.pop_key(key)
                 self._fire_timer(timer)
 
-    def _fire_timer(self, timer: Timer, at: int | None = None) -> None:
-        """Fire ``timer`` at its deadline, or at ``at`` when the broker's timer ran late or early."""
-        self._book.clock = timer.deadline if at is None else at
+    def _fire_timer(self, timer: Timer, late: int | None = None) -> None:
+        """Fire ``timer`` at its deadline, or at ``late`` when the broker's timer ran late."""
+        self._book.clock = timer.deadline if late is None else max(timer.deadline, late)
         self._book.ev_seq = self._book.seq
         self._book.ev_ref = None
         self._fire(timer)
