@@ -488,6 +488,8 @@ def test_a_real_brokers_routine_lines_give_the_same_rows_either_way(tmp_path: Pa
     ]
     (stats,) = [r for r in rows if r["row_kind"] == "stats"]
     assert (stats["lines_read"], stats["n_requests"], stats["n_quarantined"]) == (5, 5, 0)
+    # group lines alone tell nothing of the broker (its versions come from ApiVersions answers): no evidence
+    assert (stats["n_other_api"], stats["n_other"], stats["evidence"]) == (0, 0, None)
     assert by_line[1]["api_name"] == "SYNC_GROUP"
     for no, (api, version, uuid, client, done, total) in enumerate(ROUTINE, 2):
         r = by_line[no]

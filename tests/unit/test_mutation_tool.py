@@ -1,9 +1,11 @@
-"""tests/mutation/run.py's housekeeping: ./mutants generated from other sources is generated again."""
+"""tests/mutation/run.py's housekeeping: ./mutants generated from other sources (or with other files mutated)
+is generated again; the groups of modules judged in one ``mutmut run``, and their guards."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
+import tomllib
 from pathlib import Path
 from types import ModuleType
 
@@ -29,13 +31,50 @@ def test_mutants_from_other_sources_are_dropped(tmp_path: Path, monkeypatch: pyt
     source.write_text("def f() -> int:\n    return 1\n")
     mutants = tmp_path / "mutants"
     (mutants / "rebalance_replay").mkdir(parents=True)
-    (mutants / run.SOURCE_STAMP).write_text(run.source_digest())
-    run.drop_stale_mutants()
+    files = ["rebalance_replay/transforms/x.py"]
+    (mutants / run.SOURCE_STAMP).write_text(run.stamp(files))
+    run.drop_stale_mutants(files)
     assert mutants.exists()  # generated from these sources: kept (mutmut regenerates by mtime)
+    run.drop_stale_mutants([*files, "rebalance_replay/transforms/y.py"])
+    assert not mutants.exists()  # another file to mutate: its copy may be a plain one
+    (mutants / "rebalance_replay").mkdir(parents=True)
+    (mutants / run.SOURCE_STAMP).write_text(run.stamp(files))
     source.write_text("def f() -> int:\n    return 2\n")
-    run.drop_stale_mutants()
+    run.drop_stale_mutants(files)
     assert not mutants.exists()
     mutants.mkdir()  # no stamp: from before the stamp, or another tool's
-    run.drop_stale_mutants()
+    run.drop_stale_mutants(files)
     assert not mutants.exists()
-    run.drop_stale_mutants()  # nothing to drop
+    run.drop_stale_mutants(files)  # nothing to drop
+
+
+def test_the_guards_are_the_selection_mutmut_is_configured_with() -> None:
+    """pyproject.toml's test selection (for ``mutmut run`` by hand) is the union of run.py's guards, and
+    every guard exists."""
+    run = load_run()
+    config = tomllib.loads((RUN.parents[2] / "pyproject.toml").read_text())["tool"]["mutmut"]
+    union = {t for tests in run.GUARDS.values() for t in tests}
+    assert set(config["pytest_add_cli_args_test_selection"]) == union
+    assert set(run.GUARDS) == set(run.MODULES) == set(run.GROUP_ORDER)
+    assert all((RUN.parents[2] / t).exists() for t in union)
+
+
+def test_modules_whose_guards_share_a_test_run_together_cheapest_first() -> None:
+    run = load_run()
+    assert run.groups(run.SAMPLED) == [
+        ["validate tallies"],
+        ["ingest accounting", "columnar_log", "request_log (line parser)"],
+        [
+            "coordinator/reconcile",
+            "coordinator/engine",
+            "coordinator/state",
+            "coordinator/timers",
+            "validation",
+        ],
+        ["audit rules"],
+    ]
+    assert run.groups(["audit rules", "validation"]) == [["validation"], ["audit rules"]]
+    assert run.groups(["validation", "coordinator/timers"]) == [["coordinator/timers", "validation"]]
+    assert run.guard_tests(["validation", "coordinator/timers"]) == sorted(
+        {"tests/unit/test_validation.py", *run.GUARDS["coordinator/timers"]}
+    )

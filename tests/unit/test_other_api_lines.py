@@ -373,3 +373,32 @@ def test_parse_slices_reads_each_answer_once_and_merges_them_all(tmp_path: Path)
         old = _outcome(_slices(path), True)[2]
     assert json.loads(new["evidence"]) == json.loads(old["evidence"])
     assert json.loads(new["other_api_counts"]) == json.loads(old["other_api_counts"]) == {"API_VERSIONS": 12}
+
+
+@pytest.mark.parametrize("columnar", [True, False], ids=["columnar", "parse_line"])
+def test_other_apis_lines_never_reach_the_parsers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columnar: bool
+) -> None:
+    """What the head test is for: a line it decides (Kafka 3.7.2's Fetch, Produce and ApiVersions lines) is
+    counted as it is read and never decoded into a parser; only the Heartbeat is parsed."""
+    lines = [FETCH, FOLLOWER_FETCH, PRODUCE, API_VERSIONS, HEARTBEAT, FETCH]
+    path = tmp_path / "broker-1" / "kafka-request.log.1"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    parsed: list[str] = []
+    real_parse_line, real_routine = ingest.parse_line, ingest.parse_routine_lines
+
+    def parse_line_seen(line: str, tz: Any) -> Any:
+        parsed.append(line)
+        return real_parse_line(line, tz)
+
+    def routine_seen(block: list[str], tz: Any) -> Any:
+        parsed.extend(block)
+        return real_routine(block, tz)
+
+    monkeypatch.setattr(ingest, "parse_line", parse_line_seen)
+    monkeypatch.setattr(ingest, "parse_routine_lines", routine_seen)
+    requests, quarantined, stats = _outcome(_slices(path), columnar)
+    assert parsed == [HEARTBEAT]
+    assert [r["api_name"] for r in requests] == ["HEARTBEAT"] and quarantined == []
+    assert json.loads(stats["other_api_counts"]) == {"FETCH": 3, "PRODUCE": 1, "API_VERSIONS": 1}
