@@ -108,7 +108,7 @@ lint: install
 # MUTATION_BASE (origin/main, or main without a remote), or, when none changed (or the base is unknown),
 # a seeded sample of MUTATION_SAMPLE mutants per core module.
 MUTATION_BASE   ?= $(shell git rev-parse -q --verify origin/main >/dev/null && echo origin/main || echo main)
-MUTATION_BUDGET ?= 540
+MUTATION_BUDGET ?= 600
 MUTATION_SAMPLE ?= 4
 MUTATION_SEED   ?= 24
 # mutants run at once (mutmut --max-children)

@@ -102,3 +102,23 @@ def test_the_settled_state_tells_what_the_fingerprint_leaves_out() -> None:
     assert first.settled_state(firing_until=due) != second.settled_state(firing_until=due)
     last = max(t.deadline for t in first._timers.timers())
     assert first.settled_state(firing_until=last) == first.settled_state()  # all due by then: as a whole
+
+
+def test_the_settled_state_tells_which_request_a_watched_answer_belongs_to() -> None:
+    """Track mode watches a parked request's observed answer (the replay book's parked calls). Two copies
+    whose watched call is a different request of the log (its ``ref``: file and line), all else equal, may
+    not pass for one settled state: the broker's answer each waits for is another line's. Found by mutation
+    testing (stop 55): the parked calls compared by their count alone passed every test."""
+    from dataclasses import replace
+
+    from tests.unit.coordinator.test_track_member_id_required import a_waits_for_c
+
+    model = a_waits_for_c()
+    ((seq, call),) = model._book.parked.items()
+    assert call.request.member_id == "a-1" and call.request.ref is not None
+    first, second = model.fork(), model.fork()
+    assert first.settled_state() == second.settled_state()
+    watched = copy.copy(second._book.parked[seq])
+    watched.request = replace(call.request, ref=("broker-1/kafka-request.log", 999))
+    second._book.parked[seq] = watched
+    assert first.settled_state() != second.settled_state()
