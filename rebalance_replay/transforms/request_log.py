@@ -326,7 +326,7 @@ class TextStruct:
 
     __slots__ = ("by_key", "fields", "foreign", "index", "later", "names")
 
-    def __init__(self, fields: tuple[TextField, ...]) -> None:
+    def __init__(self, fields: tuple[TextField, ...]) -> None:  # pragma: no mutate block (import time)
         self.fields = fields
         self.index = {f.name: i for i, f in enumerate(fields)}
         self.by_key = {f.key: f for f in fields}
@@ -350,7 +350,9 @@ class TextStruct:
 _TAGS = TextField("_tagged_fields", "_tagged_fields", "tags", None, None)
 
 
-def text_struct(specs: tuple[FieldSpec, ...], renames: Mapping[str, str] | None, tagged: bool) -> TextStruct:
+def text_struct(
+    specs: tuple[FieldSpec, ...], renames: Mapping[str, str] | None, tagged: bool
+) -> TextStruct:  # pragma: no mutate block (import time: _build_text_specs)
     """Text-era struct for ``specs``: hand-written names when ``renames`` is given, else generated
     names; ``tagged`` adds the flexible-version ``_tagged_fields`` as the last field of every struct."""
     out = []
@@ -363,7 +365,7 @@ def text_struct(specs: tuple[FieldSpec, ...], renames: Mapping[str, str] | None,
     return TextStruct(tuple(out))
 
 
-def _build_text_specs() -> dict[tuple[ApiKey, str, str], TextStruct]:
+def _build_text_specs() -> dict[tuple[ApiKey, str, str], TextStruct]:  # pragma: no mutate block (import time)
     res: dict[tuple[ApiKey, str, str], TextStruct] = {}
     for (api, direction), specs in MESSAGE_SPECS.items():
         if api is ApiKey.CONSUMER_GROUP_HEARTBEAT:

@@ -434,8 +434,11 @@ def pick(
                 keep = set(random.Random(rng_seed).sample(flat, args.changed_max))
                 selected = {m: [n for n in ns if n in keep] for m, ns in selected.items()}
             what = ", ".join(sorted(f for f in changed))
-            return selected, f"the mutants of the functions changed against {args.base} ({what})"
-        print(f"mutation: no core function changed against {args.base}: a seeded sample instead")
+            if selected:
+                return selected, f"the mutants of the functions changed against {args.base} ({what})"
+            print(f"mutation: the core functions changed against {args.base} hold no mutant: a seeded sample")
+        else:
+            print(f"mutation: no core function changed against {args.base}: a seeded sample instead")
     for m in modules:
         names = all_mutants(m)
         selected[m] = sorted(random.Random(f"{rng_seed}:{m}").sample(names, min(args.sample, len(names))))
@@ -499,6 +502,12 @@ def main(argv: list[str] | None = None) -> int:
         generated = [f for f in generated if any(n.startswith(module_name(f) + ".") for n in args.mutant)]
     generate(args.max_children, generated)
     selected, what = pick(args, modules, changed)
+    if changed and generated != core_files(modules) and what.startswith("a sample"):
+        # the changed functions hold no mutant (a comment, a `# pragma: no mutate` function): the sample is
+        # drawn from every core file, so those are generated too
+        generated = core_files(modules)
+        generate(args.max_children, generated)
+        selected, what = pick(argparse.Namespace(**{**vars(args), "base": None}), modules, {})
     equivalents = load_equivalents()
     # the listed equivalents are known survivors: not run, only checked to still be the same mutation
     backlog = load_equivalents(BACKLOG) if BACKLOG.exists() and not args.strict else {}

@@ -78,3 +78,26 @@ def test_modules_whose_guards_share_a_test_run_together_cheapest_first() -> None
     assert run.guard_tests(["validation", "coordinator/timers"]) == sorted(
         {"tests/unit/test_validation.py", *run.GUARDS["coordinator/timers"]}
     )
+
+
+def test_changed_functions_without_mutants_fall_back_to_the_sample(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A change that touched core functions holding no mutant (a comment, a ``# pragma: no mutate block``
+    function) is judged by the seeded sample, not by an empty selection that judges nothing."""
+    import argparse
+
+    run = load_run()
+    names = {m: [f"{m}.x_f__mutmut_{i}" for i in range(1, 7)] for m in run.MODULES}
+    monkeypatch.setattr(run, "all_mutants", lambda m: names[m])
+    args = argparse.Namespace(
+        full=False, mutant=None, base="origin/main", seed="24", sample=2, changed_max=60
+    )
+    file = run.MODULES["validation"][0][0]
+    selected, what = run.pick(args, ["validation", "audit rules"], {file: {"validation.x_untouched"}})
+    assert what == "a sample of 2 mutants per module, seed 24"
+    assert {m: len(ns) for m, ns in selected.items()} == {"validation": 2, "audit rules": 2}
+    assert "hold no mutant: a seeded sample" in capsys.readouterr().out
+    changed = {file: {"validation.x_f"}}
+    selected, what = run.pick(args, ["validation", "audit rules"], changed)
+    assert selected == {"validation": names["validation"]} and what.startswith("the mutants of the functions")

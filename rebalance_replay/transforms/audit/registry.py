@@ -62,7 +62,7 @@ RULES: dict[str, Rule[Any]] = {}
 
 def register(
     rule_id: str, name: str, settings: type[S], *, support: Support = _always
-) -> Callable[[Check[S]], Check[S]]:
+) -> Callable[[Check[S]], Check[S]]:  # pragma: no mutate block (import time: every rule module)
     """Register ``check`` as rule ``rule_id`` with its settings class (its ``audit.<rule_id>`` section):
     ``register(id, name, settings)(check)`` after the check's definition (a plain call, not a decorator:
     mutmut leaves decorated functions alone, docs/mutation-testing.md)."""

@@ -90,7 +90,7 @@ def _mirror_constructor(
 
 def _descriptor_constructor(
     cls: type[Any], params: tuple[str, ...], constants: dict[str, Any]
-) -> Callable[..., Any]:
+) -> Callable[..., Any]:  # pragma: no mutate block (import time, a fallback CPython 3.11 never builds)
     exprs = _values(cls, params, constants)
     namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, **_constants(cls, params, constants)}
     body = ["    o = _new(_cls)"]

@@ -51,39 +51,48 @@ def _join(
     )
 
 
+def _answered(
+    at: int, member_id: str, generation: int, members: tuple[str, ...] | None = None
+) -> ObservedResponse:
+    return ObservedResponse(
+        error="NONE",
+        generation_id=generation,
+        leader="a-1",
+        member_id=member_id,
+        protocol_name="range",
+        members=members,
+        completion_ms=at,
+    )
+
+
+def _sync(
+    at: int, member_id: str, generation: int, assignments: tuple[tuple[str, bytes | None], ...] = ()
+) -> GroupRequest:
+    return GroupRequest(
+        ApiKey.SYNC_GROUP,
+        5,
+        GROUP,
+        at,
+        member_id=member_id,
+        generation_id=generation,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=assignments,
+        observed=ObservedResponse(error="NONE", assignment=b"x", completion_ms=at),
+    )
+
+
 def test_a_member_id_the_broker_handed_out_is_pending_until_its_session_ends() -> None:
     model = GroupCoordinatorModel(
         GROUP, CoordinatorConfig(kafka_version="2.3", mode="track", group_initial_rebalance_delay_ms=0)
     )
+    required = ObservedResponse(
+        error="MEMBER_ID_REQUIRED", generation_id=-1, member_id="a-1", completion_ms=0
+    )
     stable = [
-        _join(
-            0,
-            "",
-            ObservedResponse(error="MEMBER_ID_REQUIRED", generation_id=-1, member_id="a-1", completion_ms=0),
-        ),
-        _join(
-            1,
-            "a-1",
-            ObservedResponse(
-                error="NONE",
-                generation_id=1,
-                leader="a-1",
-                member_id="a-1",
-                protocol_name="range",
-                members=("a-1",),
-                completion_ms=1,
-            ),
-        ),
-        GroupRequest(
-            ApiKey.SYNC_GROUP,
-            3,
-            GROUP,
-            2,
-            member_id="a-1",
-            generation_id=1,
-            assignments=(("a-1", b"x"),),
-            observed=ObservedResponse(error="NONE", assignment=b"x", completion_ms=2),
-        ),
+        _join(0, "", required),
+        _join(1, "a-1", _answered(1, "a-1", 1, ("a-1",))),
+        _sync(2, "a-1", 1, (("a-1", b"x"),)),
     ]
     for request in stable:
         model.handle(request)
@@ -117,37 +126,6 @@ def test_a_member_id_the_broker_handed_out_is_pending_until_its_session_ends() -
     removed = [e for e in model.drain()[1] if e.kind is EventKind.PENDING_MEMBER_REMOVED]
     assert [e.member_id for e in removed] == ["b-1"]
     assert not model.group.pending_members and list(model.group.members) == ["a-1"]
-
-
-def _answered(
-    at: int, member_id: str, generation: int, members: tuple[str, ...] | None = None
-) -> ObservedResponse:
-    return ObservedResponse(
-        error="NONE",
-        generation_id=generation,
-        leader="a-1",
-        member_id=member_id,
-        protocol_name="range",
-        members=members,
-        completion_ms=at,
-    )
-
-
-def _sync(
-    at: int, member_id: str, generation: int, assignments: tuple[tuple[str, bytes | None], ...] = ()
-) -> GroupRequest:
-    return GroupRequest(
-        ApiKey.SYNC_GROUP,
-        5,
-        GROUP,
-        at,
-        member_id=member_id,
-        generation_id=generation,
-        protocol_type="consumer",
-        protocol_name="range",
-        assignments=assignments,
-        observed=ObservedResponse(error="NONE", assignment=b"x", completion_ms=at),
-    )
 
 
 def a_waits_for_c() -> GroupCoordinatorModel:
