@@ -87,9 +87,6 @@ class TimerQueue:
         new._next_order = self._next_order
         return new
 
-    def __contains__(self, key: str) -> bool:
-        return key in self._timers
-
     def get(self, key: str) -> Timer | None:
         return self._timers.get(key)
 
