@@ -337,7 +337,7 @@ class TextStruct:
         #: contains one means this naming is the wrong one for the line.
         self.foreign: re.Pattern[str] | None = None
 
-    def set_foreign(self, other: TextStruct) -> None:
+    def set_foreign(self, other: TextStruct) -> None:  # pragma: no mutate block (import time)
         names = sorted(set(other.index) - set(self.index))
         if names:
             self.foreign = re.compile(",(?:" + "|".join(re.escape(n) for n in names) + ")=")

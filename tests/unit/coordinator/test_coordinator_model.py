@@ -174,6 +174,27 @@ def test_timer_queue_pop_key_removes_the_timer_and_tells_an_unarmed_key() -> Non
     assert fired is not None and fired.key == "heartbeat-g-a" and q.pop_due(200, inclusive=True) is None
 
 
+def test_timer_queue_postpones_a_live_timer_without_a_heap_entry() -> None:
+    """``postpone`` is the heartbeat's fast path: a live session timer moved later keeps its heap entry (the
+    entry is checked lazily when it comes up) and takes a new arming order, as :meth:`arm` would give it;
+    it declines (False, nothing changed) a key with no timer, an earlier deadline or another priority.
+    Found by mutation testing (stop 55): a postpone that always declined passed every test, the callers
+    falling back to ``arm``."""
+    q = TimerQueue()
+    q.arm("heartbeat-g-a", 100, SESSION_PRIORITY, "heartbeat")
+    q.arm("heartbeat-g-b", 100, SESSION_PRIORITY, "heartbeat")
+    entries = len(q._heap)
+    assert q.postpone("heartbeat-g-a", 150, SESSION_PRIORITY) is True
+    assert len(q._heap) == entries  # no heap operation
+    timer = q.get("heartbeat-g-a")
+    assert timer is not None and timer.deadline == 150 and timer.order == 2  # after b's 1
+    assert q.postpone("heartbeat-g-c", 150, SESSION_PRIORITY) is False  # no such timer
+    assert q.postpone("heartbeat-g-b", 90, SESSION_PRIORITY) is False  # earlier
+    assert q.postpone("heartbeat-g-b", 150, 0) is False  # another priority
+    fired = [(t.key, t.deadline) for t in iter(lambda: q.pop_due(1000, inclusive=True), None)]
+    assert fired == [("heartbeat-g-b", 100), ("heartbeat-g-a", 150)]
+
+
 def test_timer_queue_copy_keeps_deepcopy_contract_and_is_independent() -> None:
     """``TimerQueue.__deepcopy__`` (the fork's fast copy) registers its copy in ``memo`` under the queue's
     own id: a graph that holds the queue twice gets one copy twice, and an entry under another id would
