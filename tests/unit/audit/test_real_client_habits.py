@@ -250,3 +250,43 @@ def test_r19_names_the_leader_whose_assignment_came_late() -> None:
         "a slow sync phase may be the leader's network, not its assignor)"
     )
     assert [(e.api, e.line_no) for e in f.evidence] == [("SYNC_GROUP", 13_990)]
+
+
+def test_an_eviction_the_broker_disputes_is_named_and_not_counted() -> None:
+    """Two dynamic members (one client id, two processes) whose sessions the replay reports expired at 8 s
+    (6 s after their last heartbeats). One of them heartbeats at 9 s and the broker answers NONE: to Kafka
+    it was still a member, so R02 counts one eviction, not two, and its summary names the disputed one,
+    with the broker's answer and when (found by mutation testing, stop 55: the note's member lookup
+    dropped passed every test)."""
+    members = (("d-1", 40000), ("d-2", 40001))
+    hb = [
+        _req("HEARTBEAT", t, port, m, generation_id=1, error_name="NONE")
+        for m, port in members
+        for t in (1000, 2000)
+    ]
+    kept = _req("HEARTBEAT", 9000, 40001, "d-2", generation_id=1, error_name="NONE")
+    sessions = [
+        Session(
+            m,
+            1,
+            0,
+            "session_expiry",
+            client_address=f"10.0.0.1:{port}",
+            ended_ms=8000,
+            session_timeout_ms=6000,
+        )
+        for m, port in members
+    ]
+    inputs = GroupInputs.build(
+        "g",
+        requests=sorted([*hb, kept], key=lambda r: r.arrival_ms),
+        sessions=sessions,
+        transitions=[Transition(1, 8000, "Stable", "PreparingRebalance", 1, "d-1")],
+    )
+    (f,) = _rules(inputs, "R02")
+    assert f.summary == (
+        "member 10.0.0.1:40000 (member d-1) was evicted 1 time after 6 s without a heartbeat "
+        "(session.timeout.ms 6 s, no LeaveGroup); not counted, the model's removal disputed by the broker, "
+        "which answered as a member afterwards 10.0.0.1:40001 (member d-2): "
+        "HEARTBEAT NONE at 00:00:09.000 UTC"
+    )
