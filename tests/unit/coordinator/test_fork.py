@@ -122,3 +122,22 @@ def test_the_settled_state_tells_which_request_a_watched_answer_belongs_to() -> 
     watched.request = replace(call.request, ref=("broker-1/kafka-request.log", 999))
     second._book.parked[seq] = watched
     assert first.settled_state() != second.settled_state()
+
+
+def test_a_state_saved_before_the_peak_size_was_kept_reads_it_from_the_table_size() -> None:
+    """A model state saved by an older release holds the Java member table's size (``capacity``), not the
+    group's peak size. A table only grows (``java.util.HashMap`` doubles past 3/4 full and never shrinks),
+    so a table of 32 slots means the group once held more than 12 members, up to 24: the peak is read back as
+    24, whatever the group holds now (the member order of later answers depends on it); a table of 16 tells
+    nothing beyond the members present. Found by mutation testing (stop 55): ``capacity / 3 // 4`` for
+    ``capacity * 3 // 4`` passed every test."""
+    model, _, _ = in_the_initial_delay()
+    state = model.to_state()
+    legacy = {k: v for k, v in state["group"].items() if k != "peak"}
+    config = model.config
+    for capacity, peak in ((32, 24), (64, 48), (16, len(legacy["members"]))):
+        restored = GroupCoordinatorModel.from_state(
+            {**state, "group": {**legacy, "capacity": capacity}}, config
+        )
+        assert restored.group is not None and restored.group.peak_size == peak
+    assert GroupCoordinatorModel.from_state(state, config).to_state() == state  # today's documents: as saved
