@@ -208,6 +208,12 @@ def core_files(modules: Iterable[str]) -> list[str]:
     return sorted({f for m in modules for f in MODULES[m][0]})
 
 
+def files_holding(files: Iterable[str], names: Iterable[str]) -> list[str]:
+    """Those of ``files`` that hold one of the mutants ``names``."""
+    prefixes = {n.rsplit(".", 1)[0] for n in names}  # pkg.mod.x_f__mutmut_3 → pkg.mod
+    return sorted(f for f in set(files) if module_name(f) in prefixes)
+
+
 def narrow_mutmut(files: Iterable[str], tests: Iterable[str] = ()) -> None:
     """mutmut's configuration (pyproject.toml) in this process, with only ``files`` mutated and, when
     given, ``tests`` as the test selection; mutmut forks its stats run, its fork server and its mutants'
@@ -499,10 +505,12 @@ def main(argv: list[str] | None = None) -> int:
     # a change's mutants come from the files it changed alone; a sample's and a full run's from all
     generated = sorted(changed) if changed else core_files(modules)
     if args.mutant:  # the files of the mutants named
-        generated = [f for f in generated if any(n.startswith(module_name(f) + ".") for n in args.mutant)]
+        generated = files_holding(generated, args.mutant)
     generate(args.max_children, generated)
     selected, what = pick(args, modules, changed)
-    if changed and generated != core_files(modules) and what.startswith("a sample"):
+    changed_funcs = set().union(*changed.values())
+    picked_changed = any(function_of(n) in changed_funcs for ns in selected.values() for n in ns)
+    if changed and not picked_changed and generated != core_files(modules):
         # the changed functions hold no mutant (a comment, a `# pragma: no mutate` function): the sample is
         # drawn from every core file, so those are generated too
         generated = core_files(modules)
@@ -526,14 +534,7 @@ def main(argv: list[str] | None = None) -> int:
     status_of: dict[str, int | None] = {}
     for group in groups(m for m in modules if any(n in to_run for n in selected.get(m, []))):
         names = [n for m in group for n in selected[m] if n in to_run]
-        files = sorted(
-            {
-                f
-                for m in group
-                for f in MODULES[m][0]
-                if any(n.startswith(module_name(f) + ".") for n in names)
-            }
-        )
+        files = files_holding((f for m in group for f in MODULES[m][0]), names)
         tests = guard_tests(group)
         remaining = args.budget - (time.monotonic() - start) if args.budget else 10**9
         if remaining < 60:

@@ -101,3 +101,11 @@ def test_changed_functions_without_mutants_fall_back_to_the_sample(
     changed = {file: {"validation.x_f"}}
     selected, what = run.pick(args, ["validation", "audit rules"], changed)
     assert selected == {"validation": names["validation"]} and what.startswith("the mutants of the functions")
+
+
+def test_the_files_holding_mutants_are_named_by_module() -> None:
+    run = load_run()
+    engine, state = (run.MODULES[m][0][0] for m in ("coordinator/engine", "coordinator/state"))
+    names = ["rebalance_replay.transforms.coordinator.engine.xǁCoordinatorEngineǁsettled_state__mutmut_24"]
+    assert run.files_holding([state, engine], names) == [engine]
+    assert run.files_holding([state], names) == [] and run.files_holding([engine], []) == []

@@ -51,6 +51,13 @@ def _join(
     )
 
 
+def _required(at: int, member_id: str) -> ObservedResponse:
+    """The broker's MEMBER_ID_REQUIRED answer handing ``member_id`` to a new member (KIP-394)."""
+    return ObservedResponse(
+        error="MEMBER_ID_REQUIRED", generation_id=-1, member_id=member_id, completion_ms=at
+    )
+
+
 def _answered(
     at: int, member_id: str, generation: int, members: tuple[str, ...] | None = None
 ) -> ObservedResponse:
@@ -86,11 +93,8 @@ def test_a_member_id_the_broker_handed_out_is_pending_until_its_session_ends() -
     model = GroupCoordinatorModel(
         GROUP, CoordinatorConfig(kafka_version="2.3", mode="track", group_initial_rebalance_delay_ms=0)
     )
-    required = ObservedResponse(
-        error="MEMBER_ID_REQUIRED", generation_id=-1, member_id="a-1", completion_ms=0
-    )
     stable = [
-        _join(0, "", required),
+        _join(0, "", _required(0, "a-1")),
         _join(1, "a-1", _answered(1, "a-1", 1, ("a-1",))),
         _sync(2, "a-1", 1, (("a-1", b"x"),)),
     ]
@@ -104,9 +108,7 @@ def test_a_member_id_the_broker_handed_out_is_pending_until_its_session_ends() -
         _join(
             100,
             "",
-            ObservedResponse(
-                error="MEMBER_ID_REQUIRED", generation_id=-1, member_id="b-1", completion_ms=100
-            ),
+            _required(100, "b-1"),
             session_ms=3000,
         )
     )
@@ -138,12 +140,11 @@ def a_waits_for_c() -> GroupCoordinatorModel:
         ),
     )
     both = (("a-1", b"x"), ("c-1", b"x"))
-    required = ObservedResponse(error="MEMBER_ID_REQUIRED", generation_id=-1, member_id="{}", completion_ms=0)
     requests = [
-        _join(0, "", replace(required, member_id="a-1", completion_ms=0), version=7),
+        _join(0, "", _required(0, "a-1"), version=7),
         _join(1, "a-1", _answered(1, "a-1", 1, ("a-1",)), version=7),
         _sync(2, "a-1", 1, (("a-1", b"x"),)),
-        _join(10, "", replace(required, member_id="c-1", completion_ms=10), version=7),
+        _join(10, "", _required(10, "c-1"), version=7),
         _join(11, "c-1", _answered(13, "c-1", 2), version=7),
         _join(13, "a-1", _answered(13, "a-1", 2, ("a-1", "c-1")), version=7),
         _sync(14, "c-1", 2),
@@ -158,12 +159,9 @@ def a_waits_for_c() -> GroupCoordinatorModel:
 
 def test_a_pending_member_the_broker_refuses_for_size_no_longer_holds_the_join_phase() -> None:
     model = a_waits_for_c()
-    required = ObservedResponse(
-        error="MEMBER_ID_REQUIRED", generation_id=-1, member_id="b-1", completion_ms=200
-    )
     requests = [
         # a third consumer, 3 s session: the model refuses it (minimum 6 s), the broker hands out b-1
-        _join(200, "", required, session_ms=3000, version=7),
+        _join(200, "", _required(200, "b-1"), session_ms=3000, version=7),
         # c-1 rejoins: every member awaits the join, but the pending b-1 holds the phase open (both sides)
         _join(250, "c-1", _answered(300, "c-1", 3), version=7),
     ]
